@@ -1,0 +1,31 @@
+# Two entry points: `make run` (the main job) and `make test` (the whole suite plus the contract check).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+SHARED ?= ../shared
+
+.PHONY: run test lint bench clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.installed
+	$(VENV)/bin/swapjudge analyze examples/mtbench_gpt4_vs_vicuna.jsonl --format text || test $$? -eq 1
+
+test: $(VENV)/.installed
+	$(VENV)/bin/pytest
+	$(PY) $(SHARED)/checks/contract.py $(VENV)/bin/swapjudge
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
+
+bench: $(VENV)/.installed
+	$(PY) bench/bench_analyze.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,13 @@
+"""Command-line interface: thin wrappers that parse arguments, call the library and render."""
+
+from __future__ import annotations
+
+from swapjudge.cli import core  # noqa: F401  (registers calc, analyze)
+from swapjudge.cli.app import app
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,55 @@
+"""The Typer application and the shared plumbing of every command: formats, error handling, exit codes."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from swapjudge.errors import SwapjudgeError
+
+app = typer.Typer(
+    name="swapjudge",
+    help="Honest pairwise LLM-as-judge evaluation: every pair in both orders, flip rates, tie policies, gates.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+stdout = Console(soft_wrap=False)
+stderr = Console(stderr=True, soft_wrap=True)
+
+
+class OutputFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_errors(func: F) -> F:
+    """Turn a SwapjudgeError into one line on stderr and its exit code; Ctrl-C into exit 130."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except SwapjudgeError as err:
+            stderr.print(f"[bold red]error:[/] {err}", markup=True, highlight=False)
+            raise typer.Exit(err.exit_code) from None
+        except KeyboardInterrupt:
+            stderr.print("interrupted")
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            sys.stderr.close()
+            raise typer.Exit(0) from None
+
+    return wrapper  # type: ignore[return-value]

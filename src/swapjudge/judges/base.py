@@ -1,0 +1,66 @@
+"""The one small protocol every judge backend implements.
+
+A backend never learns which system sits in which slot: it gets messages that name the answers only by slot
+and returns a positional verdict (`first`, `second`, `tie` or None). The runner alone maps slots to identities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Verdict = Literal["first", "second", "tie"]
+VERDICTS: tuple[Verdict, ...] = ("first", "second", "tie")
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One judge call, fully rendered.
+
+    `system` holds everything shared by every call of a run (rubric, instructions), so provider prompt caching
+    applies; `user` holds the task and the two slotted answers. `slot_labels` are the neutral names the prompt
+    uses for the slots (e.g. "1", "2"); `verdict_prefix` is the text an answer begins with right before the slot
+    label, for backends that read the verdict from next-token probabilities.
+    """
+
+    system: str
+    user: str
+    allow_tie: bool
+    prompt_hash: str
+    slot_labels: tuple[str, str] = ("1", "2")
+    tie_label: str = "tie"
+    verdict_prefix: str = "Verdict: "
+    chain_of_thought: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """What a backend returns for one call. `verdict` None means no usable verdict (raw text is kept)."""
+
+    verdict: Verdict | None
+    raw: str
+    latency_s: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cost_usd: float | None = None
+    # P(first), P(second) (and P(tie)) when the backend exposes token probabilities.
+    probabilities: dict[str, float] | None = None
+    error: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A judge backend. `name` identifies the judge configuration (it goes into every record's `judge`)."""
+
+    name: str
+
+    async def judge(self, request: JudgeRequest) -> JudgeReply:
+        """Make one call. Transient failures may raise; the runner retries them. Never log secrets."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections, models, threads."""
+        ...
