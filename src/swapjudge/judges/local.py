@@ -1,0 +1,355 @@
+"""Backend `local`: a GGUF model run in-process by llama.cpp (llama-cpp-python), no key, no network.
+
+The request's system and user texts are rendered through the model's own chat template. In `logprobs` mode (the
+default) the assistant's reply is started with the fixed verdict prefix ("Verdict: ") and the verdict is read
+from the next-token probabilities of the two slot labels after one forward pass: no sampling, so the same prompt
+gives the same verdict. In `generate` mode the model writes its reply greedily and the reply is parsed strictly.
+
+The KV cache keeps the previous prompt: a call evaluates only the tokens after the prefix it shares with the
+previous one (the rubric and instructions across pairs; the task too between the two orders of a pair). The model
+is not thread-safe and CPU-bound, so calls run one at a time on one worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from swapjudge.errors import ConfigError, SwapjudgeError
+from swapjudge.judges.base import JudgeReply, JudgeRequest, Verdict
+from swapjudge.models import DEFAULT_MODEL, Progress, resolve_model
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+Mode = Literal["logprobs", "generate"]
+MODES: tuple[Mode, ...] = ("logprobs", "generate")
+SUPPORTS_STRUCTURED = False
+
+# Placeholders for message contents while the chat template is rendered: contents are then tokenized as plain
+# text, so an answer that contains "<|im_end|>" cannot close its message or open the assistant's turn.
+_SENTINEL = "\x1eswapjudge-content-{}\x1e"
+
+
+@dataclass(frozen=True)
+class EvalStats:
+    """Token counts of one forward pass: how many prompt tokens there were and how many came from the cache."""
+
+    prompt_tokens: int
+    reused_tokens: int
+
+    @property
+    def evaluated_tokens(self) -> int:
+        return self.prompt_tokens - self.reused_tokens
+
+
+@dataclass(frozen=True)
+class _LabelTokens:
+    """The verdict prefix's tokens and, per answer option, the first token that tells the options apart."""
+
+    context: tuple[int, ...]
+    ids: dict[Verdict, int]
+    # True when every label is exactly one token after the context (else its first token stands for it).
+    exact: bool
+
+
+def _softmax_log(logits: np.ndarray) -> np.ndarray:
+    shifted = logits.astype(np.float64) - float(np.max(logits))
+    return shifted - float(np.log(np.sum(np.exp(shifted))))
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.nonzero(np.asarray(a[:n], dtype=np.int64) != np.asarray(b[:n], dtype=np.int64))[0]
+    return int(diff[0]) if len(diff) else n
+
+
+def parse_label_line(text: str, request: JudgeRequest) -> Verdict | None:
+    """Strict: the reply's last non-empty line must be `<prefix><label>` (optionally bold/bracketed)."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    labels: dict[str, Verdict] = {request.slot_labels[0].lower(): "first", request.slot_labels[1].lower(): "second"}
+    if request.allow_tie:
+        labels[request.tie_label.lower()] = "tie"
+    prefix = re.escape(request.verdict_prefix.strip().rstrip(":"))
+    alt = "|".join(re.escape(k) for k in labels)
+    m = re.fullmatch(rf"\s*(?:\*\*)?{prefix}(?:\*\*)?\s*:\s*(?:\*\*)?\[{{0,2}}({alt})\]{{0,2}}(?:\*\*)?\.?\s*",
+                     lines[-1], flags=re.IGNORECASE)
+    return labels[m.group(1).lower()] if m else None
+
+
+class LocalJudge:
+    """A judge backed by a local GGUF model. `model` is a packaged model's name or a GGUF path."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, name: str | None = None, mode: Mode = "logprobs",
+                 n_ctx: int = 8192, n_threads: int = 2, n_batch: int = 512, max_tokens: int | None = None,
+                 reuse_prefix: bool = True, model_dir: Path | None = None,
+                 progress: Progress | None = None) -> None:
+        if mode not in MODES:
+            raise ConfigError(f"local judge: unknown mode {mode!r} (use {' or '.join(MODES)})")
+        self.model = model
+        self.name = name or f"local:{model}"
+        self.mode: Mode = mode
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.n_batch = n_batch
+        self.max_tokens = max_tokens
+        self.reuse_prefix = reuse_prefix
+        self.model_dir = model_dir
+        self._progress = progress
+        self._llm: Llama | None = None
+        self._formatter: Any = None
+        self._add_bos = False
+        self._bos = -1
+        self._labels_cache: dict[tuple[str, tuple[str, ...]], _LabelTokens] = {}
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self.model_path: Path | None = None
+        self.load_s: float | None = None
+        # Totals over the judge's life: prompt tokens seen and how many of them the KV cache spared.
+        self.prompt_tokens_total = 0
+        self.reused_tokens_total = 0
+
+    # ---- model -----------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Resolve (assemble and verify if needed) and load the model; idempotent."""
+        with self._lock:
+            self._load_locked()
+
+    def _load_locked(self) -> Llama:
+        if self._llm is not None:
+            return self._llm
+        try:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        except ImportError:
+            raise SwapjudgeError(
+                "the local backend needs llama-cpp-python: pip install 'swapjudge[local]' "
+                "(the first install compiles llama.cpp, 5-7 minutes)"
+            ) from None
+        path = resolve_model(self.model, directory=self.model_dir, progress=self._progress)
+        started = time.perf_counter()
+        try:
+            llm = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                        n_threads_batch=self.n_threads, n_batch=self.n_batch, logits_all=False, seed=0,
+                        verbose=False)
+        except (ValueError, RuntimeError) as err:
+            raise SwapjudgeError(f"cannot load model {path}: {err}") from None
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            llm.close()
+            raise SwapjudgeError(f"model {path} has no chat template in its GGUF metadata")
+        model = llm._model
+        eos, bos = llm.token_eos(), llm.token_bos()
+        self._formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=model.token_get_text(eos) if eos != -1 else "",
+            bos_token=model.token_get_text(bos) if bos != -1 else "",
+            add_generation_prompt=True,
+        )
+        self._bos = bos
+        self._add_bos = llm.metadata.get("tokenizer.ggml.add_bos_token") == "true" and bos != -1
+        self._llm = llm
+        self.model_path = path
+        self.load_s = time.perf_counter() - started
+        return llm
+
+    def close(self) -> None:
+        with self._lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    # ---- prompt ----------------------------------------------------------------------------------------
+
+    def _tokenize(self, text: str, *, special: bool) -> list[int]:
+        assert self._llm is not None
+        if not text:
+            return []
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=special))
+
+    def _render(self, messages: list[dict[str, str]]) -> str:
+        return str(self._formatter(messages=messages).prompt)
+
+    def prompt_tokens(self, request: JudgeRequest) -> list[int]:
+        """The chat-formatted prompt up to the start of the assistant's reply (template tokens special,
+        message contents plain)."""
+        contents = [request.system, request.user]
+        marks = [_SENTINEL.format(i) for i in range(len(contents))]
+        messages = [{"role": "system", "content": marks[0]}, {"role": "user", "content": marks[1]}]
+        try:
+            text = self._render(messages)
+        except Exception:
+            text = ""
+        if any(text.count(m) != 1 for m in marks):
+            # A template without a system role: the system text leads the user message instead.
+            marks, contents = marks[1:], [f"{request.system}\n\n{request.user}"]
+            try:
+                text = self._render([{"role": "user", "content": marks[0]}])
+            except Exception as err:
+                raise SwapjudgeError(f"the model's chat template failed to render: {err}") from None
+            if text.count(marks[0]) != 1:
+                raise SwapjudgeError("the model's chat template does not place the message content once")
+        tokens: list[int] = []
+        for piece in re.split("(" + "|".join(re.escape(m) for m in marks) + ")", text):
+            if piece in marks:
+                tokens += self._tokenize(contents[marks.index(piece)], special=False)
+            else:
+                tokens += self._tokenize(piece, special=True)
+        if self._add_bos and (not tokens or tokens[0] != self._bos):
+            tokens.insert(0, self._bos)
+        return tokens
+
+    def label_tokens(self, request: JudgeRequest) -> _LabelTokens:
+        """Tokenize prefix+label for each option; the options part at their first differing token."""
+        options: list[tuple[Verdict, str]] = [("first", request.slot_labels[0]), ("second", request.slot_labels[1])]
+        if request.allow_tie:
+            options.append(("tie", request.tie_label))
+        key = (request.verdict_prefix, tuple(label for _, label in options))
+        cached = self._labels_cache.get(key)
+        if cached is not None:
+            return cached
+        seqs = [self._tokenize(request.verdict_prefix + label, special=False) for _, label in options]
+        k = min(_common_prefix(seqs[0], s) for s in seqs[1:])
+        if any(len(s) <= k for s in seqs) or len({s[k] for s in seqs}) != len(seqs):
+            raise SwapjudgeError(f"slot labels {key[1]} cannot be told apart by one token after the prefix")
+        result = _LabelTokens(context=tuple(seqs[0][:k]), ids={v: s[k] for (v, _), s in zip(options, seqs, strict=True)},
+                              exact=all(len(s) == k + 1 for s in seqs))
+        self._labels_cache[key] = result
+        return result
+
+    # ---- evaluation ------------------------------------------------------------------------------------
+
+    def _evaluate(self, tokens: Sequence[int]) -> tuple[np.ndarray, EvalStats]:
+        """Evaluate `tokens`, reusing the KV cache for the prefix shared with what was evaluated last;
+        returns the next-token logits."""
+        llm = self._llm
+        assert llm is not None
+        reuse = 0
+        if self.reuse_prefix and llm.n_tokens > 0:
+            reuse = _common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+        # At least one token must be evaluated to get fresh logits for the last position.
+        reuse = min(reuse, len(tokens) - 1)
+        llm.n_tokens = reuse
+        llm.eval(tokens[reuse:])
+        logits = np.array(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)), dtype=np.float32)
+        stats = EvalStats(prompt_tokens=len(tokens), reused_tokens=reuse)
+        self.prompt_tokens_total += stats.prompt_tokens
+        self.reused_tokens_total += stats.reused_tokens
+        return logits, stats
+
+    def _settings(self) -> dict[str, Any]:
+        return {"backend": "local", "model": self.model, "mode": self.mode, "decoding": "greedy",
+                "n_ctx": self.n_ctx, "n_threads": self.n_threads, "reuse_prefix": self.reuse_prefix}
+
+    def judge_sync(self, request: JudgeRequest) -> JudgeReply:
+        """One call, synchronously (the async `judge` runs this on the worker thread)."""
+        with self._lock:
+            llm = self._load_locked()
+            started = time.perf_counter()
+            prompt = self.prompt_tokens(request)
+            labels = self.label_tokens(request) if self.mode == "logprobs" else None
+            full = prompt + list(labels.context) if labels is not None else prompt
+            limit = llm.n_ctx() - (1 if labels is not None else self._max_new_tokens(request))
+            if len(full) > limit:
+                return JudgeReply(verdict=None, raw="", input_tokens=len(full), output_tokens=0,
+                                  error=f"prompt of {len(full)} tokens does not fit the context of {llm.n_ctx()} "
+                                        f"(raise judge n_ctx)", settings=self._settings())
+            logits, stats = self._evaluate(full)
+            if labels is not None:
+                return self._reply_from_logits(request, labels, logits, stats, started)
+            return self._generate(request, logits, stats, started)
+
+    def _reply_from_logits(self, request: JudgeRequest, labels: _LabelTokens, logits: np.ndarray,
+                           stats: EvalStats, started: float) -> JudgeReply:
+        logp = _softmax_log(logits)
+        # float() because numpy floats are not JSON-serialisable.
+        probabilities = {v: float(np.exp(logp[tok])) for v, tok in labels.ids.items()}
+        ranked = sorted(labels.ids.items(), key=lambda kv: float(logits[kv[1]]), reverse=True)
+        best, runner_up = ranked[0], ranked[1]
+        verdict: Verdict | None = best[0] if logits[best[1]] != logits[runner_up[1]] else None
+        label = {"first": request.slot_labels[0], "second": request.slot_labels[1], "tie": request.tie_label}
+        raw = f"{request.verdict_prefix}{label[verdict]}" if verdict is not None else ""
+        return JudgeReply(
+            verdict=verdict, raw=raw, latency_s=time.perf_counter() - started, input_tokens=stats.prompt_tokens,
+            output_tokens=0, cached_input_tokens=stats.reused_tokens, cost_usd=0.0, probabilities=probabilities,
+            error=None if verdict is not None else "the slot labels were exactly equally likely",
+            settings={**self._settings(), "label_tokens_exact": labels.exact},
+        )
+
+    def _max_new_tokens(self, request: JudgeRequest) -> int:
+        if self.max_tokens is not None:
+            return self.max_tokens
+        return 512 if request.chain_of_thought else 24
+
+    def _generate(self, request: JudgeRequest, logits: np.ndarray, stats: EvalStats,
+                  started: float) -> JudgeReply:
+        import llama_cpp
+
+        llm = self._llm
+        assert llm is not None
+        vocab = llm._model.vocab
+        out: list[int] = []
+        for _ in range(self._max_new_tokens(request)):
+            token = int(np.argmax(logits))
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                break
+            out.append(token)
+            llm.eval([token])
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+        text = llm.detokenize(out).decode("utf-8", errors="replace")
+        verdict = parse_label_line(text, request)
+        return JudgeReply(
+            verdict=verdict, raw=text, latency_s=time.perf_counter() - started, input_tokens=stats.prompt_tokens,
+            output_tokens=len(out), cached_input_tokens=stats.reused_tokens, cost_usd=0.0,
+            settings=self._settings(),
+        )
+
+    # ---- Judge protocol --------------------------------------------------------------------------------
+
+    async def judge(self, request: JudgeRequest) -> JudgeReply:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="swapjudge-local")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self.judge_sync, request)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+
+def from_config(cfg: Any) -> LocalJudge:
+    """Build from the runner's JudgeConfig: `model`, `name`, `max_tokens`, and the extra keys `mode`, `n_ctx`,
+    `n_threads`, `n_batch`, `reuse_prefix`, `model_dir`."""
+    extra: dict[str, Any] = dict(cfg.extra()) if hasattr(cfg, "extra") else {}
+    known = {"mode", "n_ctx", "n_threads", "n_batch", "reuse_prefix", "model_dir"}
+    unknown = sorted(set(extra) - known)
+    if unknown:
+        raise ConfigError(f"key `judge.{unknown[0]}`: not an option of the local backend "
+                          f"(options: {', '.join(sorted(known))})")
+    if getattr(cfg, "temperature", 0.0):
+        raise ConfigError("key `judge.temperature`: the local backend decodes greedily; use temperature 0")
+    try:
+        return LocalJudge(
+            cfg.model or DEFAULT_MODEL, name=getattr(cfg, "judge_name", None), mode=extra.get("mode", "logprobs"),
+            n_ctx=int(extra.get("n_ctx", 8192)), n_threads=int(extra.get("n_threads", 2)),
+            n_batch=int(extra.get("n_batch", 512)), max_tokens=getattr(cfg, "max_tokens", None),
+            reuse_prefix=bool(extra.get("reuse_prefix", True)),
+            model_dir=Path(extra["model_dir"]) if extra.get("model_dir") else None,
+        )
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"key `judge`: bad local backend option: {err}") from None
