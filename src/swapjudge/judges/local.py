@@ -1,13 +1,13 @@
 """Backend `local`: a GGUF model run in-process by llama.cpp (llama-cpp-python), no key, no network.
 
-The request's system and user texts are rendered through the model's own chat template. In `logprobs` mode (the
-default) the assistant's reply is started with the fixed verdict prefix ("Verdict: ") and the verdict is read
-from the next-token probabilities of the two slot labels after one forward pass: no sampling, so the same prompt
-gives the same verdict. In `generate` mode the model writes its reply greedily and the reply is parsed strictly.
+The request's system and user texts are rendered through the model's own chat template. In `logprobs` mode
+(the default) the assistant's reply is started with the fixed verdict prefix ("Verdict: ") and the verdict is
+read from the next-token probabilities of the slot labels after one forward pass: no sampling, so the same
+prompt gives the same verdict. In `generate` mode the model writes its reply greedily; it is parsed strictly.
 
 The KV cache keeps the previous prompt: a call evaluates only the tokens after the prefix it shares with the
-previous one (the rubric and instructions across pairs; the task too between the two orders of a pair). The model
-is not thread-safe and CPU-bound, so calls run one at a time on one worker thread.
+previous one (the rubric and instructions across pairs; the task too between the two orders of a pair). The
+model is not thread-safe and CPU-bound, so calls run one at a time on one worker thread.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ _SENTINEL = "\x1eswapjudge-content-{}\x1e"
 
 @dataclass(frozen=True)
 class EvalStats:
-    """Token counts of one forward pass: how many prompt tokens there were and how many came from the cache."""
+    """Token counts of one forward pass: prompt tokens, and how many of them came from the KV cache."""
 
     prompt_tokens: int
     reused_tokens: int
@@ -75,18 +75,25 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return int(diff[0]) if len(diff) else n
 
 
+def _last_logits(llm: Llama) -> np.ndarray:
+    # With logits_all=False llama.cpp keeps only the last position's logits (llm.scores is not filled).
+    pointer = llm._ctx.get_logits()  # type: ignore[no-untyped-call]
+    return np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),))
+
+
 def parse_label_line(text: str, request: JudgeRequest) -> Verdict | None:
     """Strict: the reply's last non-empty line must be `<prefix><label>` (optionally bold/bracketed)."""
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     if not lines:
         return None
-    labels: dict[str, Verdict] = {request.slot_labels[0].lower(): "first", request.slot_labels[1].lower(): "second"}
+    first, second = (label.lower() for label in request.slot_labels)
+    labels: dict[str, Verdict] = {first: "first", second: "second"}
     if request.allow_tie:
         labels[request.tie_label.lower()] = "tie"
     prefix = re.escape(request.verdict_prefix.strip().rstrip(":"))
     alt = "|".join(re.escape(k) for k in labels)
-    m = re.fullmatch(rf"\s*(?:\*\*)?{prefix}(?:\*\*)?\s*:\s*(?:\*\*)?\[{{0,2}}({alt})\]{{0,2}}(?:\*\*)?\.?\s*",
-                     lines[-1], flags=re.IGNORECASE)
+    pattern = rf"\s*(?:\*\*)?{prefix}(?:\*\*)?\s*:\s*(?:\*\*)?\[{{0,2}}({alt})\]{{0,2}}(?:\*\*)?\.?\s*"
+    m = re.fullmatch(pattern, lines[-1], flags=re.IGNORECASE)
     return labels[m.group(1).lower()] if m else None
 
 
@@ -167,6 +174,12 @@ class LocalJudge:
         self.load_s = time.perf_counter() - started
         return llm
 
+    def forget_cache(self) -> None:
+        """Drop the KV cache: the next call evaluates its whole prompt (benchmarks use this)."""
+        with self._lock:
+            if self._llm is not None:
+                self._llm.n_tokens = 0
+
     def close(self) -> None:
         with self._lock:
             if self._llm is not None:
@@ -218,7 +231,8 @@ class LocalJudge:
 
     def label_tokens(self, request: JudgeRequest) -> _LabelTokens:
         """Tokenize prefix+label for each option; the options part at their first differing token."""
-        options: list[tuple[Verdict, str]] = [("first", request.slot_labels[0]), ("second", request.slot_labels[1])]
+        options: list[tuple[Verdict, str]] = [("first", request.slot_labels[0]),
+                                              ("second", request.slot_labels[1])]
         if request.allow_tie:
             options.append(("tie", request.tie_label))
         key = (request.verdict_prefix, tuple(label for _, label in options))
@@ -229,8 +243,8 @@ class LocalJudge:
         k = min(_common_prefix(seqs[0], s) for s in seqs[1:])
         if any(len(s) <= k for s in seqs) or len({s[k] for s in seqs}) != len(seqs):
             raise SwapjudgeError(f"slot labels {key[1]} cannot be told apart by one token after the prefix")
-        result = _LabelTokens(context=tuple(seqs[0][:k]), ids={v: s[k] for (v, _), s in zip(options, seqs, strict=True)},
-                              exact=all(len(s) == k + 1 for s in seqs))
+        ids = {verdict: seq[k] for (verdict, _), seq in zip(options, seqs, strict=True)}
+        result = _LabelTokens(context=tuple(seqs[0][:k]), ids=ids, exact=all(len(s) == k + 1 for s in seqs))
         self._labels_cache[key] = result
         return result
 
@@ -248,7 +262,7 @@ class LocalJudge:
         reuse = min(reuse, len(tokens) - 1)
         llm.n_tokens = reuse
         llm.eval(tokens[reuse:])
-        logits = np.array(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)), dtype=np.float32)
+        logits = np.array(_last_logits(llm), dtype=np.float32)
         stats = EvalStats(prompt_tokens=len(tokens), reused_tokens=reuse)
         self.prompt_tokens_total += stats.prompt_tokens
         self.reused_tokens_total += stats.reused_tokens
@@ -269,8 +283,8 @@ class LocalJudge:
             limit = llm.n_ctx() - (1 if labels is not None else self._max_new_tokens(request))
             if len(full) > limit:
                 return JudgeReply(verdict=None, raw="", input_tokens=len(full), output_tokens=0,
-                                  error=f"prompt of {len(full)} tokens does not fit the context of {llm.n_ctx()} "
-                                        f"(raise judge n_ctx)", settings=self._settings())
+                                  error=f"prompt of {len(full)} tokens does not fit the context of "
+                                        f"{llm.n_ctx()} (raise judge n_ctx)", settings=self._settings())
             logits, stats = self._evaluate(full)
             if labels is not None:
                 return self._reply_from_logits(request, labels, logits, stats, started)
@@ -280,15 +294,16 @@ class LocalJudge:
                            stats: EvalStats, started: float) -> JudgeReply:
         logp = _softmax_log(logits)
         # float() because numpy floats are not JSON-serialisable.
-        probabilities = {v: float(np.exp(logp[tok])) for v, tok in labels.ids.items()}
+        probabilities: dict[str, float] = {v: float(np.exp(logp[tok])) for v, tok in labels.ids.items()}
         ranked = sorted(labels.ids.items(), key=lambda kv: float(logits[kv[1]]), reverse=True)
         best, runner_up = ranked[0], ranked[1]
         verdict: Verdict | None = best[0] if logits[best[1]] != logits[runner_up[1]] else None
         label = {"first": request.slot_labels[0], "second": request.slot_labels[1], "tie": request.tie_label}
         raw = f"{request.verdict_prefix}{label[verdict]}" if verdict is not None else ""
         return JudgeReply(
-            verdict=verdict, raw=raw, latency_s=time.perf_counter() - started, input_tokens=stats.prompt_tokens,
-            output_tokens=0, cached_input_tokens=stats.reused_tokens, cost_usd=0.0, probabilities=probabilities,
+            verdict=verdict, raw=raw, latency_s=time.perf_counter() - started,
+            input_tokens=stats.prompt_tokens, output_tokens=0, cached_input_tokens=stats.reused_tokens,
+            cost_usd=0.0, probabilities=probabilities,
             error=None if verdict is not None else "the slot labels were exactly equally likely",
             settings={**self._settings(), "label_tokens_exact": labels.exact},
         )
@@ -312,12 +327,13 @@ class LocalJudge:
                 break
             out.append(token)
             llm.eval([token])
-            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+            logits = _last_logits(llm)
         text = llm.detokenize(out).decode("utf-8", errors="replace")
         verdict = parse_label_line(text, request)
         return JudgeReply(
-            verdict=verdict, raw=text, latency_s=time.perf_counter() - started, input_tokens=stats.prompt_tokens,
-            output_tokens=len(out), cached_input_tokens=stats.reused_tokens, cost_usd=0.0,
+            verdict=verdict, raw=text, latency_s=time.perf_counter() - started,
+            input_tokens=stats.prompt_tokens, output_tokens=len(out), cached_input_tokens=stats.reused_tokens,
+            cost_usd=0.0,
             settings=self._settings(),
         )
 
@@ -345,7 +361,8 @@ def from_config(cfg: Any) -> LocalJudge:
         raise ConfigError("key `judge.temperature`: the local backend decodes greedily; use temperature 0")
     try:
         return LocalJudge(
-            cfg.model or DEFAULT_MODEL, name=getattr(cfg, "judge_name", None), mode=extra.get("mode", "logprobs"),
+            cfg.model or DEFAULT_MODEL, name=getattr(cfg, "judge_name", None),
+            mode=extra.get("mode", "logprobs"),
             n_ctx=int(extra.get("n_ctx", 8192)), n_threads=int(extra.get("n_threads", 2)),
             n_batch=int(extra.get("n_batch", 512)), max_tokens=getattr(cfg, "max_tokens", None),
             reuse_prefix=bool(extra.get("reuse_prefix", True)),
