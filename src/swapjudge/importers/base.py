@@ -249,12 +249,20 @@ def check_pairs(imports: Sequence[FileImport]) -> None:
             if rec["first"] == rec["second"]:
                 continue  # identical-answer probe call: one order is all there is
             orders.setdefault(pair_key(rec), []).append((imp, rec))
+    lonely: Counter[int] = Counter()
     for key, found in orders.items():
-        if len(found) == 1 and key not in explained:
-            imp, rec = found[0]
+        if len(found) != 1:
+            continue
+        imp, rec = found[0]
+        lonely[id(imp)] += 1
+        if key not in explained:
             imp.flag(str(rec.get("_where", imp.path)), "single_order",
                      f"{rec['first']} first vs {rec['second']} on item {rec['item']}: "
                      f"the swapped order ({rec['second']} first) is absent")
+    for imp in imports:
+        if lonely[id(imp)]:
+            imp.notes.append(f"{lonely[id(imp)]} record(s) have no swapped twin: `swapjudge analyze "
+                             "--allow-unpaired` counts their pairs as incomplete (else they are an error)")
 
 
 def finish(imports: Sequence[FileImport], *, pair_check: bool = True) -> ImportResult:
