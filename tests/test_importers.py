@@ -269,3 +269,16 @@ def test_write_records_csv_round_trips_through_the_loader(tmp_path: Path) -> Non
     loaded = load_records(out, allow_unpaired=True)
     assert len(loaded) == len(res.records) == 11
     assert loaded.frame.get_column("verdict").null_count() == 1
+
+
+def test_pairs_are_matched_across_files_and_duplicates_across_files_reported(tmp_path: Path) -> None:
+    head = "q,s1,s2,v\n"
+    (tmp_path / "a.csv").write_text(head + "q1,x,y,A\nq2,x,y,B\n")
+    (tmp_path / "b.csv").write_text(head + "q1,y,x,B\nq2,y,x,B\nq2,x,y,A\n")
+    opts = ImportOptions(item="q", first="s1", second="s2", verdict="v", map="A=first,B=second")
+    res = import_files("csv", [tmp_path / "a.csv", tmp_path / "b.csv"], opts)
+    assert [r.counts for r in res.reports] == [{"duplicate": 1}, {}]
+    assert res.awkward[0].location == f"{tmp_path / 'a.csv'}:3"
+    assert f"seen again at {tmp_path / 'b.csv'}:4" in res.awkward[0].reason
+    assert calls(res) == {("q1", "x", "y"): "first", ("q1", "y", "x"): "second",
+                          ("q2", "y", "x"): "second", ("q2", "x", "y"): "first"}

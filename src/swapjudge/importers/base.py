@@ -211,10 +211,12 @@ def read_csv(imp: FileImport, required: Sequence[str], delimiter: str | None = N
                 f"(header has: {', '.join(header) or 'nothing'})",
                 path=str(imp.path), line=1,
             )
+        start = reader.line_num + 1
         for row in reader:
             imp.rows += 1
-            # line_num is the physical line the row ends on (quoted newlines make rows span lines)
-            yield reader.line_num, line_location(imp.path, reader.line_num), row
+            # a quoted newline makes a row span lines: name the line it starts on
+            yield start, line_location(imp.path, start), row
+            start = reader.line_num + 1
 
 
 # --- whole-input checks --------------------------------------------------------------------------------
