@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
@@ -27,9 +28,9 @@ def _kv_table(title: str) -> Table:
                  box=None, pad_edge=False, padding=(0, 2, 0, 0))
 
 
-def render_analysis(analysis: JudgeAnalysis) -> Panel:
+def render_analysis(analysis: JudgeAnalysis) -> Group:
     """One judge's analysis as a rich panel."""
-    parts: list[object] = []
+    parts: list[RenderableType] = []
     style = "bold green" if analysis.gate.passed else "bold red"
     parts.append(Text(headline(analysis), style=style))
     o = analysis.outcomes
@@ -51,7 +52,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Panel:
     swap.add_row("flips → slot 1 / slot 2", f"{o.flips_first:,} / {o.flips_second:,}", "")
     swap.add_row("half-ties → slot 1 / slot 2", f"{o.half_ties_first:,} / {o.half_ties_second:,}", "")
     f = analysis.flip_direction
-    p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
+    p = "" if f.p_value is None else f"p={f.p_value:.2g}"
     swap.add_row("splits toward slot 1", pct(f.first_share), interval(f.low, f.high), p)
     v = analysis.verdicts
     swap.add_row("calls 1st / 2nd / tie / none", f"{v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,}",
@@ -121,12 +122,11 @@ def render_analysis(analysis: JudgeAnalysis) -> Panel:
     parts.append(Text(gate_text, style=style))
     for note in analysis.notes:
         parts.append(Text("Note: " + note, style="yellow"))
-    return Panel(Group(*_spaced(parts)), title=f"judge: {judge_name(analysis)}", title_align="left",
-                 expand=False)
+    return Group(Rule(f"judge: {judge_name(analysis)}", align="left"), *_spaced(parts))
 
 
-def _spaced(parts: list[object]) -> list[object]:
-    out: list[object] = []
+def _spaced(parts: list[RenderableType]) -> list[RenderableType]:
+    out: list[RenderableType] = []
     for part in parts:
         if out:
             out.append(Text(""))
@@ -154,7 +154,7 @@ def render_calculation(calc: Calculation) -> Panel:
         p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
         table.add_row("flips toward slot 1", f"{f.first} of {f.first + f.second}  ({pct(f.first_share)})",
                       f"{interval(f.low, f.high)}  {p}")
-    parts: list[object] = [Text(consistency_sentence_for(calc), style="bold"), table]
+    parts: list[RenderableType] = [Text(consistency_sentence_for(calc), style="bold"), table]
     if calc.decision is not None:
         parts.append(Text("Decision help: " + calc.decision.sentence() + ".", style="italic"))
     return Panel(Group(*_spaced(parts)), expand=False)
