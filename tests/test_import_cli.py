@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import shared_data
 from swapjudge.cli import app
 
 FIX = Path(__file__).parent / "fixtures" / "importers"
-ROOT = Path(__file__).resolve().parents[1]
-SHI = ROOT / ".." / "shared" / "data" / "shi2024"
 
 
 @pytest.fixture
@@ -66,9 +65,7 @@ def test_max_listed_and_full_report(runner: CliRunner, tmp_path: Path) -> None:
 
 
 def test_per_call_view_prints_the_published_figures(runner: CliRunner) -> None:
-    csv = SHI / "verdicts_both_orders.csv"
-    if not csv.exists():
-        pytest.fail(f"real data missing: {csv}")
+    csv = shared_data("shi2024", "verdicts_both_orders.csv")
     res = runner.invoke(app, ["import", "shi2024", str(csv), "--per-call", "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = {r["judge"]: r for r in json.loads(res.stdout)}

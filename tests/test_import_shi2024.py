@@ -14,20 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT, shared_data
 from swapjudge.analysis import analyze
 from swapjudge.importers import ImportResult, import_files, per_call_consistency, write_records
 from swapjudge.records import load_records, records_from_dicts
 
-ROOT = Path(__file__).resolve().parents[1]
-SHI = ROOT / ".." / "shared" / "data" / "shi2024"
 LOG_LINE = re.compile(r"^(\d+) out of (\d+) answers are consistent\.", re.M)
 
 
 def shared(name: str) -> Path:
-    path = SHI / name
-    if not path.exists():
-        pytest.fail(f"real data missing: {path} (tests read ../shared/data relative to the project root)")
-    return path
+    return shared_data("shi2024", name)
 
 
 @cache
