@@ -161,6 +161,10 @@ def test_alpaca_eval_single_order_with_recorded_switches() -> None:
         "i2": (mod, ref, "tie", "is_switched_outputs"),
         "i3": (ref, mod, "second", "is_switched_outputs"),  # 1.73 leans to output_2
         "i4": (mod, ref, None, "is_switched_outputs"),
+        # m/M annotators: the token names the winner's slot, the preference the winner's output
+        "i7": (mod, ref, "first", "raw_completion"),  # m far likelier, output_2 preferred: output_2 shown first
+        "i8": (mod, ref, "second", "raw_completion"),  # M likelier (though "m" was sampled), output_1 preferred
+        "i9": (ref, mod, "second", "raw_completion"),  # plain "M", output_2 preferred: not switched
     }
     assert awkward(res) == sorted([("[5]", "error"), ("[6]", "error"), ("[4]", "null_verdict")])
     assert not any(a.kind == "single_order" for a in res.awkward)  # one order per pair is the design
@@ -174,13 +178,16 @@ def test_alpaca_eval_single_order_with_recorded_switches() -> None:
 def test_alpaca_eval_analysis_says_consistency_cannot_be_measured() -> None:
     path = FIX / "alpaca_eval" / "model-x" / "alpaca_eval_cot_gpt4_turbo_fn" / "annotations.json"
     res = import_files("alpaca-eval", [path])
-    result = analyze(records_from_dicts(res.records))[0]
-    out = result.to_dict()
+    loaded = records_from_dicts(res.records)
+    assert loaded.single_order
+    out = analyze(loaded, judge="alpaca_eval_cot_gpt4_turbo_fn")[0].to_dict()
     assert out["single_order"] is True and out["consistency"]["rate"] is None
     # usable verdicts: i0 second, i1 second, i3 second, i2 tie -> first-slot rate 0 of 3
     assert (out["verdicts"]["first"], out["verdicts"]["second"], out["verdicts"]["tie"]) == (0, 3, 1)
     assert out["verdicts"]["first_slot_rate"] == 0.0
     assert not out["gate"]["passed"]
+    weighted = analyze(loaded, judge="weighted_alpaca_eval_gpt4_turbo")[0].to_dict()
+    assert weighted["verdicts"]["first_slot_rate"] == 0.5 and weighted["consistency"]["rate"] is None
 
 
 def test_csv_maps_columns_and_reports_twins_missing() -> None:

@@ -13,7 +13,11 @@ survives in the file we use it:
   * `referenced_models` (chain-of-thought annotators, processors.py `ChainOfThoughtProcessor`): maps the
     prompt's model identifiers to the unswitched outputs; the identifier of the first-shown output is "m"
     (the configs' `ranking_parser: model_1_name: "m"`), so output_2 was shown first when it maps "m" to
-    "output_2".
+    "output_2";
+  * `raw_completion` of the m/M classifier annotators (`alpaca_eval_clf_gpt4_turbo`, and the logprob-weighted
+    `weighted_alpaca_eval_gpt4_turbo`, whose top logprobs are used): the token names the winner's presented
+    slot, and the stored preference names the winner's output, so together they give the order (not for a
+    preference of exactly 1.5).
 
 Otherwise the order is unknown and the row is reported, unless `--order as-stored` says the annotator ran
 with `is_randomize_output_order: False` (output_1 shown first). Old releases seeded the switch with Python's
@@ -45,7 +49,31 @@ def item_id(instruction: str) -> str:
     return "ae-" + hashlib.sha256(instruction.encode("utf-8")).hexdigest()[:12]
 
 
-def _switched(row: dict[str, Any]) -> tuple[bool | None, str]:
+def _slot_token(raw: Any) -> str | None:
+    """"m" or "M": the identifier the judge chose, in the presented frame ("m" = the output shown first).
+
+    With logprobs (weighted annotators) the likelier of the two tokens counts, since the stored preference is
+    computed from those logprobs; the sampled text can differ from it.
+    """
+    if isinstance(raw, str):
+        return raw.strip() if raw.strip() in ("m", "M") else None
+    if not isinstance(raw, dict):
+        return None
+    try:
+        top = raw["logprobs"]["content"][0]["top_logprobs"]
+        scores: dict[str, float] = {str(t["token"]): float(t["logprob"]) for t in top
+                                    if t.get("token") in ("m", "M")}
+    except (KeyError, IndexError, TypeError, ValueError):
+        scores = {}
+    if len(scores) == 2 and scores["m"] != scores["M"]:
+        return "m" if scores["m"] > scores["M"] else "M"
+    if len(scores) == 1:
+        return next(iter(scores))
+    text = raw.get("text")
+    return text.strip() if isinstance(text, str) and text.strip() in ("m", "M") else None
+
+
+def _switched(row: dict[str, Any], preferred: int | None) -> tuple[bool | None, str]:
     """Whether output_2 was shown first, and where that was read from."""
     for column in ("is_switched_outputs", "is_switch_output_1_output_2"):
         value = row.get(column)
@@ -54,6 +82,10 @@ def _switched(row: dict[str, Any]) -> tuple[bool | None, str]:
     refs = row.get("referenced_models")
     if isinstance(refs, dict) and refs.get("m") in ("output_1", "output_2"):
         return refs["m"] == "output_2", "referenced_models"
+    token = _slot_token(row.get("raw_completion"))
+    if token is not None and preferred in (1, 2):
+        # the preferred output sat in the slot the token names: first for "m", second for "M"
+        return (preferred == 2) if token == "m" else (preferred == 1), "raw_completion"
     return None, ""
 
 
@@ -78,17 +110,17 @@ def read_file(imp: FileImport, *, order: OrderChoice = "recorded", judge_name: s
         if missing:
             imp.flag(where, "error", f"missing field {', '.join(missing)}")
             continue
-        switched, source = _switched(row)
+        preferred, usable = _preferred(row.get("preference"))
+        switched, source = _switched(row, preferred if usable else None)
         if switched is None:
             if order != "as-stored":
-                imp.flag(where, "error", "presentation order unknown (no is_switched_outputs or "
-                                         "referenced_models); use --order as-stored if the annotator did "
-                                         "not randomise the order")
+                imp.flag(where, "error", "presentation order unknown (no is_switched_outputs, "
+                                         "referenced_models or m/M completion with a decided preference); "
+                                         "use --order as-stored if the annotator did not randomise the order")
                 continue
             switched, source = False, "as-stored"
         gen_1, gen_2 = str(row["generator_1"]), str(row["generator_2"])
         first, second = (gen_2, gen_1) if switched else (gen_1, gen_2)
-        preferred, usable = _preferred(row.get("preference"))
         if not usable:
             imp.flag(where, "null_verdict", f"preference is {row.get('preference')!r}")
             verdict = None
