@@ -20,7 +20,7 @@ from swapjudge.importers import (
     per_call_consistency,
     write_records,
 )
-from swapjudge.importers.base import AWKWARD_KINDS
+from swapjudge.importers.base import AWKWARD_KINDS, write_json
 
 _OPTION_FLAGS = {
     "judge_name": "--judge-name", "baseline": "--baseline", "round_choice": "--round first|last",
@@ -169,7 +169,7 @@ def import_command(
     result = import_files(fmt, paths, options)
     _print_report(result, max_listed)
     if report is not None:
-        write_records([result.to_dict()], report)  # one JSON object on one line
+        write_json(result.to_dict(), report)
     if per_call:
         _print_per_call(result, output_format)
     if output is not None:

@@ -14,9 +14,10 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from swapjudge.errors import InputError
 
@@ -280,12 +281,12 @@ def finish(imports: Sequence[FileImport], *, pair_check: bool = True) -> ImportR
     return ImportResult(records=tuple(records), reports=tuple(imp.finish() for imp in imports))
 
 
-# --- writer --------------------------------------------------------------------------------------------
+# --- writers -------------------------------------------------------------------------------------------
 
 
-def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
-    """Write records as JSON Lines (CSV when the name ends in .csv) atomically: temp file, fsync, rename."""
-    rows = list(records)
+@contextmanager
+def atomic_text(path: Path) -> Iterator[TextIO]:
+    """A text handle whose content replaces `path` only when the block ends cleanly (temp file, fsync, rename)."""
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
@@ -293,21 +294,35 @@ def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            if target.suffix.lower() == ".csv":
-                columns: list[str] = []
-                for row in rows:
-                    columns += [k for k in row if k not in columns]
-                writer = csv.DictWriter(handle, fieldnames=columns)
-                writer.writeheader()
-                for row in rows:
-                    writer.writerow({k: "" if v is None else v for k, v in row.items()})
-            else:
-                for row in rows:
-                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
+    """Write records as JSON Lines (CSV when the name ends in .csv), atomically."""
+    rows = list(records)
+    with atomic_text(path) as handle:
+        if Path(path).suffix.lower() == ".csv":
+            columns: list[str] = []
+            for row in rows:
+                columns += [k for k in row if k not in columns]
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        else:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     return len(rows)
+
+
+def write_json(payload: Any, path: Path) -> None:
+    """Write one JSON document (e.g. an import report), atomically."""
+    with atomic_text(path) as handle:
+        json.dump(payload, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
