@@ -113,7 +113,7 @@ class FileImport:
     awkward: list[Awkward] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # Pair keys whose missing twin is already explained by a `game_missing` entry.
-    explained: set[tuple[str, int, str, frozenset[str]]] = field(default_factory=set)
+    explained: set[tuple[str, int, str, str, str]] = field(default_factory=set)
 
     def flag(self, location: str, kind: AwkwardKind, reason: str) -> None:
         self.awkward.append(Awkward(location, kind, reason))
@@ -135,9 +135,15 @@ def make_record(*, item: Any, first: str, second: str, verdict: str | None, judg
             "judge": judge, "round": round, "label": label, "raw": raw, **extra}
 
 
-def pair_key(record: Mapping[str, Any]) -> tuple[str, int, str, frozenset[str]]:
-    return (str(record["judge"]), int(record["round"]), str(record["item"]),
-            frozenset((str(record["first"]), str(record["second"]))))
+PairKey = tuple[str, int, str, str, str]
+
+
+def pair_key(record: Mapping[str, Any]) -> PairKey:
+    """(judge, round, item, x, y) with x <= y: the same for both orders of a pair (records from make_record)."""
+    a, b = record["first"], record["second"]
+    if b < a:
+        a, b = b, a
+    return (record["judge"], record["round"], record["item"], a, b)
 
 
 def line_location(path: Path, line: int) -> str:
@@ -225,40 +231,42 @@ def read_csv(imp: FileImport, required: Sequence[str], delimiter: str | None = N
 
 def dedupe(imports: Sequence[FileImport]) -> None:
     """Keep the last record of each (judge, round, item, first, second); flag earlier ones."""
-    seen: dict[tuple[str, int, str, str, str], tuple[FileImport, int, str]] = {}
+    seen: dict[tuple[str, int, str, str, str], tuple[FileImport, int]] = {}
+    dropped = False
     for imp in imports:
         for index, rec in enumerate(imp.records):
-            key = (str(rec["judge"]), int(rec["round"]), str(rec["item"]), str(rec["first"]),
-                   str(rec["second"]))
-            where = str(rec.get("_where", imp.path))
+            key = (rec["judge"], rec["round"], rec["item"], rec["first"], rec["second"])
             if key in seen:
-                prev_imp, prev_index, prev_where = seen[key]
-                prev_imp.flag(prev_where, "duplicate",
+                prev_imp, prev_index = seen[key]
+                prev = prev_imp.records[prev_index]
+                prev_imp.flag(str(prev.get("_where", prev_imp.path)), "duplicate",
                               f"{rec['first']} first vs {rec['second']} on item {rec['item']} "
-                              f"seen again at {where}")
+                              f"seen again at {rec.get('_where', imp.path)}")
                 prev_imp.records[prev_index] = {}
-            seen[key] = (imp, index, where)
-    for imp in imports:
-        imp.records[:] = [r for r in imp.records if r]
+                dropped = True
+            seen[key] = (imp, index)
+    if dropped:
+        for imp in imports:
+            imp.records[:] = [r for r in imp.records if r]
 
 
 def check_pairs(imports: Sequence[FileImport]) -> None:
     """Flag every record whose swapped twin is absent (unless a `game_missing` entry already explains it)."""
-    orders: dict[tuple[str, int, str, frozenset[str]], list[tuple[FileImport, Record]]] = {}
-    explained: set[tuple[str, int, str, frozenset[str]]] = set()
+    explained: set[PairKey] = set()
+    keys: list[list[PairKey | None]] = []
     for imp in imports:
         explained |= imp.explained
-        for rec in imp.records:
-            if rec["first"] == rec["second"]:
-                continue  # identical-answer probe call: one order is all there is
-            orders.setdefault(pair_key(rec), []).append((imp, rec))
+        # an identical-answer probe call (first == second) has one order only by nature
+        keys.append([pair_key(r) if r["first"] != r["second"] else None for r in imp.records])
+    calls = Counter(k for file_keys in keys for k in file_keys if k is not None)
     lonely: Counter[int] = Counter()
-    for key, found in orders.items():
-        if len(found) != 1:
-            continue
-        imp, rec = found[0]
-        lonely[id(imp)] += 1
-        if key not in explained:
+    for imp, file_keys in zip(imports, keys, strict=True):
+        for rec, key in zip(imp.records, file_keys, strict=True):
+            if key is None or calls[key] != 1:
+                continue
+            lonely[id(imp)] += 1
+            if key in explained:
+                continue
             imp.flag(str(rec.get("_where", imp.path)), "single_order",
                      f"{rec['first']} first vs {rec['second']} on item {rec['item']}: "
                      f"the swapped order ({rec['second']} first) is absent")
@@ -316,8 +324,9 @@ def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
             for row in rows:
                 writer.writerow({k: "" if v is None else v for k, v in row.items()})
         else:
+            encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per row
             for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                handle.write(encode(row) + "\n")
     return len(rows)
 
 
