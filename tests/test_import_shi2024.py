@@ -109,3 +109,13 @@ def test_round_trip_matches_the_native_example_file(tmp_path: Path) -> None:
     assert mine.pop("judge") == "MTBench/gpt-4-0613" and native.pop("judge") == "gpt-4-0613"
     assert json.dumps(mine, sort_keys=True) == json.dumps(native, sort_keys=True)
     assert mine["outcomes"]["consistent"] == 1957
+
+
+def test_raw_judgments_jsonl_carries_the_judges_text_and_agrees_with_the_table() -> None:
+    raw = import_files("shi2024", [shared("MTBench__gpt-4-0613__raw_judgments.jsonl")])
+    assert (raw.reports[0].rows, raw.reports[0].records, raw.awkward) == (4800, 4800, ())
+    table = {(r["item"], r["first"], r["second"]): r["verdict"] for r in imported().records
+             if r["judge"] == "MTBench/gpt-4-0613"}
+    assert {(r["item"], r["first"], r["second"]): r["verdict"] for r in raw.records} == table
+    first = raw.records[0]
+    assert first["raw"].endswith("[[A]]") and first["verdict"] == "first"

@@ -4,9 +4,11 @@ Schema (derived from github.com/Slimshilin/Position-Bias-Analyzer at 9f8b7e8e; s
 ../shared/data/README.md): `verdicts_both_orders.csv`: benchmark, judge, question_id, task, model_first,
 model_second, verdict, one row per judge call; `verdict` A = the answer shown first won, B = the second, C =
 tie, empty = no parsable verdict. `repetition_sample_verdicts_both_orders.csv` adds `repetition` (1..3),
-which becomes the record's `round`. The item is `benchmark/question_id` (question ids repeat across
-benchmarks) and the judge is `benchmark/judge` (each benchmark has its own prompt, and analysis is per judge);
-`benchmark`, `task` and the bare judge model (`judge_model`) are kept as extra fields.
+which becomes the record's `round`. `MTBench__gpt-4-0613__raw_judgments.jsonl` holds the same fields as JSON
+Lines plus the judge's text in `raw_judgment`, which becomes `raw`. The item is `benchmark/question_id`
+(question ids repeat across benchmarks) and the judge is `benchmark/judge` (each benchmark has its own
+prompt, and analysis is per judge); `benchmark`, `task` and the bare judge model (`judge_model`) are kept as
+extra fields.
 
 `per_call_consistency` reproduces the source repository's own figure, printed in its logs as "N out of M
 answers are consistent": it counts judge calls, not pairs. A call with no parsed verdict is dropped (M =
@@ -17,20 +19,34 @@ count: MTBench gpt-4-0613 has 1,957 consistent of 2,400 pairs, which the log sho
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, read_csv
+from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, read_csv, read_jsonl
 
 FORMAT = "shi2024"
 REQUIRED = ("benchmark", "judge", "question_id", "model_first", "model_second", "verdict")
 VERDICTS = {"A": "first", "B": "second", "C": "tie"}
 
 
+def _rows(imp: FileImport) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(location, row) from the CSV tables, or from the JSON Lines file with the judge's text."""
+    if imp.path.suffix.lower() in (".jsonl", ".ndjson"):
+        for _line, where, obj in read_jsonl(imp):
+            missing = [c for c in REQUIRED if c not in obj]
+            if missing:
+                imp.flag(where, "error", f"missing field {', '.join(missing)}")
+                continue
+            yield where, {k: ("" if v is None else v) for k, v in obj.items()}
+    else:
+        for _line, where, row in read_csv(imp, REQUIRED):
+            yield where, row
+
+
 def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
-    for _line, where, row in read_csv(imp, REQUIRED):
+    for where, row in _rows(imp):
         round_value = 0
         if row.get("repetition") not in (None, ""):
             try:
@@ -38,7 +54,7 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
             except ValueError:
                 imp.flag(where, "error", f"repetition {row['repetition']!r} is not an integer")
                 continue
-        text = (row["verdict"] or "").strip().upper()
+        text = str(row["verdict"] or "").strip().upper()
         verdict = VERDICTS.get(text)
         if verdict is None:
             why = "verdict is empty (no parsable verdict)" if not text else f"verdict {text!r} is not A/B/C"
@@ -47,8 +63,8 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
             item=f"{row['benchmark']}/{row['question_id']}", first=row["model_first"],
             second=row["model_second"], verdict=verdict,
             judge=judge_name if judge_name is not None else f"{row['benchmark']}/{row['judge']}",
-            round=round_value, benchmark=row["benchmark"], judge_model=row["judge"], task=row.get("task"),
-            question_id=row["question_id"], _where=where,
+            round=round_value, raw=row.get("raw_judgment") or None, benchmark=row["benchmark"],
+            judge_model=row["judge"], task=row.get("task"), question_id=row["question_id"], _where=where,
         ))
 
 
