@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import swapjudge.cli.importers  # noqa: F401  (registers import)
 from swapjudge.cli import core  # noqa: F401  (registers calc, analyze)
+from swapjudge.cli import models as _models  # noqa: F401  (registers models list|install|verify)
 from swapjudge.cli.app import app
 
 
