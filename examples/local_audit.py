@@ -113,12 +113,11 @@ def main() -> int:
                                                                {"judges": payload}, indent=2) + "\n")
     (stem.with_suffix(".analysis.md")).write_text(markdown.render_analyses(analyses), encoding="utf-8")
     stdout.print(f"\nreports: {stem}.analysis.json, {stem}.analysis.md, records {stem}.records.jsonl; "
-                 f"store {outcome.store_path} (run {outcome.run_id}); {time.perf_counter() - started:.0f} s in all",
+                 f"store {outcome.store_path.resolve()} (run {outcome.run_id}); "
+                 f"{time.perf_counter() - started:.0f} s in all",
                  highlight=False, soft_wrap=True)
-    failed = [a for a in analyses if not a.gate.passed]
-    for a in failed:
-        stdout.print(f"[bold]gate:[/] {a.gate.reason}", highlight=False)
-    return 1 if failed else 0
+    # The report above already states the gate's verdict; the exit status carries it too.
+    return 0 if all(a.gate.passed for a in analyses) else 1
 
 
 if __name__ == "__main__":
