@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
+from swapjudge.analysis import analyze
 from swapjudge.errors import ConfigError
 from swapjudge.judges.base import Judge, JudgeReply, JudgeRequest
 from swapjudge.judges.local import LocalJudge, from_config, parse_label_line
 from swapjudge.models import TEST_MODEL
+from swapjudge.records import records_from_dicts
 
 ROOT = Path(__file__).resolve().parent.parent
 # One thread: the tiny model gains little from two, and spinning threads suffer on a busy CI machine.
@@ -104,6 +106,20 @@ def test_smollm2_on_ten_llmbar_pairs_both_orders() -> None:
     right_when_first = sum(1 for r in records if r["label"] == r["first"] and r["winner"] == r["label"])
     right_when_second = sum(1 for r in records if r["label"] == r["second"] and r["winner"] == r["label"])
     assert (right_when_first, right_when_second) == (10, 0)
+
+    # The analysis of the same records reports what the verdicts say: consistency 0, every flip to slot 1.
+    rows = [{"judge": "smollm2", "item": f"pair-{r['item']}", "first": r["first"], "second": r["second"],
+             "verdict": r["verdict"], "label": r["label"]} for r in records]
+    (result,) = analyze(records_from_dicts(rows), a="output_1", b="output_2")
+    out = result.to_dict()
+    assert out["pairs"]["complete"] == 10
+    assert out["consistency"]["rate"] == consistent / 10 == 0.0
+    assert (out["flip_direction"]["first"], out["flip_direction"]["second"]) == (flips_first, flips_second)
+    assert out["flip_direction"]["p_value"] < 0.01
+    assert out["verdicts"]["first_slot_rate"] == first_slot / 20
+    assert out["accuracy"]["better_first"] == right_when_first / 10
+    assert out["accuracy"]["better_second"] == right_when_second / 10
+    assert out["gate"]["passed"] is False
 
 
 def test_same_prompt_same_verdict_and_probabilities(judge: LocalJudge) -> None:
