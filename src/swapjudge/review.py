@@ -359,9 +359,11 @@ def tally(sheet_path: str | Path, key_path: str | Path, *, reviewer: str = "revi
         seen[task_id] = line
         choice = row["choice"].strip().lower()
         if not choice:
-            raise InputError("no answer (expected left, right or tie)", path=where, line=line, field="choice")
+            raise InputError(f"task {task_id}: no answer (expected left, right or tie)", path=where, line=line,
+                             field="choice")
         if choice not in CHOICES:
-            raise InputError(f"{row['choice']!r} is not left, right or tie", path=where, line=line, field="choice")
+            raise InputError(f"task {task_id}: {row['choice']!r} is not left, right or tie", path=where, line=line,
+                             field="choice")
         k = key[task_id]
         record: dict[str, Any] = {"judge": row.get("reviewer", "").strip() or reviewer, "item": k.item,
                                   "first": k.left, "second": k.right, "verdict": CHOICES[choice]}
