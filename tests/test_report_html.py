@@ -218,3 +218,18 @@ def test_failed_gate_still_writes_the_report_and_exits_1(tmp_path: Path) -> None
     assert 'class="headline failed"' in html and "No win rate" in html and "withheld" in html
     assert 'data-figure="win_rate.value"' not in html
     assert "FAILED" in md.read_text()
+
+
+def test_missing_matplotlib_is_one_clear_line_and_markdown_still_works(tmp_path: Path) -> None:
+    records = write_jsonl(tmp_path / "r.jsonl", [r for i in range(5) for r in pair(i, "first", "second")])
+    blocked = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['swapjudge', *sys.argv[1:]]; "
+               "from swapjudge.cli import main; main()")
+    html = subprocess.run([sys.executable, "-c", blocked, "report", str(records), "--html", str(tmp_path / "r.html")],
+                          capture_output=True, text=True)
+    assert html.returncode == 2
+    assert html.stderr.strip() == ("error: the HTML report draws its plots with matplotlib, which is not installed: "
+                                   "pip install 'swapjudge[report]'")
+    md = subprocess.run([sys.executable, "-c", blocked, "report", str(records), "--markdown", str(tmp_path / "r.md")],
+                        capture_output=True, text=True)
+    assert md.returncode == 0, md.stderr
+    assert "A wins 100.0% of its pairs against B" in (tmp_path / "r.md").read_text()

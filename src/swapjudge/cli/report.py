@@ -83,16 +83,16 @@ def report_command(
         from swapjudge.report.html import render_html
 
         write_atomic(html_out, render_html(inputs))
-        stderr.print(f"wrote {html_out}", highlight=False)
+        stderr.print(f"wrote {html_out}", highlight=False, markup=False)
     if markdown_out is not None:
         from swapjudge.report.markdown import render_report
 
         write_atomic(markdown_out, render_report(inputs))
-        stderr.print(f"wrote {markdown_out}", highlight=False)
+        stderr.print(f"wrote {markdown_out}", highlight=False, markup=False)
     failed = [x for x in inputs.analyses if not x.gate.passed]
     if failed:
         for x in failed:
-            stderr.print(f"gate: {x.judge or '(unnamed judge)'}: {x.gate.reason}", highlight=False)
+            stderr.print(f"gate: {x.judge or '(unnamed judge)'}: {x.gate.reason}", highlight=False, markup=False)
         raise typer.Exit(1)
 
 
@@ -117,7 +117,7 @@ def queue_command(
                              + ", ".join(repr(j) for j in loaded.records.judges))
     queue = review_queue(loaded.frame, judge=judge, a=a, b=b)
     write_table(queue, output, QUEUE_FIELDS)
-    stderr.print(f"wrote {queue.height:,} pairs to {output}", highlight=False)
+    stderr.print(f"wrote {queue.height:,} pairs to {output}", highlight=False, markup=False)
 
 
 @review_app.command("sheet")
@@ -159,4 +159,4 @@ def tally_command(
     judge's: `swapjudge analyze records.jsonl`)."""
     records = tally(filled, key, reviewer=reviewer)
     write_table(records, output)
-    stderr.print(f"wrote {len(records):,} records to {output}", highlight=False)
+    stderr.print(f"wrote {len(records):,} records to {output}", highlight=False, markup=False)
