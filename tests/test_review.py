@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from conftest import shared_data, write_jsonl
 from swapjudge.analysis import analyze
+from swapjudge.cli import app
 from swapjudge.errors import InputError
 from swapjudge.records import load_records, records_from_dicts
 from swapjudge.review import load_key, load_pair_items, make_sheet, review_queue, tally, write_sheet
@@ -111,9 +113,9 @@ def test_labelled_better_reviewer_is_consistent_and_right(tmp_path: Path,
     _, sheet, key = sheet_files
     filled = fill(sheet, key, tmp_path / "filled.csv", lambda row, k: "left" if k.left == k.label else "right")
     out = tmp_path / "records.jsonl"
-    done = subprocess.run([*CLI, "review", "tally", str(filled), "--key", str(key), "-o", str(out),
-                           "--reviewer", "expert"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(app, ["review", "tally", str(filled), "--key", str(key), "-o", str(out),
+                                    "--reviewer", "expert"])
+    assert done.exit_code == 0, done.stderr
     [result] = analyze(load_records(out))
     assert result.consistency is not None and result.consistency.rate == 1.0
     assert result.accuracy is not None
@@ -189,9 +191,9 @@ def test_sheet_cli_writes_blind_html(tmp_path: Path) -> None:
     rows[0]["answers"][SYSTEMS[0]] = "<script>alert(1)</script></table>"
     write_jsonl(pairs, rows)
     sheet, key, page = tmp_path / "s.csv", tmp_path / "k.csv", tmp_path / "s.html"
-    done = subprocess.run([*CLI, "review", "sheet", str(pairs), "-o", str(sheet), "--key", str(key), "--seed", "3",
-                           "--html", str(page)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(app, ["review", "sheet", str(pairs), "-o", str(sheet), "--key", str(key), "--seed", "3",
+                                    "--html", str(page)])
+    assert done.exit_code == 0, done.stderr
     assert "seed 3" in done.stderr
     html = page.read_text()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/table&gt;" in html and "<script>" not in html
@@ -229,8 +231,8 @@ def test_review_queue_of_real_replies(tmp_path: Path) -> None:
     [result] = analyze(load_records(source))
     o = result.outcomes
     out = tmp_path / "queue.jsonl"
-    done = subprocess.run([*CLI, "review", "queue", str(source), "-o", str(out)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(app, ["review", "queue", str(source), "-o", str(out)])
+    assert done.exit_code == 0, done.stderr
     queue = [json.loads(line) for line in out.read_text().splitlines()]
     # exactly the flips and half-ties of the analysis
     assert len(queue) == o.flips_first + o.flips_second + o.half_ties_first + o.half_ties_second
@@ -245,9 +247,9 @@ def test_review_queue_of_real_replies(tmp_path: Path) -> None:
             assert (q["named_x_first"], q["named_y_first"]) == (q["x"], q["y"])
             assert q["raw_x_first"].rstrip().endswith("[[A]]")
     csv_out = tmp_path / "queue.csv"
-    done = subprocess.run([*CLI, "review", "queue", str(source), "-o", str(csv_out), "--a", "gpt-4", "--b",
-                           "vicuna-13b-v1.3"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(app, ["review", "queue", str(source), "-o", str(csv_out), "--a", "gpt-4", "--b",
+                                    "vicuna-13b-v1.3"])
+    assert done.exit_code == 0, done.stderr
     table = read_csv(csv_out)
     assert table and all({r["x"], r["y"]} == {"gpt-4", "vicuna-13b-v1.3"} for r in table)
 

@@ -12,7 +12,10 @@ from swapjudge.analysis import JudgeAnalysis, analyze
 from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.report.source import ReportSource
 from swapjudge.review import review_queue
-from swapjudge.segments import Segment, by_segment
+from swapjudge.segments import SegmentedAnalysis, segment_analyses
+
+# one segment's value and its analysis for one judge
+SegmentRow = tuple[str, JudgeAnalysis]
 
 
 @dataclass(frozen=True)
@@ -23,12 +26,18 @@ class ReportInputs:
     analyses: tuple[JudgeAnalysis, ...]
     queue: pl.DataFrame
     settings: dict[str, Any]
-    segment_field: str | None = None
-    segments: tuple[Segment, ...] = ()
+    segmented: SegmentedAnalysis | None = None
     generated_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
-    def segments_for(self, analysis: JudgeAnalysis) -> list[Segment]:
-        return [s for s in self.segments if s.analysis.judge == analysis.judge]
+    @property
+    def segment_field(self) -> str | None:
+        return None if self.segmented is None else self.segmented.by
+
+    def segments_for(self, analysis: JudgeAnalysis) -> list[SegmentRow]:
+        """(value, analysis) of each segment in which this judge has pairs, in value order."""
+        if self.segmented is None:
+            return []
+        return [(s.value, x) for s in self.segmented.segments for x in s.analyses if x.judge == analysis.judge]
 
     @property
     def policy_mismatch(self) -> str | None:
@@ -49,13 +58,15 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
     """Run the core analysis (and per-segment analyses when `segment` names a field) and collect the pairs
     that flipped or half-tied."""
     policy = TiePolicy(tie_policy)
-    analyses = analyze(source.records, judge=judge, a=a, b=b, tie_policy=policy, min_consistency=min_consistency,
-                       confidence=confidence)
-    segments: list[Segment] = []
-    if segment is not None:
-        segments = by_segment(source.records, segment, judge=judge, a=a, b=b, tie_policy=policy,
-                              min_consistency=min_consistency, confidence=confidence)
+    segmented = None
+    if segment is None:
+        analyses = analyze(source.records, judge=judge, a=a, b=b, tie_policy=policy,
+                           min_consistency=min_consistency, confidence=confidence)
+    else:
+        segmented = segment_analyses(source.records, segment, judge=judge, a=a, b=b, tie_policy=policy,
+                                     min_consistency=min_consistency, confidence=confidence)
+        analyses = list(segmented.overall)
     settings = {"judge": judge, "a": a, "b": b, "tie_policy": policy.value, "min_consistency": min_consistency,
                 "confidence": confidence, "segment": segment}
     queue = review_queue(source.frame, judge=judge, a=a, b=b)
-    return ReportInputs(source, tuple(analyses), queue, settings, segment, tuple(segments))
+    return ReportInputs(source, tuple(analyses), queue, settings, segmented)

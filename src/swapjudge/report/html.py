@@ -14,7 +14,7 @@ from typing import Any
 from swapjudge import __version__
 from swapjudge.analysis import JudgeAnalysis
 from swapjudge.report import plots
-from swapjudge.report.build import ReportInputs
+from swapjudge.report.build import ReportInputs, SegmentRow
 from swapjudge.report.wording import (
     POLICY_WORDS,
     consistency_sentence,
@@ -24,7 +24,6 @@ from swapjudge.report.wording import (
     judge_name,
     pct,
 )
-from swapjudge.segments import Segment
 
 OUTCOME_WORDS = {
     "flip_first": "flip toward slot 1",
@@ -283,17 +282,16 @@ def _identical_section(a: JudgeAnalysis) -> str:
             + _table(["measure", "value", "interval"], rows, {1, 2}))
 
 
-def _segments_section(field: str, segments: Sequence[Segment]) -> str:
+def _segments_section(field: str, segments: Sequence[SegmentRow]) -> str:
     if not segments:
         return ""
     rows = []
-    for s in segments:
-        a = s.analysis
+    for value, a in segments:
         c = a.consistency
         w = a.win_rate
         rate = "withheld" if a.withheld else ("" if w is None else
                                                f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})")
-        rows.append((e(s.value), f"{a.outcomes.complete:,}",
+        rows.append((e(value), f"{a.outcomes.complete:,}",
                      e("n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"),
                      e("" if c is None else c.band), e(pct(a.flip_direction.first_share)), e(rate),
                      '<span class="pass">passed</span>' if a.gate.passed else '<span class="fail">failed</span>'))

@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING
 
 from swapjudge.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.wording import flip_sentence, headline, interval, judge_name, pct
-from swapjudge.segments import Segment
 
 if TYPE_CHECKING:
-    from swapjudge.report.build import ReportInputs
+    from swapjudge.report.build import ReportInputs, SegmentRow
 
 
 def _escape(text: str) -> str:
@@ -79,15 +78,15 @@ def render_calculation(calc: Calculation) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_segments(field: str, segments: Sequence[Segment]) -> str:
+def render_segments(field: str, segments: Sequence[SegmentRow]) -> str:
     """Per-segment consistency and win rate as one table."""
     lines = [f"| {_escape(field)} | pairs | swap-consistency | win rate | gate |", "|---|---:|---:|---:|---|"]
-    for s in segments:
-        a, c, w = s.analysis, s.analysis.consistency, s.analysis.win_rate
+    for value, a in segments:
+        c, w = a.consistency, a.win_rate
         cons = "n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"
         rate = "withheld" if a.withheld else ("" if w is None else
                                                f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})")
-        lines.append(f"| {_escape(s.value)} | {a.outcomes.complete:,} | {cons} | {rate} | "
+        lines.append(f"| {_escape(value)} | {a.outcomes.complete:,} | {cons} | {rate} | "
                      f"{'passed' if a.gate.passed else 'FAILED'} |")
     return "\n".join(lines) + "\n"
 

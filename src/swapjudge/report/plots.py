@@ -14,7 +14,7 @@ from swapjudge.swap import CrossTable, VerdictSplit
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from swapjudge.segments import Segment
+    from swapjudge.report.build import SegmentRow
 
 VERDICT_NAMES = ("first", "second", "tie", "none")
 # colour-blind-safe pair (Okabe-Ito) for slot 1 / slot 2, grey for ties
@@ -147,22 +147,23 @@ def intervals_svg(analysis: JudgeAnalysis) -> str:
     return to_svg(fig)
 
 
-def segments_svg(segments: Sequence[Segment]) -> str:
+def segments_svg(rows: Sequence[SegmentRow]) -> str:
     """Per-segment swap-consistency (and win rate, when reported) as interval plots, one row per segment."""
-    if not segments:
+    if not rows:
         raise ValueError("no segments to plot")
-    with_rates = any(s.analysis.win_rate is not None and not s.analysis.withheld for s in segments)
-    labels = [_segment_label(s, len({x.analysis.judge for x in segments}) > 1) for s in segments]
+    segments = [x for _, x in rows]
+    with_rates = any(a.win_rate is not None and not a.withheld for a in segments)
+    labels = [_segment_label(value, a) for value, a in rows]
     fig = _figure(8.0 if with_rates else 6.0, 1.0 + 0.32 * len(segments))
     axes: list[Any] = list(fig.subplots(1, 2 if with_rates else 1, sharey=True, squeeze=False)[0])
     ys = list(range(len(segments)))
     cons_ax = axes[0]
-    gate_line = segments[0].analysis.gate.min_self_consistency
+    gate_line = segments[0].gate.min_self_consistency
     for _name, lo, hi, colour in BAND_COLOURS:
         cons_ax.axvspan(100 * lo, 100 * hi, color=colour, lw=0)
     cons_ax.axvline(100 * gate_line, color="#cc0000", lw=1.2)
     for y, s in zip(ys, segments, strict=True):
-        c = s.analysis.consistency
+        c = s.consistency
         if c is not None and c.rate is not None and c.low is not None and c.high is not None:
             cons_ax.plot([100 * c.low, 100 * c.high], [y, y], color="#333333", lw=2)
             cons_ax.plot([100 * c.rate], [y], "o", color="#333333", ms=5)
@@ -175,16 +176,16 @@ def segments_svg(segments: Sequence[Segment]) -> str:
         rate_ax = axes[1]
         rate_ax.axvline(50, color="#666666", lw=1, ls=":")
         for y, s in zip(ys, segments, strict=True):
-            w = s.analysis.win_rate
-            if w is None or s.analysis.withheld:
-                rate_ax.text(50, y, "withheld" if s.analysis.withheld else "n/a", ha="center", va="center",
-                             fontsize=7, color="#cc0000" if s.analysis.withheld else "#666666")
+            w = s.win_rate
+            if w is None or s.withheld:
+                rate_ax.text(50, y, "withheld" if s.withheld else "n/a", ha="center", va="center",
+                             fontsize=7, color="#cc0000" if s.withheld else "#666666")
                 continue
             h = w.headline
             if h.value is not None and h.low is not None and h.high is not None:
                 rate_ax.plot([100 * h.low, 100 * h.high], [y, y], color=SLOT2, lw=2)
                 rate_ax.plot([100 * h.value], [y], "o", color=SLOT2, ms=5)
-        first = next(s.analysis.win_rate for s in segments if s.analysis.win_rate is not None)
+        first = next(s.win_rate for s in segments if s.win_rate is not None)
         rate_ax.set_title(f"win rate of {_short(first.a, 20)} ({first.policy.value})", fontsize=10)
         rate_ax.set_xlim(-2, 102)
         rate_ax.set_xlabel("% (dotted: 50%)")
@@ -194,9 +195,5 @@ def segments_svg(segments: Sequence[Segment]) -> str:
     return to_svg(fig)
 
 
-def _segment_label(segment: Segment, with_judge: bool) -> str:
-    n = segment.analysis.outcomes.complete
-    name = _short(segment.value, 24)
-    if with_judge:
-        name = f"{_short(segment.analysis.judge or '-', 16)} · {name}"
-    return f"{name} (n={n:,})"
+def _segment_label(value: str, analysis: JudgeAnalysis) -> str:
+    return f"{_short(value, 24)} (n={analysis.outcomes.complete:,})"
