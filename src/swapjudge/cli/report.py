@@ -58,11 +58,12 @@ def report_command(
     judge: JudgeOpt = None,
     a: AOpt = None,
     b: BOpt = None,
-    tie_policy: Annotated[TiePolicy, typer.Option("--tie-policy", help="What a split pair is worth.")]
-    = TiePolicy.half_credit,
-    min_consistency: Annotated[float, typer.Option(
-        "--min-consistency", help="Gate: below this swap-consistency no win rate is reported (exit 1).")]
-    = DEFAULT_MIN_CONSISTENCY,
+    tie_policy: Annotated[TiePolicy | None, typer.Option(
+        "--tie-policy", help="What a split pair is worth (default: the run's registered policy, else half_credit).",
+        show_default=False)] = None,
+    min_consistency: Annotated[float | None, typer.Option(
+        "--min-consistency", help="Gate: below this swap-consistency no win rate is reported, exit 1 "
+        f"(default: the run's registered gate, else {DEFAULT_MIN_CONSISTENCY}).", show_default=False)] = None,
     segment: Annotated[str | None, typer.Option(
         "--segment", help="A record field (e.g. task) to analyse each value of separately.")] = None,
     pairs: PairsOpt = None,

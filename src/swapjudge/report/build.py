@@ -51,13 +51,30 @@ class ReportInputs:
         return None
 
 
+def registered_settings(source: ReportSource) -> dict[str, Any]:
+    """The tie policy and gate a stored run was registered with (empty for a records file)."""
+    config = source.provenance.get("config")
+    if not isinstance(config, dict):
+        return {}
+    out: dict[str, Any] = {}
+    if config.get("tie_policy") in TiePolicy.__members__:
+        out["tie_policy"] = TiePolicy(config["tie_policy"])
+    gates = config.get("gates")
+    if isinstance(gates, dict) and isinstance(gates.get("min_self_consistency"), int | float):
+        out["min_consistency"] = float(gates["min_self_consistency"])
+    return out
+
+
 def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | None = None, b: str | None = None,
-                   tie_policy: TiePolicy | str = TiePolicy.half_credit,
-                   min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95,
-                   segment: str | None = None) -> ReportInputs:
+                   tie_policy: TiePolicy | str | None = None, min_consistency: float | None = None,
+                   confidence: float = 0.95, segment: str | None = None) -> ReportInputs:
     """Run the core analysis (and per-segment analyses when `segment` names a field) and collect the pairs
-    that flipped or half-tied."""
-    policy = TiePolicy(tie_policy)
+    that flipped or half-tied. The tie policy and gate default to those the run was registered with, else
+    half_credit and 0.70."""
+    registered = registered_settings(source)
+    policy = TiePolicy(tie_policy if tie_policy is not None else registered.get("tie_policy", TiePolicy.half_credit))
+    if min_consistency is None:
+        min_consistency = registered.get("min_consistency", DEFAULT_MIN_CONSISTENCY)
     segmented = None
     if segment is None:
         analyses = analyze(source.records, judge=judge, a=a, b=b, tie_policy=policy,
