@@ -285,22 +285,25 @@ def _identical_section(a: JudgeAnalysis) -> str:
 def _segments_section(field: str, segments: Sequence[SegmentRow]) -> str:
     if not segments:
         return ""
+    with_rates = any(a.pair is not None for _, a in segments)
     rows = []
     for value, a in segments:
         c = a.consistency
         w = a.win_rate
-        rate = "withheld" if a.withheld else ("" if w is None else
-                                               f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})")
-        rows.append((e(value), f"{a.outcomes.complete:,}",
-                     e("n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"),
-                     e("" if c is None else c.band), e(pct(a.flip_direction.first_share)), e(rate),
-                     '<span class="pass">passed</span>' if a.gate.passed else '<span class="fail">failed</span>'))
+        row = [e(value), f"{a.outcomes.complete:,}",
+               e("n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"),
+               e("" if c is None else c.band), e(pct(a.flip_direction.first_share))]
+        if with_rates:
+            row.append(e("withheld" if a.withheld else "" if w is None else
+                         f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})"))
+        row.append('<span class="pass">passed</span>' if a.gate.passed else '<span class="fail">failed</span>')
+        rows.append(row)
+    header = [e(field), "pairs", "swap-consistency", "band", "splits → slot 1",
+              *(["win rate"] if with_rates else []), "gate"]
     return (f"<h3>By {e(field)}</h3>"
             f"<figure>{svg_image(plots.segments_svg(segments), f'consistency and win rate by {field}')}"
             "<figcaption>Each segment analysed on its own: points are estimates, bars intervals.</figcaption>"
-            "</figure>"
-            + _table([e(field), "pairs", "swap-consistency", "band", "splits → slot 1", "win rate", "gate"], rows,
-                     {1}))
+            "</figure>" + _table(header, rows, {1}))
 
 
 def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
