@@ -50,3 +50,22 @@ def test_a_run_reports_under_its_registered_policy_and_gate() -> None:
     assert other.policy_mismatch is not None and "registered with exclude" in other.policy_mismatch
     assert "registered with exclude" in render_html(other) and "registered with exclude" in render_report(other)
     assert "c0ffee" in render_report(other)
+
+
+def test_labels_probe_and_pair_limit_sections() -> None:
+    data: list[dict[str, object]] = []
+    for i in range(6):  # labelled B better; the judge names slot 1 every time: right only when B sits first
+        data += pair(i, "first", "first", label="B")
+    data += [{"item": f"p{i}", "first": s, "second": s, "verdict": v}
+             for i, (s, v) in enumerate([("A", "first"), ("B", "tie"), ("A", "first")])]
+    source = ReportSource(records_from_dicts(data), "mem")
+    inputs = prepare_report(source, min_consistency=0.0)
+    html = render_html(inputs, max_pairs=2)
+    [a] = inputs.analyses
+    assert a.accuracy is not None and a.identical is not None
+    assert "Agreement with labels (6 labelled pairs)" in html
+    # better answer in slot 1: always named (100%); in slot 2: never (0%)
+    assert "<td>better answer in slot 1</td><td class=\"n\">100.0%</td>" in html
+    assert "<td>better answer in slot 2</td><td class=\"n\">0.0%</td>" in html
+    assert "Identical-answer probe" in html and "2 / 0 / 1 / 0" in html
+    assert html.count('<article class="pair"') == 2 and "Showing the first 2 of 6" in html

@@ -67,6 +67,8 @@ def report_command(
     segment: Annotated[str | None, typer.Option(
         "--segment", help="A record field (e.g. task) to analyse each value of separately.")] = None,
     pairs: PairsOpt = None,
+    max_pairs: Annotated[int, typer.Option(
+        "--max-pairs", min=0, help="Show at most this many unsettled pairs in full in the HTML.")] = 1000,
     run: RunOpt = None,
     allow_unpaired: UnpairedOpt = False,
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")] = 0.95,
@@ -83,7 +85,7 @@ def report_command(
     if html_out is not None:
         from swapjudge.report.html import render_html
 
-        write_atomic(html_out, render_html(inputs))
+        write_atomic(html_out, render_html(inputs, max_pairs=max_pairs))
         stderr.print(f"wrote {html_out}", highlight=False, markup=False)
     if markdown_out is not None:
         from swapjudge.report.markdown import render_report

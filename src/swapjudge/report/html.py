@@ -351,11 +351,15 @@ def _pair_card(row: Mapping[str, Any]) -> str:
             + "".join(parts) + "</article>")
 
 
-def _pairs_section(inputs: ReportInputs) -> str:
-    rows = inputs.queue.to_dicts()
+def _pairs_section(inputs: ReportInputs, max_pairs: int | None) -> str:
+    total = inputs.queue.height
+    rows = inputs.queue.head(max_pairs).to_dicts() if max_pairs is not None else inputs.queue.to_dicts()
     out = ['<section id="pairs"><h2>Pairs the judge could not settle</h2>',
-           f"<p>{len(rows):,} pairs flipped (both calls named the same slot) or half-tied (one tie, one winner). "
+           f"<p>{total:,} pairs flipped (both calls named the same slot) or half-tied (one tie, one winner). "
            "Reading them shows which criterion is doing no work.</p>"]
+    if len(rows) < total:
+        out.append(f'<p class="note">Showing the first {len(rows):,} of {total:,}; '
+                   "<code>swapjudge review queue</code> writes them all.</p>")
     if not rows:
         return "".join([*out, "</section>"])
     if not inputs.source.has_texts:
@@ -396,8 +400,8 @@ def _provenance_section(inputs: ReportInputs) -> str:
     return f'<section id="provenance"><h2>Provenance</h2>{warn}<dl class="prov">{body}</dl></section>'
 
 
-def render_html(inputs: ReportInputs) -> str:
-    """The whole report as one HTML document."""
+def render_html(inputs: ReportInputs, *, max_pairs: int | None = 1000) -> str:
+    """The whole report as one HTML document; at most `max_pairs` unsettled pairs are shown in full (None: all)."""
     judges = "".join(_judge_section(i, a, inputs) for i, a in enumerate(inputs.analyses))
     summary = ""
     if len(inputs.analyses) > 1:
@@ -411,7 +415,7 @@ def render_html(inputs: ReportInputs) -> str:
         f"<style>{CSS}</style><script>{SCRIPT}</script></head><body>",
         f'<header><h1>swapjudge report</h1><div class="sub">{e(inputs.source.name)} · generated '
         f"{e(inputs.generated_at)} · every pair judged in both orders</div></header>",
-        summary, judges, _pairs_section(inputs), _provenance_section(inputs),
+        summary, judges, _pairs_section(inputs, max_pairs), _provenance_section(inputs),
         "</body></html>\n",
     ])
 
