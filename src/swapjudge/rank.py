@@ -130,7 +130,7 @@ class _Cells:
     n_systems: int
     lo: IntArray
     hi: IntArray
-    by_item: sparse.csr_matrix  # items x (3 * pairs): each item's contribution to every count
+    cell: IntArray  # per comparison: 3 * its pair + its column
     counts: FloatArray  # 3 * pairs, the observed totals
 
 
@@ -138,20 +138,27 @@ def _cells(data: Comparisons) -> _Cells:
     n = len(data.systems)
     lo = np.minimum(data.left, data.right)
     hi = np.maximum(data.left, data.right)
-    keys, pair_index = np.unique(lo * n + hi, return_inverse=True)
-    flipped = data.left != lo
+    key = lo * n + hi
+    # A lookup table over all n*n keys numbers the observed pairs without sorting the comparisons.
+    seen = np.bincount(key, minlength=n * n) > 0
+    keys = np.flatnonzero(seen)
+    lookup = np.cumsum(seen) - 1
     column = data.outcome.astype(np.int64)
     # A left win is a win of `lo` unless left is the higher index; ties stay ties.
-    column = np.where(flipped & (column != Outcome.TIE), 1 - column, column)
+    column = np.where((data.left != lo) & (column != Outcome.TIE), 1 - column, column)
+    cell = 3 * lookup[key] + column
+    counts = np.bincount(cell, minlength=3 * len(keys)).astype(np.float64)
+    return _Cells(n_systems=n, lo=keys // n, hi=keys % n, cell=cell, counts=counts)
+
+
+def _item_matrix(data: Comparisons, cells: _Cells) -> sparse.csr_matrix:
+    """Cells x items: column i holds item i's contribution to every count (what the bootstrap reweights)."""
     _, item_index = np.unique(data.item, return_inverse=True)
-    n_items = int(item_index.max()) + 1 if len(item_index) else 0
-    by_item = sparse.csr_matrix(
-        (np.ones(len(data), dtype=np.float64), (item_index, 3 * pair_index + column)),
-        shape=(n_items, 3 * len(keys)),
-    )
-    by_item.sum_duplicates()
-    counts = np.asarray(by_item.sum(axis=0), dtype=np.float64).reshape(-1)
-    return _Cells(n_systems=n, lo=keys // n, hi=keys % n, by_item=by_item, counts=counts)
+    n_items = int(item_index.max()) + 1
+    matrix = sparse.csr_matrix((np.ones(len(data), dtype=np.float64), (cells.cell, item_index)),
+                               shape=(len(cells.counts), n_items))
+    matrix.sum_duplicates()
+    return matrix
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -496,10 +503,9 @@ class BootstrapDraws:
     max_iterations: int
 
 
-def _bootstrap(model: Model, cells: _Cells, point: _Solution, ridge: float, rounds: int,
-               rng: np.random.Generator) -> BootstrapDraws:
-    n_items = cells.by_item.shape[0]
-    by_cell = cells.by_item.T.tocsr()  # cells x items, so one product gives every round's counts
+def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _Solution, ridge: float,
+               rounds: int, rng: np.random.Generator) -> BootstrapDraws:
+    n_items = by_cell.shape[1]
     scores = np.empty((rounds, cells.n_systems))
     tie = np.empty(rounds)
     not_converged, max_iterations = 0, 0
@@ -544,7 +550,8 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
 
     alpha = (1.0 - confidence) / 2.0
     if rounds > 0:
-        draws = _bootstrap(model, cells, point, ridge, rounds, np.random.default_rng(seed))
+        by_cell = _item_matrix(data, cells)
+        draws = _bootstrap(model, cells, by_cell, point, ridge, rounds, np.random.default_rng(seed))
         low, high = np.quantile(draws.scores, [alpha, 1.0 - alpha], axis=0)
         ranks = _rank_of(draws.scores)
         rank_low, rank_high = np.quantile(ranks, [alpha, 1.0 - alpha], axis=0, method="inverted_cdf")
@@ -576,8 +583,8 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
         model=model, rows=rows, tie_parameter=tie_parameter,
         tie_low=None if tie_parameter is None else tie_low,
         tie_high=None if tie_parameter is None else tie_high,
-        comparisons=len(data), items=cells.by_item.shape[0], rounds=rounds, seed=seed, confidence=confidence,
-        ridge=ridge,
+        comparisons=len(data), items=len(np.unique(data.item)), rounds=rounds, seed=seed,
+        confidence=confidence, ridge=ridge,
         convergence=Convergence(
             converged=point.converged, iterations=point.iterations, gradient_norm=point.gradient_norm,
             log_likelihood=point.log_likelihood, connected=components == 1, components=components,
