@@ -38,8 +38,8 @@ def simulate(strength: np.ndarray, theta: float, n_items: int, pairs_per_item: i
     p_right = 1.0 / (1.0 + theta * np.exp(d))
     u = rng.random(n)
     outcome = np.where(u < p_left, Outcome.LEFT, np.where(u < p_left + p_right, Outcome.RIGHT, Outcome.TIE))
-    return Comparisons(systems=tuple(f"s{i}" for i in range(k)), item=np.repeat(np.arange(n_items), pairs_per_item),
-                       left=left, right=right, outcome=outcome)
+    return Comparisons(systems=tuple(f"s{i}" for i in range(k)),
+                       item=np.repeat(np.arange(n_items), pairs_per_item), left=left, right=right, outcome=outcome)
 
 
 def centred_log(scores: pd.Series, k: int) -> np.ndarray:
@@ -310,9 +310,10 @@ def test_real_mtbench_ranking_is_sensible() -> None:
     ranking = rank(data, Model.rao_kupper, rounds=300, seed=0)
     top = ranking.rows[0]
     assert top.system == "gpt-4" and top.rank_low == 1
-    assert ranking.rows[-1].system in {"llama-13b", "stablelm-tuned-alpha-7b", "fastchat-t5-3b", "dolly-v2-12b"}
+    weakest = {"llama-13b", "stablelm-tuned-alpha-7b", "fastchat-t5-3b", "dolly-v2-12b"}
+    assert ranking.rows[-1].system in weakest
     vicuna = next(row for row in ranking.rows if row.system == "vicuna-13b-v1.3")
-    assert vicuna.pairs == 2400 - sum(1 for _ in ())  # every pair includes the baseline ...
+    assert 2300 < vicuna.pairs == len(data)  # every complete pair includes the baseline ...
     assert sum(row.pairs for row in ranking.rows) == 2 * vicuna.pairs  # ... and one other model
     assert ranking.tie_parameter is not None and 1.5 < ranking.tie_parameter < 3.5
     # Against the MT-Bench single-answer grades (GPT-4 as grader, Zheng et al. 2023 leaderboard), a different
