@@ -39,7 +39,8 @@ def simulate(strength: np.ndarray, theta: float, n_items: int, pairs_per_item: i
     u = rng.random(n)
     outcome = np.where(u < p_left, Outcome.LEFT, np.where(u < p_left + p_right, Outcome.RIGHT, Outcome.TIE))
     return Comparisons(systems=tuple(f"s{i}" for i in range(k)),
-                       item=np.repeat(np.arange(n_items), pairs_per_item), left=left, right=right, outcome=outcome)
+                       item=np.repeat(np.arange(n_items), pairs_per_item), left=left, right=right,
+                       outcome=outcome)
 
 
 def centred_log(scores: pd.Series, k: int) -> np.ndarray:
