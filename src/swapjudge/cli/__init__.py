@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import swapjudge.cli.importers  # registers import
 import swapjudge.cli.rank  # noqa: F401  (registers rank)
 from swapjudge.cli import core  # noqa: F401  (registers calc, analyze)
 from swapjudge.cli.app import app
