@@ -6,23 +6,22 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import evalica
 import numpy as np
 import pandas as pd
-import polars as pl
 import pytest
 from scipy import optimize, stats
 from typer.testing import CliRunner
 
+from conftest import ROOT, shi2024_records
 from swapjudge.battles import comparisons_from_records
 from swapjudge.cli import app
 from swapjudge.errors import InputError
 from swapjudge.rank import Comparisons, Model, Outcome, fit, outcome_probabilities, rank
 from swapjudge.records import records_from_dicts
 
-ROOT = Path(__file__).resolve().parents[1]
-SHI = ROOT.parent / "shared" / "data" / "shi2024" / "verdicts_both_orders.csv"
 EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
 
 
@@ -266,15 +265,8 @@ def test_bootstrap_intervals_cover_the_true_strengths() -> None:
 # ---- real data: Shi et al. MT-Bench verdicts of gpt-4-0613 ------------------------------------------------
 
 
-def shi_records(judges: tuple[str, ...] = ("gpt-4-0613",)) -> list[dict[str, object]]:
-    if not SHI.exists():
-        pytest.fail(f"real data missing: {SHI} (the tests expect ../shared/data next to the project)")
-    frame = pl.read_csv(SHI, infer_schema=False).filter(
-        (pl.col("benchmark") == "MTBench") & pl.col("judge").is_in(judges))
-    verdict = {"A": "first", "B": "second", "C": "tie"}
-    return [{"judge": r["judge"], "item": r["question_id"], "first": r["model_first"],
-             "second": r["model_second"], "verdict": verdict.get(r["verdict"] or "")}
-            for r in frame.iter_rows(named=True)]
+def shi_records(judges: tuple[str, ...] = ("gpt-4-0613",)) -> list[dict[str, Any]]:
+    return [row for judge in judges for row in shi2024_records("MTBench", judge)]
 
 
 def test_real_mtbench_swap_outcomes_and_closed_form() -> None:
