@@ -9,11 +9,13 @@ Our figures (fits, bootstraps, peak memory) are measured first, so the baselines
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from swapjudge.rank import Comparisons, Model, Outcome, _cells, _item_matrix, _solve, fit, rank
 
@@ -57,12 +59,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     start = time.perf_counter()
     data, truth = synthetic()
     ties = float(np.mean(data.outcome == Outcome.TIE))
     n_items = len(np.unique(data.item))
     print(f"data: {len(data.systems)} systems, {len(data):,} comparisons, {n_items:,} items, "
           f"{ties:.1%} ties (generated in {time.perf_counter() - start:.1f} s)")
+    sys.stdout.flush()
 
     start = time.perf_counter()
     cells = _cells(data)
@@ -75,8 +79,9 @@ def main() -> None:
 
     ours: dict[str, float] = {}
     for model in Model:
-        solve_s = best_of(args.repeats, lambda m=model: _solve(m, cells.lo, cells.hi, cells.n_systems,
-                                                               cells.counts, 1e-2))
+        with threadpool_limits(limits=1, user_api="blas"):  # as fit() and rank() do
+            solve_s = best_of(args.repeats, lambda m=model: _solve(m, cells.lo, cells.hi, cells.n_systems,
+                                                                   cells.counts, 1e-2))
         total_s = best_of(args.repeats, lambda m=model: fit(data, m))
         result = fit(data, model)
         ours[model.value] = total_s
@@ -97,6 +102,7 @@ def main() -> None:
         rank(data, model, rounds=args.rounds, seed=1)
         print(f"rank({model.value}, {args.rounds} rounds): {time.perf_counter() - start:.1f} s")
     print(f"peak memory (ru_maxrss) after our fits and bootstraps: {peak_mb():,.0f} MB (target < 4096 MB)")
+    print(f"load average now: {os.getloadavg()[0]:.1f}")
     sys.stdout.flush()
 
     import evalica
