@@ -151,6 +151,16 @@ def test_ridge_keeps_a_system_that_never_loses_finite() -> None:
         assert result.scores[0] == result.scores.max()
 
 
+def test_ridge_keeps_the_tie_parameter_finite_when_everything_is_a_tie() -> None:
+    n = 60
+    data = Comparisons(("a", "b", "c"), np.arange(n), np.arange(n) % 3, (np.arange(n) + 1) % 3, np.full(n, 2))
+    for model in (Model.rao_kupper, Model.davidson):
+        result = fit(data, model)
+        assert result.converged and result.tie_parameter is not None
+        assert 10.0 < result.tie_parameter < 1e6  # the tie share is near 1, the parameter large but finite
+        np.testing.assert_allclose(result.scores, 0.0, atol=1e-9)
+
+
 def test_predicted_probabilities_match_the_models() -> None:
     win, tie, loss = outcome_probabilities(Model.rao_kupper, 0.7, 0.2, 1.5)
     assert win == pytest.approx(math.exp(0.7) / (math.exp(0.7) + 1.5 * math.exp(0.2)))
@@ -373,5 +383,11 @@ def test_cli_rank_errors_are_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "choose one with --judge" in result.stderr and "Traceback" not in result.output
     assert runner.invoke(app, ["rank", str(path), "--judge", "gemini-pro", "--bootstrap", "0"]).exit_code == 0
+    one_order = tmp_path / "one_order.jsonl"
+    one_order.write_text("".join(json.dumps(r) + "\n" for r in shi_records()
+                                 if r["first"] == "vicuna-13b-v1.3"))
+    single = runner.invoke(app, ["rank", str(one_order), "--bootstrap", "0"])
+    assert single.exit_code == 2 and "--outcome calls" in single.stderr
+    assert runner.invoke(app, ["rank", str(one_order), "--outcome", "calls", "--bootstrap", "0"]).exit_code == 0
     missing = runner.invoke(app, ["rank", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 2 and "no such file" in missing.stderr

@@ -64,7 +64,9 @@ def comparisons_from_records(records: RecordSet | pl.DataFrame, *, judge: str | 
              pl.min_horizontal("first", "second"), pl.max_horizontal("first", "second")],
             separator="\x1f")).to_series().to_list()
     if table.height == 0:
-        what = "complete pairs" if outcome is OutcomeSource.swap else "parsed calls"
-        raise InputError(f"no {what} to rank", path=source)
+        if outcome is OutcomeSource.calls:
+            raise InputError("no parsed calls to rank", path=source)
+        raise InputError("no pair has usable verdicts in both orders, so no order-cancelled outcome exists "
+                         "(--outcome calls ranks single calls, position bias included)", path=source)
     return Comparisons.from_labels(table.get_column("item").to_list(), left.to_list(), right.to_list(),
                                    battle, pairs=pair_keys)

@@ -7,7 +7,8 @@ a thousand comparisons or two million):
 - ``davidson``: P(i beats j) : P(tie) : P(j beats i) = pi_i : nu sqrt(pi_i pi_j) : pi_j (nu >= 0 estimated);
 - ``bt-half``: plain Bradley-Terry with every tie counted as half a win for each side.
 
-Scores are natural log-strengths centred at mean 0, with a small ridge so that a system that wins everything
+Scores are natural log-strengths centred at mean 0, with a small ridge (on the scores and on the fitting scale
+of the tie parameter) so that a system that wins everything, or a judge that calls nearly everything a tie,
 stays finite. Intervals come from a percentile bootstrap over items: an item's comparisons (both orders, all
 its pairs) are resampled together, never call by call.
 """
@@ -265,8 +266,10 @@ def _solve(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: Flo
 
     def objective(x: FloatArray) -> _Terms:
         s = x[:n_systems]
-        terms = _pair_terms(fit_model, s[lo] - s[hi], x[n_systems] if has_tie else 0.0, a, b, t)
-        return (terms[0] - 0.5 * ridge * float(s @ s), *terms[1:])
+        tie = x[n_systems] if has_tie else 0.0
+        terms = _pair_terms(fit_model, s[lo] - s[hi], tie, a, b, t)
+        # The ridge also holds the tie parameter when (nearly) every outcome is a tie.
+        return (terms[0] - 0.5 * ridge * (float(s @ s) + tie * tie), *terms[1:])
 
     def feasible(x: FloatArray) -> bool:
         return fit_model is not Model.rao_kupper or x[n_systems] > 0.0
@@ -285,10 +288,10 @@ def _solve(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: Flo
         hs[diag] = np.bincount(lo, h_dd, n_systems) + np.bincount(hi, h_dd, n_systems) - ridge
         hess[:n_systems, :n_systems] = hs.reshape(n_systems, n_systems)
         if has_tie:
-            grad[n_systems] = g_t.sum()
+            grad[n_systems] = g_t.sum() - ridge * x[n_systems]
             cross = np.bincount(lo, h_dt, n_systems) - np.bincount(hi, h_dt, n_systems)
             hess[n_systems, :n_systems] = hess[:n_systems, n_systems] = cross
-            hess[n_systems, n_systems] = h_tt.sum()
+            hess[n_systems, n_systems] = h_tt.sum() - ridge
         grad_norm = float(np.abs(grad).max())
         try:
             step = np.linalg.solve(gauge - hess, grad)
