@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -165,19 +165,19 @@ def _item_matrix(data: Comparisons, cells: _Cells) -> sparse.csr_matrix:
 
 # ---------------------------------------------------------------------------------------------------------
 # Per-pair log-likelihood terms. d = s_lo - s_hi, tau = the tie parameter on the scale Newton works in
-# (eta = log theta for Rao-Kupper, log nu for Davidson). Each returns the summed log-likelihood and, per pair,
-# the first and second derivatives in d and tau. All three are concave in (s, tau).
+# (eta = log theta for Rao-Kupper, log nu for Davidson). Each returns the summed log-likelihood, the first and
+# second derivatives in d per pair and those in tau summed. All three are concave in (s, tau).
 # ---------------------------------------------------------------------------------------------------------
 
-_Terms = tuple[float, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+# (log-likelihood, d/dd per pair, d/dtau summed, d2/dd2 per pair, d2/dd dtau per pair, d2/dtau2 summed)
+_Terms = tuple[float, FloatArray, float, FloatArray, FloatArray, float]
 
 
 def _terms_bt(d: FloatArray, a: FloatArray, b: FloatArray, t: FloatArray) -> _Terms:
     wa, n = a + 0.5 * t, a + b + t
     p = expit(d)
     ll = float(-(wa @ np.logaddexp(0.0, -d)) - ((n - wa) @ np.logaddexp(0.0, d)))
-    zero = np.zeros_like(d)
-    return ll, wa - n * p, zero, -n * p * (1.0 - p), zero, zero
+    return ll, wa - n * p, 0.0, -n * p * (1.0 - p), np.zeros_like(d), 0.0
 
 
 def _terms_rao_kupper(d: FloatArray, eta: float, a: FloatArray, b: FloatArray, t: FloatArray) -> _Terms:
@@ -191,11 +191,11 @@ def _terms_rao_kupper(d: FloatArray, eta: float, a: FloatArray, b: FloatArray, t
     ll = float(-(wu @ np.logaddexp(0.0, -u)) - (wv @ np.logaddexp(0.0, -v)))
     ll += total_t * (2.0 * eta + math.log(em))
     g_d = wu * (1.0 - su) - wv * (1.0 - sv)
-    g_e = -wu * (1.0 - su) - wv * (1.0 - sv)
-    g_e[0] += 2.0 * total_t / em  # the log(theta^2 - 1) term, counted once
-    h_ee = -wu * qu - wv * qv
-    h_ee[0] -= 4.0 * total_t * math.exp(-2.0 * eta) / em**2
-    return ll, g_d, g_e, -wu * qu - wv * qv, wu * qu - wv * qv, h_ee
+    h_dd = -wu * qu - wv * qv
+    # the last terms come from log(theta^2 - 1), once per tie
+    g_e = float(-(wu @ (1.0 - su)) - (wv @ (1.0 - sv))) + 2.0 * total_t / em
+    h_ee = float(h_dd.sum()) - 4.0 * total_t * math.exp(-2.0 * eta) / em**2
+    return ll, g_d, g_e, h_dd, wu * qu - wv * qv, h_ee
 
 
 def _terms_davidson(d: FloatArray, tau: float, a: FloatArray, b: FloatArray, t: FloatArray) -> _Terms:
@@ -207,9 +207,9 @@ def _terms_davidson(d: FloatArray, tau: float, a: FloatArray, b: FloatArray, t: 
     ll = float(half @ (a - b) + tau * t.sum() - n @ log_z)
     mean_d = 0.5 * (pw - pl)
     g_d = 0.5 * (a - b) - n * mean_d
-    g_t = t - n * pt
+    g_t = float(t.sum() - n @ pt)
     h_dd = -n * (0.25 * (pw + pl) - mean_d**2)
-    h_tt = -n * pt * (1.0 - pt)
+    h_tt = -float(n @ (pt * (1.0 - pt)))
     h_dt = n * mean_d * pt
     return ll, g_d, g_t, h_dd, h_dt, h_tt
 
@@ -288,10 +288,10 @@ def _solve(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: Flo
         hs[diag] = np.bincount(lo, h_dd, n_systems) + np.bincount(hi, h_dd, n_systems) - ridge
         hess[:n_systems, :n_systems] = hs.reshape(n_systems, n_systems)
         if has_tie:
-            grad[n_systems] = g_t.sum() - ridge * x[n_systems]
+            grad[n_systems] = g_t - ridge * x[n_systems]
             cross = np.bincount(lo, h_dt, n_systems) - np.bincount(hi, h_dt, n_systems)
             hess[n_systems, :n_systems] = hess[:n_systems, n_systems] = cross
-            hess[n_systems, n_systems] = h_tt.sum() - ridge
+            hess[n_systems, n_systems] = h_tt - ridge
         grad_norm = float(np.abs(grad).max())
         try:
             step = np.linalg.solve(gauge - hess, grad)
@@ -437,10 +437,6 @@ class Ranking:
     confidence: float
     ridge: float
     convergence: Convergence
-    _scores: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_scores", {row.system: row.score for row in self.rows})
 
     @property
     def tie_parameter_name(self) -> str | None:
@@ -448,10 +444,11 @@ class Ranking:
 
     def probabilities(self, a: str, b: str) -> tuple[float, float, float]:
         """Predicted P(a wins), P(tie), P(b wins) for one comparison of systems a and b."""
+        scores = {row.system: row.score for row in self.rows}
         for name in (a, b):
-            if name not in self._scores:
+            if name not in scores:
                 raise KeyError(f"unknown system {name!r}")
-        return outcome_probabilities(self.model, self._scores[a], self._scores[b], self.tie_parameter)
+        return outcome_probabilities(self.model, scores[a], scores[b], self.tie_parameter)
 
     def to_dict(self) -> dict[str, Any]:
         return {
