@@ -12,7 +12,7 @@ from rich.console import Console
 from swapjudge.battles import OutcomeSource, comparisons_from_records
 from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
 from swapjudge.errors import InputError
-from swapjudge.rank import DEFAULT_ROUNDS, Model
+from swapjudge.rank import DEFAULT_ROUNDS, IntervalMethod, Model
 from swapjudge.rank import rank as fit_ranking
 from swapjudge.records import load_records
 from swapjudge.report import rank as render
@@ -32,6 +32,9 @@ def rank(
                                            help="Bootstrap rounds over items (0: no intervals).")]
     = DEFAULT_ROUNDS,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+    interval: Annotated[IntervalMethod, typer.Option(
+        "--interval", help="Score intervals: bootstrap percentiles, or BCa (bias-corrected, accelerated).")]
+    = IntervalMethod.percentile,
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
     = 0.95,
     output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
@@ -44,7 +47,7 @@ def rank(
     data = comparisons_from_records(loaded, judge=judge, outcome=outcome)
     if len(data.systems) < 2:
         raise InputError("fewer than two systems to rank", path=loaded.source)
-    result = fit_ranking(data, model, rounds=bootstrap, seed=seed, confidence=confidence)
+    result = fit_ranking(data, model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
     name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
     if output is OutputFormat.json:
         payload = {"judge": name, "outcome": outcome.value, **result.to_dict()}

@@ -43,7 +43,8 @@ def summary(ranking: Ranking, *, judge: str | None = None, outcome: str | None =
         what = f"judge {judge}: {what}"
     head.append(what)
     if ranking.rounds > 0:
-        head.append(f"{level} percentile intervals from {ranking.rounds:,} bootstrap rounds over items "
+        method = "BCa" if ranking.interval.value == "bca" else "percentile"
+        head.append(f"{level} {method} intervals from {ranking.rounds:,} bootstrap rounds over items "
                     f"(seed {ranking.seed}); score = centred log-strength, rating = 1000 + 173.7 × score")
     else:
         head.append("no bootstrap: no intervals")
