@@ -281,6 +281,7 @@ def test_bca_jackknife_is_leave_one_item_out(small: Comparisons) -> None:
     np.testing.assert_allclose(_acceleration(jack), (u**3).sum(0) / (6 * (u**2).sum(0) ** 1.5), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_bca_intervals_agree_with_scipy_bootstrap(small: Comparisons) -> None:
     """scipy.stats.bootstrap(method="BCa") resampling items and refitting: the same intervals up to the
     Monte Carlo error of 2,000 rounds each (with scipy 1.17 both draw the very same resamples from the seeded
