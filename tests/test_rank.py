@@ -371,8 +371,10 @@ def test_real_mtbench_ranking_is_sensible() -> None:
     ranking = rank(data, Model.rao_kupper, rounds=300, seed=0)
     top = ranking.rows[0]
     assert top.system == "gpt-4" and top.rank_low == 1
-    weakest = {"llama-13b", "stablelm-tuned-alpha-7b", "fastchat-t5-3b", "dolly-v2-12b"}
-    assert ranking.rows[-1].system in weakest
+    # identical counts (2 / 14 / 64 against the baseline) give identical scores and a shared rank
+    last_two = ranking.rows[-2:]
+    assert {row.system for row in last_two} == {"llama-13b", "stablelm-tuned-alpha-7b"}
+    assert last_two[0].rank == last_two[1].rank == 30 and last_two[0].system == "llama-13b"
     vicuna = next(row for row in ranking.rows if row.system == "vicuna-13b-v1.3")
     assert 2300 < vicuna.pairs == len(data)  # every complete pair includes the baseline ...
     assert sum(row.pairs for row in ranking.rows) == 2 * vicuna.pairs  # ... and one other model

@@ -591,10 +591,13 @@ def _bca_limits(boot: FloatArray, estimate: FloatArray, acceleration: FloatArray
     return limits
 
 
+_SAME_SCORE = 1e-9  # systems with identical counts get scores equal up to rounding: the same rank
+
+
 def _rank_of(scores: FloatArray) -> npt.NDArray[np.int64]:
     """Competition ranks, 1 = best, along the last axis (equal scores share the better rank)."""
     s = np.asarray(scores)
-    ranks: npt.NDArray[np.int64] = (s[..., None, :] > s[..., :, None]).sum(axis=-1) + 1
+    ranks: npt.NDArray[np.int64] = (s[..., None, :] > s[..., :, None] + _SAME_SCORE).sum(axis=-1) + 1
     return ranks
 
 
@@ -652,7 +655,7 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
     pairs = _pairs_per_system(data)
     point_rank = _rank_of(point.scores)
 
-    order = sorted(range(n), key=lambda i: (-point.scores[i], data.systems[i]))
+    order = sorted(range(n), key=lambda i: (point_rank[i], data.systems[i]))
     rows = tuple(
         SystemScore(system=data.systems[i], score=float(point.scores[i]),
                     low=float(low[i]), high=float(high[i]),
