@@ -9,8 +9,8 @@ a thousand comparisons or two million):
 
 Scores are natural log-strengths centred at mean 0, with a small ridge (on the scores and on the fitting scale
 of the tie parameter) so that a system that wins everything, or a judge that calls nearly everything a tie,
-stays finite. Intervals come from a percentile bootstrap over items: an item's comparisons (both orders, all
-its pairs) are resampled together, never call by call.
+stays finite. Intervals come from a bootstrap over items (percentile, or BCa on request): an item's
+comparisons (both orders, all its pairs) are resampled together, never call by call.
 """
 
 from __future__ import annotations
