@@ -379,13 +379,14 @@ def test_real_mtbench_ranking_is_sensible() -> None:
     assert 2300 < vicuna.pairs == len(data)  # every complete pair includes the baseline ...
     assert sum(row.pairs for row in ranking.rows) == 2 * vicuna.pairs  # ... and one other model
     assert ranking.tie_parameter is not None and 1.5 < ranking.tie_parameter < 3.5
-    # Against the MT-Bench single-answer grades (GPT-4 as grader, Zheng et al. 2023 leaderboard), a different
-    # protocol: the order must broadly agree.
+    # Against the MT-Bench single-answer grades (GPT-4 as grader), a different protocol: the order must broadly
+    # agree. Grades from Table 1 of the LMSYS blog post "Chatbot Arena Leaderboard Week 8" (2023-06-22); the four
+    # models it leaves out (oasst-sft-4-pythia-12b down to llama-13b) from the leaderboard of the same period.
     grades = {"gpt-4": 8.99, "gpt-3.5-turbo": 7.94, "claude-v1": 7.90, "claude-instant-v1": 7.85,
               "vicuna-33b-v1.3": 7.12, "wizardlm-30b": 7.01, "guanaco-33b": 6.53, "tulu-30b": 6.43,
               "guanaco-65b": 6.41, "oasst-sft-7-llama-30b": 6.41, "palm-2-chat-bison-001": 6.40,
               "mpt-30b-chat": 6.39, "vicuna-13b-v1.3": 6.39, "wizardlm-13b": 6.35, "vicuna-7b-v1.3": 6.00,
-              "baize-v2-13b": 5.75, "nous-hermes-13b": 5.55, "mpt-7b-chat": 5.42, "gpt4all-13b-snoozy": 5.41,
+              "baize-v2-13b": 5.75, "nous-hermes-13b": 5.51, "mpt-7b-chat": 5.42, "gpt4all-13b-snoozy": 5.41,
               "koala-13b": 5.35, "mpt-30b-instruct": 5.22, "falcon-40b-instruct": 5.17,
               "h2ogpt-oasst-open-llama-13b": 4.63, "alpaca-13b": 4.53, "chatglm-6b": 4.50,
               "oasst-sft-4-pythia-12b": 4.32, "rwkv-4-raven-14b": 3.98, "dolly-v2-12b": 3.28,
