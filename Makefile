@@ -18,7 +18,7 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(VENV)/bin/pytest
-	$(PY) $(SHARED)/checks/contract.py $(VENV)/bin/swapjudge
+	$(PY) $(SHARED)/checks/contract.py $(CURDIR)/$(VENV)/bin/swapjudge
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench

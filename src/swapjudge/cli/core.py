@@ -1,0 +1,87 @@
+"""`swapjudge calc` and `swapjudge analyze`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from swapjudge.analysis import analyze as run_analysis
+from swapjudge.analysis import calculate
+from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
+from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.records import load_records
+from swapjudge.report import markdown, text
+
+ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+
+
+def dump_json(payload: Any) -> None:
+    """JSON to stdout, exactly as scripts read it (no rich markup, no wrapping)."""
+    print(json.dumps(payload, indent=2, allow_nan=False))
+
+
+@app.command()
+@user_errors
+def calc(
+    pairs: Annotated[int, typer.Option("--pairs", help="Complete pairs judged in both orders.")],
+    consistent: Annotated[int, typer.Option("--consistent", help="Pairs with the same verdict in both orders.")],
+    to_first: Annotated[int | None, typer.Option("--to-first", help="Flips and half-ties toward slot 1.")] = None,
+    to_second: Annotated[int | None, typer.Option("--to-second", help="Flips and half-ties toward slot 2.")] = None,
+    margin: Annotated[float | None, typer.Option(
+        "--margin", help="Observed lead between the systems as a share of pairs (e.g. 0.12): says whether "
+                         "the flip rate could have decided it.")] = None,
+    confidence: ConfidenceOpt = 0.95,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Swap-consistency calculator from counts: consistency with a Wilson interval and its band, flip direction
+    with an exact binomial test, and whether order could decide the margin."""
+    result = calculate(pairs, consistent, to_first=to_first, to_second=to_second, margin=margin,
+                       confidence=confidence)
+    if output is OutputFormat.json:
+        dump_json(result.to_dict())
+    elif output is OutputFormat.markdown:
+        print(markdown.render_calculation(result), end="")
+    else:
+        stdout.print(text.render_calculation(result))
+
+
+@app.command()
+@user_errors
+def analyze(
+    records: Annotated[Path, typer.Argument(help="Presentation records: JSON Lines or CSV (DESIGN 3.1).",
+                                            show_default=False)],
+    judge: Annotated[str | None, typer.Option("--judge", help="Analyse this judge only.")] = None,
+    a: Annotated[str | None, typer.Option("--a", help="System whose win rate is reported.")] = None,
+    b: Annotated[str | None, typer.Option("--b", help="The system it is compared against.")] = None,
+    tie_policy: Annotated[TiePolicy, typer.Option("--tie-policy", help="What a split pair is worth.")]
+    = TiePolicy.half_credit,
+    min_consistency: Annotated[float, typer.Option(
+        "--min-consistency", help="Gate: below this swap-consistency no win rate is reported (exit 1).")]
+    = DEFAULT_MIN_CONSISTENCY,
+    allow_unpaired: Annotated[bool, typer.Option(
+        "--allow-unpaired", help="Count a pair judged in one order only as incomplete instead of an error.")]
+    = False,
+    confidence: ConfidenceOpt = 0.95,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
+    tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
+    loaded = load_records(records, allow_unpaired=allow_unpaired)
+    analyses = run_analysis(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
+                            min_consistency=min_consistency, confidence=confidence)
+    if output is OutputFormat.json:
+        dicts = [x.to_dict() for x in analyses]
+        dump_json(dicts[0] if len(dicts) == 1 else {"judges": dicts})
+    elif output is OutputFormat.markdown:
+        print(markdown.render_analyses(analyses), end="")
+    else:
+        text.print_analyses(stdout, analyses)
+    failed = [x for x in analyses if not x.gate.passed]
+    if failed:
+        for x in failed:
+            stderr.print(f"gate: {x.judge or '(unnamed judge)'}: {x.gate.reason}", highlight=False)
+        raise typer.Exit(1)

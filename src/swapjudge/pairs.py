@@ -1,0 +1,111 @@
+"""From calls to pairs: both verdicts of a pair side by side, mapped to identities (DESIGN 3.2).
+
+A pair is (judge, round, item, {x, y}) with x < y. `vx` is the positional verdict of the call that showed x
+first, `vy` of the call that showed y first, coded FIRST/SECOND/TIE/MISSING.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+FIRST, SECOND, TIE, MISSING = 0, 1, 2, -1
+VERDICT_CODES = {"first": FIRST, "second": SECOND, "tie": TIE}
+
+
+class Outcome(enum.IntEnum):
+    """What one pair's two verdicts say, in identity terms."""
+
+    X_WINS = 0  # consistent win of x
+    Y_WINS = 1  # consistent win of y
+    TIE = 2  # consistent tie
+    FLIP_FIRST = 3  # both calls named slot 1: the winner moved with the slot
+    FLIP_SECOND = 4
+    HALF_TIE_FIRST = 5  # one tie, the other named the winner in slot 1
+    HALF_TIE_SECOND = 6
+    INCOMPLETE = 7  # at least one verdict missing
+
+
+@dataclass(frozen=True)
+class PairTable:
+    """One row per pair; `frame` holds judge, round, item, x, y, label, vx, vy, outcome (and the extras of
+    the x-first call, suffixed `_xf`, and of the y-first call, suffixed `_yf`, when asked for)."""
+
+    frame: pl.DataFrame
+
+    @property
+    def vx(self) -> np.ndarray:
+        return self.frame.get_column("vx").to_numpy()
+
+    @property
+    def vy(self) -> np.ndarray:
+        return self.frame.get_column("vy").to_numpy()
+
+    @property
+    def outcome(self) -> np.ndarray:
+        return self.frame.get_column("outcome").to_numpy()
+
+    @property
+    def systems(self) -> list[str]:
+        return sorted(set(self.frame.get_column("x").unique().to_list())
+                      | set(self.frame.get_column("y").unique().to_list()))
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+
+def verdict_codes(verdicts: pl.Expr) -> pl.Expr:
+    """first/second/tie/null as FIRST/SECOND/TIE/MISSING."""
+    return verdicts.replace_strict(VERDICT_CODES, default=MISSING, return_dtype=pl.Int8).fill_null(MISSING)
+
+
+def classify(vx: np.ndarray, vy: np.ndarray) -> np.ndarray:
+    """Outcome code for each pair from its two positional verdicts (vectorised; pure)."""
+    out = np.full(vx.shape, Outcome.INCOMPLETE, dtype=np.int8)
+    complete = (vx != MISSING) & (vy != MISSING)
+    rules = [
+        ((vx == FIRST) & (vy == SECOND), Outcome.X_WINS),
+        ((vx == SECOND) & (vy == FIRST), Outcome.Y_WINS),
+        ((vx == TIE) & (vy == TIE), Outcome.TIE),
+        ((vx == FIRST) & (vy == FIRST), Outcome.FLIP_FIRST),
+        ((vx == SECOND) & (vy == SECOND), Outcome.FLIP_SECOND),
+        (((vx == TIE) & (vy == FIRST)) | ((vx == FIRST) & (vy == TIE)), Outcome.HALF_TIE_FIRST),
+        (((vx == TIE) & (vy == SECOND)) | ((vx == SECOND) & (vy == TIE)), Outcome.HALF_TIE_SECOND),
+    ]
+    for mask, code in rules:
+        out[mask & complete] = code
+    return out
+
+
+def build_pairs(frame: pl.DataFrame, *, keep: tuple[str, ...] = ()) -> PairTable:
+    """Pair up validated records (identical-answer probe calls, first == second, are left out).
+
+    A pair seen in one order only (allowed for single-order data or with allow_unpaired) gets MISSING for the
+    absent call and so counts as incomplete. `keep` names extra columns to carry from each call.
+    """
+    calls = frame.filter(pl.col("first") != pl.col("second")).with_columns(
+        pl.min_horizontal("first", "second").alias("x"),
+        pl.max_horizontal("first", "second").alias("y"),
+        verdict_codes(pl.col("verdict")).alias("_code"),
+    ).with_columns((pl.col("first") == pl.col("x")).alias("_x_first"))
+    extras = [c for c in keep if c in calls.columns]
+    aggs = [
+        pl.col("_code").filter(pl.col("_x_first")).first().fill_null(MISSING).alias("vx"),
+        pl.col("_code").filter(~pl.col("_x_first")).first().fill_null(MISSING).alias("vy"),
+        pl.col("label").drop_nulls().first().alias("label"),
+        pl.len().alias("calls"),
+    ]
+    for col in extras:
+        aggs.append(pl.col(col).filter(pl.col("_x_first")).first().alias(f"{col}_xf"))
+        aggs.append(pl.col(col).filter(~pl.col("_x_first")).first().alias(f"{col}_yf"))
+    pairs = calls.group_by(["judge", "round", "item", "x", "y"], maintain_order=True).agg(aggs)
+    outcome = classify(pairs.get_column("vx").to_numpy(), pairs.get_column("vy").to_numpy())
+    return PairTable(pairs.with_columns(pl.Series("outcome", outcome, dtype=pl.Int8)))
+
+
+def probe_calls(frame: pl.DataFrame) -> pl.DataFrame:
+    """Identical-answer probe calls: the same identity in both slots."""
+    return frame.filter(pl.col("first") == pl.col("second"))

@@ -1,0 +1,1 @@
+"""Probes for what swapping cannot see."""

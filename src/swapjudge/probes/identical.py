@@ -1,0 +1,39 @@
+"""Identical-answer probe: the same text in both slots. Any named winner is a judge with no real difference to
+see choosing anyway, and the slot it names shows which way it leans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from swapjudge.pairs import FIRST, MISSING, SECOND, TIE
+from swapjudge.stats import binomial_p, wilson
+
+
+@dataclass(frozen=True)
+class IdenticalProbe:
+    first: int
+    second: int
+    tie: int
+    unparsed: int
+    confidence: float
+
+    def to_dict(self) -> dict[str, Any]:
+        decided = wilson(self.first + self.second, self.first + self.second + self.tie, self.confidence)
+        share = wilson(self.first, self.first + self.second, self.confidence)
+        return {
+            "first": self.first, "second": self.second, "tie": self.tie, "unparsed": self.unparsed,
+            "decided_rate": decided.rate, "decided_low": decided.low, "decided_high": decided.high,
+            "first_share": share.rate, "first_share_low": share.low, "first_share_high": share.high,
+            "first_share_p_value": binomial_p(self.first, self.first + self.second),
+        }
+
+
+def identical_probe(codes: np.ndarray, confidence: float = 0.95) -> IdenticalProbe | None:
+    """Summarise verdict codes of identical-answer calls; None when there are none."""
+    if codes.size == 0:
+        return None
+    return IdenticalProbe(int(np.sum(codes == FIRST)), int(np.sum(codes == SECOND)), int(np.sum(codes == TIE)),
+                          int(np.sum(codes == MISSING)), confidence)

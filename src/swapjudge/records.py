@@ -1,0 +1,312 @@
+"""Presentation records (DESIGN 3.1): loading JSON Lines or CSV, validating, naming every problem's place.
+
+Two paths produce the same frame. The fast path reads the whole file columnar with polars and validates with
+vectorised checks; only when it finds a problem (or cannot parse the file) does the slow path read line by line
+to name the exact file, line and field. A clean file never pays for the slow path.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from swapjudge.errors import InputError
+
+VERDICT_VALUES = ("first", "second", "tie")
+REQUIRED = ("item", "first", "second", "verdict")
+# Columns every frame has, with their types; other fields ride along as provenance.
+CORE_SCHEMA: dict[str, Any] = {
+    "judge": pl.String,
+    "round": pl.Int64,
+    "item": pl.String,
+    "first": pl.String,
+    "second": pl.String,
+    "verdict": pl.String,
+    "label": pl.String,
+}
+KEY = ("judge", "round", "item", "first", "second")
+
+
+@dataclass(frozen=True)
+class RecordSet:
+    """Validated presentation records. `frame` has the CORE_SCHEMA columns (judge "" when absent, round 0 when
+    absent) and any extra provenance columns. `single_order` is True when no pair was judged in both orders."""
+
+    frame: pl.DataFrame
+    source: str
+    single_order: bool = False
+
+    @property
+    def judges(self) -> list[str]:
+        return sorted(self.frame.get_column("judge").unique().to_list())
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+
+def load_records(path: str | Path, *, allow_unpaired: bool = False) -> RecordSet:
+    """Load and validate a JSONL or CSV file of presentation records.
+
+    A pair judged in only one order is an error unless no pair in the file has both orders (single-order data:
+    swap-consistency cannot be measured, which the analysis says) or `allow_unpaired` is set (the lonely call
+    then makes its pair incomplete).
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=str(path)) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
+    is_csv = path.suffix.lower() in (".csv", ".tsv")
+    frame = _fast_frame(data, is_csv)
+    if frame is not None and not _problems(frame, allow_unpaired) and not _missing_verdict_keys(data, frame, is_csv):
+        return RecordSet(frame, str(path), _is_single_order(frame))
+    # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
+    frame = _slow_frame(data, str(path), is_csv)
+    _raise_problems(frame, str(path), allow_unpaired)
+    return RecordSet(frame.drop("_line"), str(path), _is_single_order(frame))
+
+
+def records_from_dicts(rows: Iterable[Mapping[str, Any]], *, source: str = "<records>",
+                       allow_unpaired: bool = False) -> RecordSet:
+    """Validate in-memory records (the runner, importers and tests use this); errors name the row number."""
+    parsed = [_parse_row(dict(row), source, i) for i, row in enumerate(rows, start=1)]
+    frame = _frame_from_rows(parsed)
+    _raise_problems(frame, source, allow_unpaired)
+    return RecordSet(frame.drop("_line"), source, _is_single_order(frame))
+
+
+# ---- fast path -------------------------------------------------------------------------------------------
+
+
+def _fast_frame(data: bytes, is_csv: bool) -> pl.DataFrame | None:
+    """Columnar read; None when polars cannot read it (the slow path then names the line)."""
+    try:
+        if is_csv:
+            raw = pl.read_csv(io.BytesIO(data), infer_schema=False, separator=_separator(data))
+        else:
+            if not data.strip():
+                return None
+            overrides = {k: v for k, v in CORE_SCHEMA.items() if k != "round"}
+            raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=overrides, infer_schema_length=None)
+        if any(col not in raw.columns for col in REQUIRED):
+            return None
+        return _normalise(raw)
+    except Exception:  # any parse or cast failure: the slow path reports it precisely
+        return None
+
+
+def _separator(data: bytes) -> str:
+    head = data.split(b"\n", 1)[0]
+    return "\t" if head.count(b"\t") > head.count(b",") else ","
+
+
+def _normalise(raw: pl.DataFrame) -> pl.DataFrame:
+    """Give a raw frame the core columns and types: judge "" and round 0 where absent, empty verdict = null."""
+    exprs = []
+    for name, dtype in CORE_SCHEMA.items():
+        if name not in raw.columns:
+            default: Any = 0 if name == "round" else ("" if name == "judge" else None)
+            exprs.append(pl.lit(default, dtype=dtype).alias(name))
+        elif name == "round":
+            col = pl.col(name)
+            if raw.schema[name] == pl.String:
+                col = pl.when(col.str.strip_chars() == "").then(None).otherwise(col.str.strip_chars())
+            exprs.append(col.cast(pl.Int64, strict=True).fill_null(0).alias(name))
+        elif name in ("verdict", "label"):
+            col = pl.col(name).cast(pl.String)
+            exprs.append(pl.when(col == "").then(None).otherwise(col).alias(name))
+        elif name == "judge":
+            exprs.append(pl.col(name).cast(pl.String).fill_null("").alias(name))
+        else:
+            exprs.append(pl.col(name).cast(pl.String).alias(name))
+    extras = [c for c in raw.columns if c not in CORE_SCHEMA]
+    return raw.select([*exprs, *[pl.col(c) for c in extras]])
+
+
+def _problems(frame: pl.DataFrame, allow_unpaired: bool) -> bool:
+    """True when the vectorised checks find anything wrong (the slow path then says what and where)."""
+    if frame.select(pl.any_horizontal(pl.col(c).is_null() | (pl.col(c) == "") for c in ("item", "first", "second"))
+                    .any()).item():
+        return True
+    if frame.filter(pl.col("verdict").is_not_null() & ~pl.col("verdict").is_in(VERDICT_VALUES)).height:
+        return True
+    if frame.select(pl.struct(list(KEY)).is_duplicated().any()).item():
+        return True
+    return bool(_unpaired_mask(frame).any()) and not allow_unpaired and not _is_single_order(frame)
+
+
+def _missing_verdict_keys(data: bytes, frame: pl.DataFrame, is_csv: bool) -> bool:
+    """polars reads a missing `verdict` key as null; re-read only the null-verdict lines to tell them apart."""
+    if is_csv:
+        return False
+    null_rows = np.flatnonzero(frame.get_column("verdict").is_null().to_numpy())
+    if null_rows.size == 0:
+        return False
+    spans = _nonblank_line_spans(data)
+    if len(spans) != frame.height:
+        return True
+    for row in null_rows:
+        start, end = spans[row]
+        try:
+            if "verdict" not in json.loads(data[start:end]):
+                return True
+        except ValueError:
+            return True
+    return False
+
+
+def _nonblank_line_spans(data: bytes) -> np.ndarray:
+    """(start, end) byte offsets of each non-blank line, in file order (polars skips blank lines too)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    if ends.size == 0 or ends[-1] != arr.size - 1:
+        ends = np.append(ends, arr.size)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    solid = np.concatenate(([0], np.cumsum(~np.isin(arr, (9, 10, 13, 32)))))
+    keep = solid[ends] - solid[starts] > 0
+    return np.stack([starts[keep], ends[keep]], axis=1)
+
+
+# ---- slow path -------------------------------------------------------------------------------------------
+
+
+def _slow_frame(data: bytes, path: str, is_csv: bool) -> pl.DataFrame:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text (byte {err.start})", path=path) from None
+    rows = list(_csv_rows(text, path) if is_csv else _jsonl_rows(text, path))
+    if not rows:
+        raise InputError("no records", path=path)
+    return _frame_from_rows(rows)
+
+
+def _jsonl_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"not valid JSON ({err.msg} at column {err.colno})", path=path, line=number) from None
+        if not isinstance(obj, dict):
+            raise InputError("a record must be a JSON object", path=path, line=number)
+        yield _parse_row(obj, path, number)
+
+
+def _csv_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=_separator(text.encode()[:4096]))
+    header = reader.fieldnames or []
+    for col in REQUIRED:
+        if col not in header:
+            raise InputError("missing column", path=path, line=1, field=col)
+    previous = 1
+    for row in reader:
+        number, previous = previous + 1, reader.line_num
+        if None in row:
+            raise InputError("more cells than header columns", path=path, line=number)
+        obj = {k: (None if v == "" and k in ("verdict", "label", "round") else v) for k, v in row.items()}
+        yield _parse_row(obj, path, number)
+
+
+def _parse_row(obj: dict[str, Any], path: str, number: int) -> dict[str, Any]:
+    """Check one record's fields; returns it normalised, with its line number under `_line`."""
+    for name in REQUIRED:
+        if name not in obj:
+            raise InputError("missing", path=path, line=number, field=name)
+    out = dict(obj)
+    for name in ("item", "first", "second"):
+        value = obj[name]
+        if value is None or isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+            raise InputError(f"must be a non-empty string or integer, got {json.dumps(value)}",
+                             path=path, line=number, field=name)
+        out[name] = str(value)
+    verdict = obj["verdict"]
+    if verdict is not None and verdict not in VERDICT_VALUES:
+        raise InputError(f"unknown value {json.dumps(verdict)} (expected \"first\", \"second\", \"tie\" or null)",
+                         path=path, line=number, field="verdict")
+    judge = obj.get("judge")
+    if judge is not None and not isinstance(judge, str):
+        raise InputError(f"must be a string, got {json.dumps(judge)}", path=path, line=number, field="judge")
+    out["judge"] = judge or ""
+    out["round"] = _parse_round(obj.get("round"), path, number)
+    label = obj.get("label")
+    if label is not None and (isinstance(label, bool) or not isinstance(label, str | int)):
+        raise InputError(f"must be a string, got {json.dumps(label)}", path=path, line=number, field="label")
+    out["label"] = None if label in (None, "") else str(label)
+    out["_line"] = number
+    return out
+
+
+def _parse_round(value: Any, path: str, number: int) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise InputError(f"must be an integer, got {json.dumps(value)}", path=path, line=number, field="round")
+
+
+def _frame_from_rows(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    core = {name: [row.get(name) for row in rows] for name in CORE_SCHEMA}
+    columns: dict[str, pl.Series] = {n: pl.Series(n, v, dtype=CORE_SCHEMA[n]) for n, v in core.items()}
+    columns["_line"] = pl.Series("_line", [row["_line"] for row in rows], dtype=pl.Int64)
+    extras = sorted({k for row in rows for k in row} - set(columns))
+    for name in extras:
+        values = [row.get(name) for row in rows]
+        try:
+            columns[name] = pl.Series(name, values, strict=False)
+        except Exception:  # mixed nested types: keep them as JSON text rather than lose them
+            columns[name] = pl.Series(name, [None if v is None else json.dumps(v) for v in values])
+    return pl.DataFrame(columns)
+
+
+def _raise_problems(frame: pl.DataFrame, path: str, allow_unpaired: bool) -> None:
+    """Frame-level checks that need more than one line: duplicate calls and pairs seen in one order only."""
+    dup = frame.with_columns(pl.struct(list(KEY)).is_duplicated().alias("_dup")).filter(pl.col("_dup"))
+    if dup.height:
+        first_line, second_line = dup.get_column("_line").sort().to_list()[:2]
+        row = dup.row(0, named=True)
+        raise InputError(
+            f"duplicate call (judge {row['judge'] or '-'!r}, round {row['round']}, item {row['item']!r}, "
+            f"{row['first']!r} first) already on line {first_line}",
+            path=path, line=second_line, field="item", more=max(0, dup.height - 2))
+    if allow_unpaired or _is_single_order(frame):
+        return
+    lonely = frame.filter(_unpaired_mask(frame))
+    if lonely.height:
+        row = lonely.sort("_line").row(0, named=True)
+        raise InputError(
+            f"pair judged in one order only: no record with {row['second']!r} first and {row['first']!r} second "
+            f"for item {row['item']!r} (judge {row['judge'] or '-'!r}, round {row['round']}); "
+            "pass --allow-unpaired to count it as incomplete",
+            path=path, line=row["_line"], field="second", more=lonely.height - 1)
+
+
+def _unpaired_mask(frame: pl.DataFrame) -> pl.Series:
+    """True for pair calls (first != second) whose swapped twin is absent."""
+    calls = frame.select(list(KEY)).with_row_index("_row")
+    swapped = calls.select(
+        pl.col("judge"), pl.col("round"), pl.col("item"),
+        pl.col("second").alias("first"), pl.col("first").alias("second"), pl.lit(True).alias("_twin"))
+    joined = calls.join(swapped, on=list(KEY), how="left").sort("_row")
+    return (joined.get_column("_twin").is_null() & (joined.get_column("first") != joined.get_column("second")))
+
+
+def _is_single_order(frame: pl.DataFrame) -> bool:
+    """True when the file has pair calls and none of them has its swapped twin (one order per pair by design)."""
+    pair_calls = frame.filter(pl.col("first") != pl.col("second"))
+    if pair_calls.height == 0:
+        return False
+    return bool(_unpaired_mask(pair_calls).all())

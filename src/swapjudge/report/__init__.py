@@ -1,0 +1,1 @@
+"""Renderers: they take result objects and lay them out; no statistic is computed here."""

@@ -1,0 +1,74 @@
+"""Markdown: a compact, link-free summary fit for a pull-request comment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from swapjudge.analysis import Calculation, JudgeAnalysis
+from swapjudge.report.wording import flip_sentence, headline, interval, judge_name, pct
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_analysis(analysis: JudgeAnalysis) -> str:
+    o, c, v = analysis.outcomes, analysis.consistency, analysis.verdicts
+    lines = [f"### swapjudge · {_escape(judge_name(analysis))}", "", f"**{_escape(headline(analysis))}**", ""]
+    lines += ["| measure | value | interval |", "|---|---:|---:|"]
+    lines.append(f"| pairs (complete / total) | {o.complete:,} / {o.total:,} | |")
+    if c is not None:
+        lines.append(f"| swap-consistency | {pct(c.rate)} | {interval(c.low, c.high)} |")
+        lines.append(f"| flip rate | {pct(c.flip_rate)} | {interval(c.flip_rate_low, c.flip_rate_high)} |")
+        lines.append(f"| position sensitivity band | {c.band} | |")
+    else:
+        lines.append("| swap-consistency | cannot be measured | |")
+    f = analysis.flip_direction
+    p = "" if f.p_value is None else f" (p = {f.p_value:.3g})"
+    lines.append(f"| splits toward slot 1 | {f.first} of {f.first + f.second} | {interval(f.low, f.high)}{p} |")
+    lines.append(f"| calls first / second / tie / none | {v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,} | |")
+    lines.append(f"| first-slot win rate | {pct(v.first_slot_rate)} | {interval(v.low, v.high)} |")
+    w = analysis.win_rate
+    if w is not None and not analysis.withheld:
+        for name, rate in (("half_credit", w.half_credit), ("exclude", w.exclude), ("no_credit", w.no_credit)):
+            mark = " (headline)" if name == w.policy.value else ""
+            lines.append(f"| {_escape(w.a)} win rate, {name}{mark} | {pct(rate.value)} | "
+                         f"{interval(rate.low, rate.high)} |")
+        lines.append(f"| separate: {_escape(w.a)} / {_escape(w.b)} / split | {pct(w.separate_a.value)} / "
+                     f"{pct(w.separate_b.value)} / {pct(w.separate_split.value)} | |")
+    if analysis.accuracy is not None:
+        acc = analysis.accuracy.to_dict()
+        lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "
+                     f"{pct(acc['better_second'])} / {pct(acc['both'])} | {acc['pairs']:,} labelled pairs |")
+    if analysis.identical is not None:
+        ident = analysis.identical.to_dict()
+        lines.append(f"| identical answers: decided rate | {pct(ident['decided_rate'])} | "
+                     f"{interval(ident['decided_low'], ident['decided_high'])} |")
+    gate = analysis.gate
+    lines.append(f"| gate (min self-consistency {pct(gate.min_self_consistency, 0)}) | "
+                 f"{'passed' if gate.passed else 'FAILED'} | |")
+    lines += ["", f"_{_escape(flip_sentence(analysis))}._"]
+    if analysis.decision is not None and not analysis.withheld:
+        lines.append(f"_Decision help: {_escape(analysis.decision.sentence())}._")
+    lines += [f"> {_escape(note)}" for note in analysis.notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_analyses(analyses: Sequence[JudgeAnalysis]) -> str:
+    return "\n".join(render_analysis(a) for a in analyses)
+
+
+def render_calculation(calc: Calculation) -> str:
+    c = calc.consistency
+    lines = ["| measure | value | interval |", "|---|---:|---:|",
+             f"| swap-consistency | {pct(c.rate)} ({c.consistent} of {c.pairs}) | {interval(c.low, c.high)} |",
+             f"| flip rate | {pct(c.flip_rate)} | {interval(c.flip_rate_low, c.flip_rate_high)} |",
+             f"| position sensitivity band | {c.band} | |"]
+    f = calc.flip_direction
+    if f is not None:
+        p = "" if f.p_value is None else f" (p = {f.p_value:.3g})"
+        lines.append(f"| flips toward slot 1 | {f.first} of {f.first + f.second} ({pct(f.first_share)}) | "
+                     f"{interval(f.low, f.high)}{p} |")
+    if calc.decision is not None:
+        lines += ["", f"_Decision help: {calc.decision.sentence()}._"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,169 @@
+"""Terminal rendering with rich: compact tables a person reads without the docs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from swapjudge.analysis import Calculation, JudgeAnalysis
+from swapjudge.report.wording import (
+    consistency_sentence,
+    flip_sentence,
+    headline,
+    interval,
+    judge_name,
+    pct,
+)
+
+VERDICT_NAMES = ("first", "second", "tie", "none")
+
+
+def _kv_table(title: str) -> Table:
+    return Table(title=title, title_justify="left", title_style="bold", show_header=True, header_style="dim",
+                 box=None, pad_edge=False, padding=(0, 2, 0, 0))
+
+
+def render_analysis(analysis: JudgeAnalysis) -> Panel:
+    """One judge's analysis as a rich panel."""
+    parts: list[object] = []
+    style = "bold green" if analysis.gate.passed else "bold red"
+    parts.append(Text(headline(analysis), style=style))
+    o = analysis.outcomes
+
+    swap = _kv_table("Swap")
+    swap.add_column("measure", no_wrap=True)
+    swap.add_column("value", justify="right", no_wrap=True)
+    swap.add_column("95% interval" if not analysis.consistency else
+                    f"{int(analysis.consistency.confidence * 100)}% interval", justify="right", no_wrap=True)
+    swap.add_column("test", no_wrap=True)
+    c = analysis.consistency
+    swap.add_row("pairs (complete / total)", f"{o.complete:,} / {o.total:,}", "")
+    if c is not None:
+        swap.add_row("swap-consistency", pct(c.rate), interval(c.low, c.high))
+        swap.add_row("position sensitivity", str(c.band), "")
+    else:
+        swap.add_row("swap-consistency", "cannot be measured", "")
+    swap.add_row("consistent (tie/tie)", f"{o.consistent:,} ({o.consistent_ties:,})", "")
+    swap.add_row("flips → slot 1 / slot 2", f"{o.flips_first:,} / {o.flips_second:,}", "")
+    swap.add_row("half-ties → slot 1 / slot 2", f"{o.half_ties_first:,} / {o.half_ties_second:,}", "")
+    f = analysis.flip_direction
+    p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
+    swap.add_row("splits toward slot 1", pct(f.first_share), interval(f.low, f.high), p)
+    v = analysis.verdicts
+    swap.add_row("calls 1st / 2nd / tie / none", f"{v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,}",
+                 "")
+    swap.add_row("first-slot win rate", pct(v.first_slot_rate), interval(v.low, v.high))
+    parts.append(swap)
+    parts.append(Text(flip_sentence(analysis) + ".", style="italic"))
+
+    if analysis.cross_table is not None:
+        ct = analysis.cross_table
+        cross = Table(title=f"Cross-table: rows = verdict with {ct.a} in slot 1, columns = with {ct.b} in slot 1",
+                      title_justify="left", title_style="bold", box=None, padding=(0, 2, 0, 0))
+        cross.add_column("")
+        shown = [i for i in range(4) if any(ct.counts[i]) or any(r[i] for r in ct.counts) or i < 2]
+        for i in shown:
+            cross.add_column(VERDICT_NAMES[i], justify="right")
+        for i in shown:
+            cross.add_row(VERDICT_NAMES[i], *[f"{ct.counts[i][j]:,}" for j in shown])
+        parts.append(cross)
+
+    w = analysis.win_rate
+    if w is not None and not analysis.withheld:
+        rates = _kv_table(f"Win rate of {w.a} against {w.b} (over {w.pairs:,} pairs)")
+        rates.add_column("tie policy")
+        rates.add_column("value", justify="right")
+        rates.add_column("interval", justify="right")
+        for name, rate in (("half_credit", w.half_credit), ("exclude", w.exclude), ("no_credit", w.no_credit),
+                           (f"separate: {w.a}", w.separate_a), (f"separate: {w.b}", w.separate_b),
+                           ("separate: split", w.separate_split)):
+            marker = " ◀" if name.split(":")[0] == w.policy.value else ""
+            rates.add_row(name + marker, pct(rate.value), interval(rate.low, rate.high))
+        parts.append(rates)
+        if analysis.decision is not None:
+            parts.append(Text("Decision help: " + analysis.decision.sentence() + ".", style="italic"))
+    elif analysis.withheld:
+        parts.append(Text("Win rate withheld by the gate.", style="red"))
+
+    if analysis.accuracy is not None:
+        acc = analysis.accuracy.to_dict()
+        table = _kv_table(f"Agreement with labels ({acc['pairs']:,} labelled pairs)")
+        table.add_column("accuracy")
+        table.add_column("value", justify="right")
+        table.add_column("interval", justify="right")
+        for key, label in (("better_first", "better answer in slot 1"), ("better_second", "better answer in slot 2"),
+                           ("both", "right in both orders (order-controlled)")):
+            table.add_row(label, pct(acc[key]), interval(acc["intervals"][key]["low"], acc["intervals"][key]["high"]))
+        table.add_row(f"among consistent pairs ({acc['consistent_pairs']:,})", pct(acc["consistent"]), "")
+        parts.append(table)
+
+    if analysis.identical is not None:
+        ident = analysis.identical.to_dict()
+        table = _kv_table("Identical-answer probe (same text in both slots)")
+        table.add_column("measure")
+        table.add_column("value", justify="right")
+        table.add_column("interval", justify="right")
+        table.add_row("calls: first / second / tie / none",
+                      f"{ident['first']} / {ident['second']} / {ident['tie']} / {ident['unparsed']}", "")
+        table.add_row("decided rate (named a winner)", pct(ident["decided_rate"]),
+                      interval(ident["decided_low"], ident["decided_high"]))
+        table.add_row("first-slot share of decided", pct(ident["first_share"]),
+                      interval(ident["first_share_low"], ident["first_share_high"]))
+        parts.append(table)
+
+    gate = analysis.gate
+    gate_text = (f"Gate: passed (min self-consistency {pct(gate.min_self_consistency, 0)})" if gate.passed
+                 else f"Gate: FAILED — {gate.reason}")
+    parts.append(Text(gate_text, style=style))
+    for note in analysis.notes:
+        parts.append(Text("Note: " + note, style="yellow"))
+    return Panel(Group(*_spaced(parts)), title=f"judge: {judge_name(analysis)}", title_align="left",
+                 expand=False)
+
+
+def _spaced(parts: list[object]) -> list[object]:
+    out: list[object] = []
+    for part in parts:
+        if out:
+            out.append(Text(""))
+        out.append(part)
+    return out
+
+
+def print_analyses(console: Console, analyses: Sequence[JudgeAnalysis]) -> None:
+    for analysis in analyses:
+        console.print(render_analysis(analysis))
+
+
+def render_calculation(calc: Calculation) -> Panel:
+    c = calc.consistency
+    table = _kv_table("Swap-consistency calculator")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_column(f"{int(c.confidence * 100)}% interval", justify="right")
+    table.add_row("consistent pairs", f"{c.consistent:,} of {c.pairs:,}", "")
+    table.add_row("swap-consistency", pct(c.rate), interval(c.low, c.high))
+    table.add_row("flip rate", pct(c.flip_rate), interval(c.flip_rate_low, c.flip_rate_high))
+    table.add_row("position sensitivity band", str(c.band), "")
+    f = calc.flip_direction
+    if f is not None:
+        p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
+        table.add_row("flips toward slot 1", f"{f.first} of {f.first + f.second}  ({pct(f.first_share)})",
+                      f"{interval(f.low, f.high)}  {p}")
+    parts: list[object] = [Text(consistency_sentence_for(calc), style="bold"), table]
+    if calc.decision is not None:
+        parts.append(Text("Decision help: " + calc.decision.sentence() + ".", style="italic"))
+    return Panel(Group(*_spaced(parts)), expand=False)
+
+
+def consistency_sentence_for(calc: Calculation) -> str:
+    c = calc.consistency
+    return (f"Swap-consistency {pct(c.rate)} ({interval(c.low, c.high)}): position sensitivity {c.band}; "
+            f"up to {pct(c.flip_rate_high)} of pairs may flip with the order.")
+
+
+__all__ = ["consistency_sentence", "print_analyses", "render_analysis", "render_calculation"]

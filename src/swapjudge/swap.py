@@ -1,0 +1,171 @@
+"""What the swap reveals (DESIGN 3.2): consistency, flip direction, the verdict split, the cross-table.
+
+Pure functions of counts or outcome codes; forward and reverse are one comparison, so every rate here is over
+pairs (or, for the verdict split, explicitly over calls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from swapjudge.pairs import FIRST, MISSING, SECOND, TIE, Outcome
+from swapjudge.stats import band, binomial_p, wilson
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Pair counts by outcome."""
+
+    total: int
+    complete: int
+    consistent: int
+    consistent_ties: int
+    flips_first: int
+    flips_second: int
+    half_ties_first: int
+    half_ties_second: int
+
+    @property
+    def incomplete(self) -> int:
+        return self.total - self.complete
+
+    @property
+    def toward_first(self) -> int:
+        return self.flips_first + self.half_ties_first
+
+    @property
+    def toward_second(self) -> int:
+        return self.flips_second + self.half_ties_second
+
+    def to_dict(self) -> dict[str, int]:
+        return {"consistent": self.consistent, "consistent_ties": self.consistent_ties,
+                "flips_first": self.flips_first, "flips_second": self.flips_second,
+                "half_ties_first": self.half_ties_first, "half_ties_second": self.half_ties_second}
+
+
+def count_outcomes(outcome: np.ndarray) -> Outcomes:
+    """Tally outcome codes (pairs.Outcome) into the DESIGN 3.2 counts."""
+    tally = np.bincount(outcome.astype(np.int64), minlength=len(Outcome))
+    n = {o: int(tally[o]) for o in Outcome}
+    return Outcomes(
+        total=int(outcome.size),
+        complete=int(outcome.size) - n[Outcome.INCOMPLETE],
+        consistent=n[Outcome.X_WINS] + n[Outcome.Y_WINS] + n[Outcome.TIE],
+        consistent_ties=n[Outcome.TIE],
+        flips_first=n[Outcome.FLIP_FIRST],
+        flips_second=n[Outcome.FLIP_SECOND],
+        half_ties_first=n[Outcome.HALF_TIE_FIRST],
+        half_ties_second=n[Outcome.HALF_TIE_SECOND],
+    )
+
+
+@dataclass(frozen=True)
+class Consistency:
+    """Swap-consistency: consistent pairs over complete pairs, with a Wilson interval and the sensitivity band."""
+
+    consistent: int
+    pairs: int
+    rate: float | None
+    low: float | None
+    high: float | None
+    band: str | None
+    confidence: float
+
+    @property
+    def flip_rate(self) -> float | None:
+        return None if self.rate is None else 1 - self.rate
+
+    @property
+    def flip_rate_low(self) -> float | None:
+        return None if self.high is None else 1 - self.high
+
+    @property
+    def flip_rate_high(self) -> float | None:
+        return None if self.low is None else 1 - self.low
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rate": self.rate, "low": self.low, "high": self.high, "band": self.band,
+                "consistent": self.consistent, "pairs": self.pairs, "confidence": self.confidence}
+
+
+def consistency(consistent: int, pairs: int, confidence: float = 0.95) -> Consistency:
+    if not 0 <= consistent <= pairs:
+        raise ValueError(f"consistent pairs ({consistent}) must be between 0 and the pairs ({pairs})")
+    p = wilson(consistent, pairs, confidence)
+    return Consistency(consistent, pairs, p.rate, p.low, p.high, band(p.rate), confidence)
+
+
+@dataclass(frozen=True)
+class FlipDirection:
+    """Which slot the inconsistent pairs favour: the first-slot share among flips and half-ties, with a Wilson
+    interval and an exact two-sided binomial test against 0.5 (no position preference)."""
+
+    first: int
+    second: int
+    first_share: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first": self.first, "second": self.second, "first_share": self.first_share,
+                "low": self.low, "high": self.high, "p_value": self.p_value}
+
+
+def flip_direction(toward_first: int, toward_second: int, confidence: float = 0.95) -> FlipDirection:
+    n = toward_first + toward_second
+    p = wilson(toward_first, n, confidence)
+    return FlipDirection(toward_first, toward_second, p.rate, p.low, p.high, binomial_p(toward_first, n))
+
+
+@dataclass(frozen=True)
+class VerdictSplit:
+    """Positional verdicts over calls: the first/second/tie split and the first-slot win rate."""
+
+    first: int
+    second: int
+    tie: int
+    unparsed: int
+    first_slot_rate: float | None
+    low: float | None
+    high: float | None
+
+    @property
+    def calls(self) -> int:
+        return self.first + self.second + self.tie + self.unparsed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first": self.first, "second": self.second, "tie": self.tie, "unparsed": self.unparsed,
+                "first_slot_rate": self.first_slot_rate, "low": self.low, "high": self.high}
+
+
+def verdict_split(codes: np.ndarray, confidence: float = 0.95) -> VerdictSplit:
+    """Split of positional verdict codes (pairs.FIRST/SECOND/TIE/MISSING) over calls."""
+    first, second = int(np.sum(codes == FIRST)), int(np.sum(codes == SECOND))
+    tie, unparsed = int(np.sum(codes == TIE)), int(np.sum(codes == MISSING))
+    p = wilson(first, first + second, confidence)
+    return VerdictSplit(first, second, tie, unparsed, p.rate, p.low, p.high)
+
+
+@dataclass(frozen=True)
+class CrossTable:
+    """Pairs by (verdict when `a` sat in slot 1, verdict when `b` sat in slot 1); index 0/1/2/3 =
+    first/second/tie/missing. A consistent `a` win is (first, second); a flip toward slot 1 is (first, first)."""
+
+    a: str
+    b: str
+    counts: tuple[tuple[int, ...], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": f"verdict with {self.a} in slot 1", "columns": f"verdict with {self.b} in slot 1",
+                "labels": ["first", "second", "tie", "none"], "counts": [list(r) for r in self.counts]}
+
+
+def cross_table(a: str, b: str, va: np.ndarray, vb: np.ndarray) -> CrossTable:
+    """Cross-tabulate each pair's two positional verdicts (va: `a` shown first, vb: `b` shown first)."""
+    index = np.where(va == MISSING, 3, va).astype(np.int64) * 4 + np.where(vb == MISSING, 3, vb).astype(np.int64)
+    flat = np.bincount(index, minlength=16)
+    return CrossTable(a, b, tuple(tuple(int(v) for v in flat[r * 4:(r + 1) * 4]) for r in range(4)))
