@@ -564,3 +564,33 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
         input_tokens=in_tok, output_tokens=out_tok, shared_prefix_tokens=prefix, model=cfg.judge.model,
         price_known=price is not None, cost_usd=cost, prompt_cache_saving_usd=saving,
         store_cache_saving_usd=hit_cost, structured=plan.structured)
+
+
+# ---- after the run -------------------------------------------------------------------------------------
+
+
+def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """A run's presentation records with the run's registration (configuration hash, tie policy) attached,
+    so a later analysis can tell when it applies a policy other than the registered one."""
+    info = store.run(run_id)
+    extra = {"config_hash": info.config_hash, "registered_tie_policy": info.config.get("tie_policy")}
+    return [{**rec, **extra} for rec in store.presentation_records(run_id)]
+
+
+def analyze_run(store: Store, run_id: int) -> list[Any]:
+    """The analysis of a stored run under the policy, gate and systems it was registered with."""
+    from swapjudge.analysis import analyze
+    from swapjudge.records import records_from_dicts
+
+    info = store.run(run_id)
+    cfg = info.config
+    core = ("judge", "round", "item", "first", "second", "verdict", "label")
+    rows = [{k: rec[k] for k in core if k in rec} for rec in store.presentation_records(run_id)]
+    if not rows:
+        raise SwapjudgeError(f"run {run_id} has no stored calls to analyse")
+    # An interrupted or partly failed run has pairs with one order only: those count as incomplete.
+    records = records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
+    pairs_cfg = cfg.get("pairs") or {}
+    return analyze(records, a=pairs_cfg.get("a"), b=pairs_cfg.get("b"), tie_policy=cfg.get("tie_policy", "half_credit"),
+                   min_consistency=(cfg.get("gates") or {}).get("min_self_consistency", 0.70),
+                   confidence=cfg.get("confidence", 0.95))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from swapjudge.cli import core  # noqa: F401  (registers calc, analyze)
+from swapjudge.cli import run  # noqa: F401  (registers run, runs, export)
 from swapjudge.cli.app import app
 
 
