@@ -76,3 +76,30 @@ def test_sigkill_half_way_then_resume_makes_each_call_once(tmp_path: Path) -> No
     # A call in flight at the kill (sent, not yet stored) is the only kind that can be sent twice.
     assert len(after) - len(set(after)) == 0
     assert server.total - 2 * n_pairs <= concurrency
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path: Path) -> None:
+    n_pairs = 60
+    write_pairs(tmp_path, n_pairs)
+    db = tmp_path / "swapjudge.db"
+    with JudgeServer(policy="better", delay_s=0.04) as server:
+        cfg = write_config(tmp_path, base_url=server.openai_url, judge={"max_concurrency": 4})
+        cmd = [sys.executable, "-c", "from swapjudge.cli import main; main()", "run", str(cfg), "--no-progress"]
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while _count(db) < 30 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert f"Resume with: swapjudge run {cfg}" in err and "Traceback" not in err
+        con = sqlite3.connect(db)
+        assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+        stored = con.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        con.close()
+        assert 30 <= stored < 2 * n_pairs
+        done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert f"{stored:,} already stored" in done.stderr
+    assert len(stored_calls(db)) == 2 * n_pairs

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,7 +95,7 @@ def _jsonl_rows(text: str, path: str) -> Iterator[PairItem]:
 
 
 def _csv_rows(text: str, path: str) -> Iterator[PairItem]:
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     fields = reader.fieldnames or []
     for key in ("item", "prompt"):
         if key not in fields:

@@ -200,7 +200,7 @@ def _line_pattern(request: JudgeRequest) -> re.Pattern[str]:
     prefix = re.escape(request.verdict_prefix.strip().rstrip(":"))
     # One final line: "Verdict: A", tolerating markdown bold, brackets and a full stop, nothing else.
     return re.compile(
-        rf"^\s*(?:\*\*)?{prefix}(?:\*\*)?\s*:\s*(?:\*\*)?\[{{0,2}}(?P<label>{alt})\]{{0,2}}(?:\*\*)?\.?\s*$",
+        rf"^\s*(?:\*\*)?{prefix}(?:\*\*)?\s*:\s*(?:\*\*)?\s*\[{{0,2}}(?P<label>{alt})\]{{0,2}}(?:\*\*)?\.?\s*$",
         re.IGNORECASE,
     )
 
@@ -232,7 +232,7 @@ def followup_prompt(request: JudgeRequest) -> str:
 
 def parse_followup(text: str, request: JudgeRequest) -> ParsedVerdict:
     """A bare label (optionally after the verdict prefix or as the JSON object) is accepted."""
-    stripped = text.strip().strip("`*").strip().rstrip(".")
+    stripped = text.strip(" \t\r\n`*.\"'")
     verdict = label_to_verdict(stripped, request)
     if verdict is not None:
         start = text.find(stripped)

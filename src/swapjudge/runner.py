@@ -481,8 +481,9 @@ async def _execute(loaded: LoadedConfig, store: Store, run_id: int, groups: list
             for task in workers:
                 task.cancel()
             stopper.cancel()
+            await asyncio.gather(*workers, stopper, return_exceptions=True)
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*workers, stopper, return_exceptions=True)
+                await everything  # retrieve its outcome so asyncio does not log it
     finally:
         if handle_sigint:
             loop.remove_signal_handler(signal.SIGINT)
