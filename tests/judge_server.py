@@ -8,6 +8,7 @@ word CORRECT). It counts every request per prompt, and can inject faults per (pr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -29,8 +30,9 @@ def frame_answers(user: str) -> tuple[str, str] | None:
     code = re.escape(m.group(1))
     out = []
     for label in ("A", "B"):
-        found = re.findall(rf"<<<ANSWER {label} {code}>>>\n(.*?)\n<<<END ANSWER {label} {code}>>>", user,
-                           re.DOTALL)
+        found = re.findall(
+            rf"<<<ANSWER {label} {code}>>>\n(.*?)\n<<<END ANSWER {label} {code}>>>", user, re.DOTALL
+        )
         if len(found) != 1:
             return None
         out.append(found[0])
@@ -38,8 +40,14 @@ def frame_answers(user: str) -> tuple[str, str] | None:
 
 
 class JudgeServer:
-    def __init__(self, *, policy: str = "better", delay_s: float = 0.0,
-                 faults: Callable[[str, int], Fault | None] | None = None, logprobs: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        policy: str = "better",
+        delay_s: float = 0.0,
+        faults: Callable[[str, int], Fault | None] | None = None,
+        logprobs: bool = True,
+    ) -> None:
         self.policy = policy
         self.delay_s = delay_s
         self.faults = faults
@@ -59,6 +67,14 @@ class JudgeServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
+            def do_GET(self) -> None:
+                payload = json.dumps({"total": server.total}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length))
@@ -73,10 +89,8 @@ class JudgeServer:
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 1024  # the default 5 drops SYNs when 64 clients connect at once
@@ -152,7 +166,8 @@ class JudgeServer:
         label = self.decide(first_user, allow_tie)
         structured = ("response_format" in body or "tools" in body) and not followup
         garbage = fault in ("garbage", "garbage_always") or (
-            followup and self.faults is not None and self.faults(first_user, 0) == "garbage_always")
+            followup and self.faults is not None and self.faults(first_user, 0) == "garbage_always"
+        )
         if garbage:
             text = "I think both answers have merit. Verdict: A is my pick"
         elif followup:
@@ -165,38 +180,87 @@ class JudgeServer:
         if anthropic:
             content: list[dict[str, Any]]
             if structured and not garbage:
-                content = [{"type": "tool_use", "id": "toolu_1", "name": body["tools"][0]["name"],
-                            "input": {"winner": label, "reason": "picked"}}]
+                content = [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": body["tools"][0]["name"],
+                        "input": {"winner": label, "reason": "picked"},
+                    }
+                ]
             else:
                 content = [{"type": "text", "text": text}]
-            payload = {"id": "msg_1", "type": "message", "role": "assistant", "content": content,
-                       "stop_reason": "end_turn",
-                       "usage": {"input_tokens": usage_in - len(system) // 4, "output_tokens": 5,
-                                 "cache_read_input_tokens": len(system) // 4,
-                                 "cache_creation_input_tokens": 0}}
+            payload = {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": content,
+                "stop_reason": "end_turn",
+                "usage": {
+                    "input_tokens": usage_in - len(system) // 4,
+                    "output_tokens": 5,
+                    "cache_read_input_tokens": len(system) // 4,
+                    "cache_creation_input_tokens": 0,
+                },
+            }
         else:
-            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                                      "finish_reason": "stop"}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
             if body.get("logprobs") and self.logprobs:
                 choice["logprobs"] = {"content": self._logprobs(text, label)}
-            payload = {"id": "c1", "object": "chat.completion", "choices": [choice],
-                       "usage": {"prompt_tokens": usage_in, "completion_tokens": 5,
-                                 "prompt_tokens_details": {"cached_tokens": len(system) // 4}}}
+            payload = {
+                "id": "c1",
+                "object": "chat.completion",
+                "choices": [choice],
+                "usage": {
+                    "prompt_tokens": usage_in,
+                    "completion_tokens": 5,
+                    "prompt_tokens_details": {"cached_tokens": len(system) // 4},
+                },
+            }
         return 200, {}, json.dumps(payload).encode()
 
     @staticmethod
     def _logprobs(text: str, label: str) -> list[dict[str, Any]]:
         # Split the text so the label is a token of its own; P(label) = 0.8, the other slot 0.2.
         idx = text.rfind(label) if label in ("A", "B", "tie") else -1
-        pieces = [text] if idx < 0 else [text[:idx], label, text[idx + len(label):]]
+        pieces = [text] if idx < 0 else [text[:idx], label, text[idx + len(label) :]]
         other = "B" if label == "A" else "A"
         out = []
         for piece in pieces:
             if not piece:
                 continue
             if piece == label:
-                tops = [{"token": label, "logprob": -0.2231435513}, {"token": other, "logprob": -1.6094379124}]
+                tops = [
+                    {"token": label, "logprob": -0.2231435513},
+                    {"token": other, "logprob": -1.6094379124},
+                ]
                 out.append({"token": piece, "logprob": -0.2231435513, "top_logprobs": tops})
             else:
-                out.append({"token": piece, "logprob": 0.0, "top_logprobs": [{"token": piece, "logprob": 0.0}]})
+                out.append(
+                    {"token": piece, "logprob": 0.0, "top_logprobs": [{"token": piece, "logprob": 0.0}]}
+                )
         return out
+
+
+def main() -> None:
+    """Serve until killed (benchmarks run the server in its own process): prints the port on stdout."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--policy", default="better")
+    args = parser.parse_args()
+    server = JudgeServer(policy=args.policy, delay_s=args.delay)
+    server.keep_bodies = False
+    print(server.port, flush=True)
+    sys.stdout.close()
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

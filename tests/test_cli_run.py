@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from judge_server import JudgeServer
-from runner_helpers import write_config, write_pairs
 from typer.testing import CliRunner
 
+from judge_server import JudgeServer
+from runner_helpers import write_config, write_pairs
 from swapjudge.cli import app
 
 runner = CliRunner()
@@ -20,8 +20,9 @@ def _invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str):  # typ
     return runner.invoke(app, list(args), catch_exceptions=False)
 
 
-def test_first_slot_judge_fails_the_gate_with_consistency_zero(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_first_slot_judge_fails_the_gate_with_consistency_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_pairs(tmp_path, 12)
     with JudgeServer(policy="first") as server:
         write_config(tmp_path, base_url=server.openai_url)
@@ -36,8 +37,9 @@ def test_first_slot_judge_fails_the_gate_with_consistency_zero(tmp_path: Path,
     assert written["consistency"] == out["consistency"] and written["run"]["id"] == 1
 
 
-def test_better_answer_judge_is_consistent_and_export_roundtrips(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_better_answer_judge_is_consistent_and_export_roundtrips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_pairs(tmp_path, 12)
     with JudgeServer(policy="better") as server:
         write_config(tmp_path, base_url=server.openai_url)
@@ -59,8 +61,13 @@ def test_better_answer_judge_is_consistent_and_export_roundtrips(tmp_path: Path,
         assert [(r["id"], r["status"], r["stored_calls"]) for r in runs] == [(1, "done", 24)]
         # The replay backend reads the exported records as the judge: same verdicts, no HTTP call.
         before = server.total
-        write_config(tmp_path, base_url=server.openai_url, name="replay.yaml", store="replay.db",
-                     judge={"backend": "replay", "path": "out.jsonl", "model": None, "base_url": None})
+        write_config(
+            tmp_path,
+            base_url=server.openai_url,
+            name="replay.yaml",
+            store="replay.db",
+            judge={"backend": "replay", "path": "out.jsonl", "model": None, "base_url": None},
+        )
         rep = _invoke(tmp_path, monkeypatch, "run", "replay.yaml", "--no-progress", "--format", "json")
         assert rep.exit_code == 0, rep.stderr
         assert server.total == before and json.loads(rep.stdout)["consistency"]["rate"] == 1.0
@@ -107,9 +114,11 @@ def test_secret_appears_nowhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     write_pairs(tmp_path, 6)
     with JudgeServer(policy="first") as server:
         write_config(tmp_path, base_url=server.openai_url)
-        outputs = [_invoke(tmp_path, monkeypatch, "run", "run.yaml", "--no-progress"),
-                   _invoke(tmp_path, monkeypatch, "runs"),
-                   _invoke(tmp_path, monkeypatch, "export", "1", "-o", "e.jsonl")]
+        outputs = [
+            _invoke(tmp_path, monkeypatch, "run", "run.yaml", "--no-progress"),
+            _invoke(tmp_path, monkeypatch, "runs"),
+            _invoke(tmp_path, monkeypatch, "export", "1", "-o", "e.jsonl"),
+        ]
         assert server.auth_headers and all(h == f"Bearer {secret}" for h in server.auth_headers)
     for res in outputs:
         assert secret not in res.stdout + res.stderr

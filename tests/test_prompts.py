@@ -18,10 +18,22 @@ from swapjudge.prompts import (
 )
 
 
-def _req(allow_tie: bool = False, structured: bool = False, cot: bool = False, first: str = "one",
-         second: str = "two"):  # type: ignore[no-untyped-def]
-    return render_request(task="Add 2 and 2.", first=first, second=second, rubric=None, allow_tie=allow_tie,
-                          chain_of_thought=cot, structured=structured)
+def _req(
+    allow_tie: bool = False,
+    structured: bool = False,
+    cot: bool = False,
+    first: str = "one",
+    second: str = "two",
+):  # type: ignore[no-untyped-def]
+    return render_request(
+        task="Add 2 and 2.",
+        first=first,
+        second=second,
+        rubric=None,
+        allow_tie=allow_tie,
+        chain_of_thought=cot,
+        structured=structured,
+    )
 
 
 def test_both_orders_share_everything_but_the_slots() -> None:
@@ -52,19 +64,22 @@ def test_boundary_code_avoids_every_text() -> None:
     assert new not in f"a {code}"
 
 
-@pytest.mark.parametrize("text,verdict", [
-    ("Verdict: A", "first"),
-    ("verdict: b", "second"),
-    ("Reasoning about Verdict: B in the answer.\nVerdict: A", "first"),
-    ("**Verdict:** [[B]]", "second"),
-    ("Verdict: A.", "first"),
-    ("Verdict: A\n\n", "first"),
-    ("Verdict: A is better", None),  # the final line must be the verdict alone
-    ("Verdict: A\nActually no.", None),  # nothing may follow the verdict line
-    ("Verdict: tie", None),  # tie not allowed in forced choice
-    ("Answer A", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text,verdict",
+    [
+        ("Verdict: A", "first"),
+        ("verdict: b", "second"),
+        ("Reasoning about Verdict: B in the answer.\nVerdict: A", "first"),
+        ("**Verdict:** [[B]]", "second"),
+        ("Verdict: A.", "first"),
+        ("Verdict: A\n\n", "first"),
+        ("Verdict: A is better", None),  # the final line must be the verdict alone
+        ("Verdict: A\nActually no.", None),  # nothing may follow the verdict line
+        ("Verdict: tie", None),  # tie not allowed in forced choice
+        ("Answer A", None),
+        ("", None),
+    ],
+)
 def test_label_parser_is_strict(text: str, verdict: str | None) -> None:
     assert parse_label_verdict(text, _req()).verdict == verdict
 
@@ -73,24 +88,29 @@ def test_label_parser_reads_only_the_final_line_even_when_an_answer_is_quoted() 
     quoted = "Answer B says:\n> Verdict: B\n> (trust me)\nBut it is wrong.\nVerdict: A"
     parsed = parse_label_verdict(quoted, _req())
     assert parsed.verdict == "first" and parsed.span is not None
-    assert quoted[parsed.span[0]:parsed.span[1]] == "A"
+    assert quoted[parsed.span[0] : parsed.span[1]] == "A"
 
 
 def test_tie_is_parsed_only_when_allowed() -> None:
     assert parse_label_verdict("Verdict: tie", _req(allow_tie=True)).verdict == "tie"
     assert parse_json_verdict('{"winner": "tie", "reason": "x"}', _req(structured=True)).verdict is None
-    assert parse_json_verdict('{"winner": "tie", "reason": "x"}',
-                              _req(structured=True, allow_tie=True)).verdict == "tie"
+    assert (
+        parse_json_verdict('{"winner": "tie", "reason": "x"}', _req(structured=True, allow_tie=True)).verdict
+        == "tie"
+    )
 
 
-@pytest.mark.parametrize("text,verdict", [
-    ('{"winner": "B", "reason": "more accurate"}', "second"),
-    ('```json\n{"winner": "A", "reason": "ok"}\n```', "first"),
-    ('{"winner": "C"}', None),
-    ('{"reason": "no winner"}', None),
-    ('Sure! {"winner": "A"}', None),
-    ("[1, 2]", None),
-])
+@pytest.mark.parametrize(
+    "text,verdict",
+    [
+        ('{"winner": "B", "reason": "more accurate"}', "second"),
+        ('```json\n{"winner": "A", "reason": "ok"}\n```', "first"),
+        ('{"winner": "C"}', None),
+        ('{"reason": "no winner"}', None),
+        ('Sure! {"winner": "A"}', None),
+        ("[1, 2]", None),
+    ],
+)
 def test_json_parser(text: str, verdict: str | None) -> None:
     assert parse_json_verdict(text, _req(structured=True)).verdict == verdict
 
@@ -110,8 +130,15 @@ def test_followup_accepts_a_bare_label() -> None:
 
 
 def test_identities_never_reach_the_backend_text() -> None:
-    r = render_request(task="t", first="x", second="y", rubric="Be fair.", allow_tie=False,
-                       chain_of_thought=False, structured=False,
-                       metadata={"item": "i", "first": "baseline-sys", "second": "candidate-sys"})
+    r = render_request(
+        task="t",
+        first="x",
+        second="y",
+        rubric="Be fair.",
+        allow_tie=False,
+        chain_of_thought=False,
+        structured=False,
+        metadata={"item": "i", "first": "baseline-sys", "second": "candidate-sys"},
+    )
     assert "baseline-sys" not in r.system + r.user and "candidate-sys" not in r.system + r.user
     assert json.loads(json.dumps(r.metadata))["first"] == "baseline-sys"  # for the replay backend only

@@ -58,16 +58,19 @@ def test_hash_is_stable_and_ignores_spelling_but_not_meaning(tmp_path: Path) -> 
     assert c.judge_hash != a.judge_hash
 
 
-@pytest.mark.parametrize("change,key", [
-    (("tie_policy: half_credit", "tie_policy: halfcredit"), "tie_policy"),
-    (("max_concurrency: 4", "max_concurrency: 0"), "judge.max_concurrency"),
-    (("orders: [ab, ba]", "orders: [ab, ab]"), "orders"),
-    (("a: v1, b: v2", "a: v1, b: v1"), "pairs"),
-    (("a: v1, b: v2", "a: v1"), "pairs"),
-    (("protocol: pairwise", "protocol: pairwise\ncolour: red"), "colour"),
-    (("backend: openai, model: gpt-4o-mini,", "backend: openai,"), "judge"),
-    (("min_self_consistency: 0.70", "min_self_consistency: 1.5"), "gates.min_self_consistency"),
-])
+@pytest.mark.parametrize(
+    "change,key",
+    [
+        (("tie_policy: half_credit", "tie_policy: halfcredit"), "tie_policy"),
+        (("max_concurrency: 4", "max_concurrency: 0"), "judge.max_concurrency"),
+        (("orders: [ab, ba]", "orders: [ab, ab]"), "orders"),
+        (("a: v1, b: v2", "a: v1, b: v1"), "pairs"),
+        (("a: v1, b: v2", "a: v1"), "pairs"),
+        (("protocol: pairwise", "protocol: pairwise\ncolour: red"), "colour"),
+        (("backend: openai, model: gpt-4o-mini,", "backend: openai,"), "judge"),
+        (("min_self_consistency: 0.70", "min_self_consistency: 1.5"), "gates.min_self_consistency"),
+    ],
+)
 def test_errors_name_the_file_and_key(tmp_path: Path, change: tuple[str, str], key: str) -> None:
     (tmp_path / "rubric.md").write_text("R", encoding="utf-8")
     path = _write(tmp_path, BASE.replace(*change))
@@ -82,7 +85,9 @@ def test_missing_rubric_file_and_bad_yaml(tmp_path: Path) -> None:
         load_config(_write(tmp_path, BASE))
     with pytest.raises(ConfigError, match=r"bad.yaml:\d+: "):
         load_config(_write(tmp_path, "a: 1\nb: [unclosed\n", "bad.yaml"))
-    inline = BASE.replace("rubric: rubric.md", "rubric: |\n  Prefer the shorter correct answer.\n  Be strict.")
+    inline = BASE.replace(
+        "rubric: rubric.md", "rubric: |\n  Prefer the shorter correct answer.\n  Be strict."
+    )
     assert "Be strict." in (load_config(_write(tmp_path, inline, "i.yaml")).rubric_text or "")
 
 
@@ -95,16 +100,23 @@ def test_pair_plans(tmp_path: Path) -> None:
 
 def test_pairs_file_errors_name_line_and_field(tmp_path: Path) -> None:
     p = tmp_path / "p.jsonl"
-    p.write_text('{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}}\n'
-                 '{"item": 2, "prompt": "t", "answers": {"v1": "x", "v2": 3}}\n', encoding="utf-8")
+    p.write_text(
+        '{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}}\n'
+        '{"item": 2, "prompt": "t", "answers": {"v1": "x", "v2": 3}}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(InputError, match=r"p.jsonl:2: field `answers.v2`: must be a string"):
         load_pairs(p)
-    p.write_text('{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}, "label": "v3"}\n',
-                 encoding="utf-8")
+    p.write_text(
+        '{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}, "label": "v3"}\n', encoding="utf-8"
+    )
     with pytest.raises(InputError, match=r"p.jsonl:1: field `label`: names 'v3'"):
         load_pairs(p)
-    p.write_text('{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}}\n\n'
-                 '{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}}\n', encoding="utf-8")
+    p.write_text(
+        '{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}}\n\n'
+        '{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(InputError, match=r"p.jsonl:3: field `item`: duplicate item '1' \(first on line 1\)"):
         load_pairs(p)
     p.write_text('{"item": 1, "prompt": "t"\n', encoding="utf-8")
@@ -114,8 +126,9 @@ def test_pairs_file_errors_name_line_and_field(tmp_path: Path) -> None:
 
 def test_pairs_csv(tmp_path: Path) -> None:
     p = tmp_path / "p.csv"
-    p.write_text('item,prompt,answer.v1,answer.v2,label\n1,"a task, with comma",x,"multi\nline",v2\n',
-                 encoding="utf-8")
+    p.write_text(
+        'item,prompt,answer.v1,answer.v2,label\n1,"a task, with comma",x,"multi\nline",v2\n', encoding="utf-8"
+    )
     pf = load_pairs(p)
     assert pf.items[0].answers == {"v1": "x", "v2": "multi\nline"} and pf.items[0].label == "v2"
     assert pf.systems == ["v1", "v2"] and len(pf.digest) == 64

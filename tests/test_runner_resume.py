@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from judge_server import JudgeServer, frame_answers
 from runner_helpers import stored_calls, write_config, write_pairs
-
 
 
 def _call_of(body: dict[str, Any]) -> tuple[str, str]:
@@ -46,7 +46,14 @@ def test_sigkill_half_way_then_resume_makes_each_call_once(tmp_path: Path) -> No
     db = tmp_path / "swapjudge.db"
     with JudgeServer(policy="better", delay_s=0.04) as server:
         cfg = write_config(tmp_path, base_url=server.openai_url, judge={"max_concurrency": concurrency})
-        cmd = [sys.executable, "-c", "from swapjudge.cli import main; main()", "run", str(cfg), "--no-progress"]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from swapjudge.cli import main; main()",
+            "run",
+            str(cfg),
+            "--no-progress",
+        ]
         proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while _count(db) < 2 * n_pairs // 2 and time.monotonic() < deadline and proc.poll() is None:
@@ -85,7 +92,14 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path: Path) -> None:
     db = tmp_path / "swapjudge.db"
     with JudgeServer(policy="better", delay_s=0.04) as server:
         cfg = write_config(tmp_path, base_url=server.openai_url, judge={"max_concurrency": 4})
-        cmd = [sys.executable, "-c", "from swapjudge.cli import main; main()", "run", str(cfg), "--no-progress"]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from swapjudge.cli import main; main()",
+            "run",
+            str(cfg),
+            "--no-progress",
+        ]
         proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while _count(db) < 30 and time.monotonic() < deadline and proc.poll() is None:

@@ -13,39 +13,76 @@ from swapjudge.store import CallRecord, Store
 
 
 def _run(store: Store, config_hash: str = "c1") -> int:
-    return store.create_run(config_hash=config_hash, judge_hash="j1", judge="openai:m", config={"tie_policy": "exclude"},
-                            config_path="/x/run.yaml", pairs_digest="d1", seed="s", orders="both", total_calls=4)
+    return store.create_run(
+        config_hash=config_hash,
+        judge_hash="j1",
+        judge="openai:m",
+        config={"tie_policy": "exclude"},
+        config_path="/x/run.yaml",
+        pairs_digest="d1",
+        seed="s",
+        orders="both",
+        total_calls=4,
+    )
 
 
 def _call(item: str, first: str, second: str, verdict: str | None, **kw: object) -> CallRecord:
-    return CallRecord(item=item, first=first, second=second, order_index=0 if first == "a" else 1,
-                      verdict=verdict, source=kw.pop("source", "api"), prompt_hash=f"p-{item}-{first}",  # type: ignore[arg-type]
-                      label="a", **kw)  # type: ignore[arg-type]
+    return CallRecord(
+        item=item,
+        first=first,
+        second=second,
+        order_index=0 if first == "a" else 1,
+        verdict=verdict,
+        source=kw.pop("source", "api"),
+        prompt_hash=f"p-{item}-{first}",  # type: ignore[arg-type]
+        label="a",
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_wal_and_roundtrip(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     with Store(db) as st:
         rid = _run(st)
-        st.record_calls(rid, [_call("1", "a", "b", "first", cost_usd=0.01, input_tokens=10, output_tokens=2,
-                                    probabilities={"first": 0.9, "second": 0.1}),
-                              _call("1", "b", "a", "second", cost_usd=0.02)], judge_hash="j1")
+        st.record_calls(
+            rid,
+            [
+                _call(
+                    "1",
+                    "a",
+                    "b",
+                    "first",
+                    cost_usd=0.01,
+                    input_tokens=10,
+                    output_tokens=2,
+                    probabilities={"first": 0.9, "second": 0.1},
+                ),
+                _call("1", "b", "a", "second", cost_usd=0.02),
+            ],
+            judge_hash="j1",
+        )
         recs = st.presentation_records(rid)
         info = st.run(rid)
     assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert [(r["first"], r["verdict"], r["label"]) for r in recs] == [("a", "first", "a"), ("b", "second", "a")]
+    assert [(r["first"], r["verdict"], r["label"]) for r in recs] == [
+        ("a", "first", "a"),
+        ("b", "second", "a"),
+    ]
     assert recs[0]["p_first"] == 0.9 and recs[0]["judge"] == "openai:m"
     assert info.stored_calls == 2 and info.cost_usd == pytest.approx(0.03) and info.status == "running"
     # The records are valid presentation records for the analysis.
-    core = [{k: r[k] for k in ("judge", "round", "item", "first", "second", "verdict", "label")} for r in recs]
+    core = [
+        {k: r[k] for k in ("judge", "round", "item", "first", "second", "verdict", "label")} for r in recs
+    ]
     assert records_from_dicts(core).frame.height == 2
 
 
 def test_cache_is_shared_across_runs_and_skips_errors(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as st:
         r1 = _run(st)
-        st.record_calls(r1, [_call("1", "a", "b", "first"), _call("2", "a", "b", None, error="HTTP 500")],
-                        judge_hash="j1")
+        st.record_calls(
+            r1, [_call("1", "a", "b", "first"), _call("2", "a", "b", None, error="HTTP 500")], judge_hash="j1"
+        )
         r2 = _run(st, "c2")
         hits = st.cached("j1", ["p-1-a", "p-2-a", "p-3-a"])
         assert set(hits) == {"p-1-a"} and hits["p-1-a"].verdict == "first"

@@ -26,8 +26,17 @@ DEFAULT_STORE = "swapjudge.db"
 # Judge settings that do not change what the judge answers: left out of the judge hash so that changing
 # concurrency or rate limits never invalidates the cache.
 RUNTIME_ONLY_JUDGE_KEYS = frozenset(
-    {"name", "api_key_env", "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s",
-     "max_retries", "backoff_s", "max_backoff_s"}
+    {
+        "name",
+        "api_key_env",
+        "max_concurrency",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "timeout_s",
+        "max_retries",
+        "backoff_s",
+        "max_backoff_s",
+    }
 )
 
 

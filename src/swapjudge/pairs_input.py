@@ -64,8 +64,9 @@ def _item_from(obj: Any, *, path: str, line: int) -> PairItem:
     prompt = _text(obj["prompt"], path=path, line=line, field="prompt")
     answers_raw = obj["answers"]
     if not isinstance(answers_raw, dict) or len(answers_raw) < 2:
-        raise InputError("must map at least two system names to answer texts", path=path, line=line,
-                         field="answers")
+        raise InputError(
+            "must map at least two system names to answer texts", path=path, line=line, field="answers"
+        )
     answers: dict[str, str] = {}
     for name, text in answers_raw.items():
         if not str(name).strip() or str(name).strip().lower() == "tie":
@@ -75,8 +76,12 @@ def _item_from(obj: Any, *, path: str, line: int) -> PairItem:
     if label is not None:
         label = _text(label, path=path, line=line, field="label", allow_int=True)
         if label != "tie" and label not in answers:
-            raise InputError(f"names {label!r}, which is not one of the answers ({', '.join(answers)})",
-                             path=path, line=line, field="label")
+            raise InputError(
+                f"names {label!r}, which is not one of the answers ({', '.join(answers)})",
+                path=path,
+                line=line,
+                field="label",
+            )
     unknown = set(obj) - {"item", "prompt", "answers", "label"}
     if unknown:
         raise InputError(f"unknown field(s): {', '.join(sorted(unknown))}", path=path, line=line)
@@ -109,8 +114,12 @@ def _csv_rows(text: str, path: str) -> Iterator[PairItem]:
     for row in reader:
         line = reader.line_num
         answers = {c.removeprefix("answer."): row[c] for c in answer_cols if row.get(c)}
-        obj = {"item": row["item"], "prompt": row["prompt"], "answers": answers,
-               "label": row.get("label") or None}
+        obj = {
+            "item": row["item"],
+            "prompt": row["prompt"],
+            "answers": answers,
+            "label": row.get("label") or None,
+        }
         yield _item_from(obj, path=path, line=line)
 
 
@@ -129,8 +138,12 @@ def load_pairs(path: str | Path) -> PairsFile:
     seen: dict[str, int] = {}
     for it in rows:
         if it.item in seen:
-            raise InputError(f"duplicate item {it.item!r} (first on line {seen[it.item]})", path=str(p),
-                             line=it.line, field="item")
+            raise InputError(
+                f"duplicate item {it.item!r} (first on line {seen[it.item]})",
+                path=str(p),
+                line=it.line,
+                field="item",
+            )
         seen[it.item] = it.line
         items.append(it)
     if not items:

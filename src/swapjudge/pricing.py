@@ -37,8 +37,14 @@ def price_for(model: str | None, overrides: Mapping[str, Price] | None = None) -
     return DEFAULT_PRICES[max(prefixes, key=len)] if prefixes else None
 
 
-def call_cost(price: Price | None, *, input_tokens: int | None, output_tokens: int | None,
-              cached_input_tokens: int | None = None, cache_write_tokens: int | None = None) -> float | None:
+def call_cost(
+    price: Price | None,
+    *,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    cached_input_tokens: int | None = None,
+    cache_write_tokens: int | None = None,
+) -> float | None:
     """Cost of one call. `input_tokens` is the whole prompt, cache reads and writes included."""
     if price is None or input_tokens is None or output_tokens is None:
         return None

@@ -89,13 +89,17 @@ def system_pairs(loaded: LoadedConfig, pairs: PairsFile) -> list[tuple[str, str]
     systems = cfg.systems or available
     unknown = [s for s in systems if s not in available]
     if unknown:
-        raise InputError(f"configured system(s) not in any answer: {', '.join(unknown)}", path=str(pairs.path),
-                         field="answers")
+        raise InputError(
+            f"configured system(s) not in any answer: {', '.join(unknown)}",
+            path=str(pairs.path),
+            field="answers",
+        )
     if cfg.plan == "baseline":
         assert cfg.baseline is not None
         if cfg.baseline not in available:
-            raise InputError(f"baseline {cfg.baseline!r} is not in any answer", path=str(pairs.path),
-                             field="answers")
+            raise InputError(
+                f"baseline {cfg.baseline!r} is not in any answer", path=str(pairs.path), field="answers"
+            )
         return [(cfg.baseline, s) for s in systems if s != cfg.baseline]
     return list(itertools.combinations(sorted(systems), 2))
 
@@ -112,8 +116,12 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
             if x not in it.answers or y not in it.answers:
                 if cfg.pairs.plan == "two":
                     missing = x if x not in it.answers else y
-                    raise InputError(f"has no answer from system {missing!r}", path=str(pairs.path),
-                                     line=it.line, field=f"answers.{missing}")
+                    raise InputError(
+                        f"has no answer from system {missing!r}",
+                        path=str(pairs.path),
+                        line=it.line,
+                        field=f"answers.{missing}",
+                    )
                 skipped += 1
                 continue
             n_pairs += 1
@@ -123,14 +131,34 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
             identical = it.answers[x] == it.answers[y]
             for idx, (s1, s2) in enumerate(orders):
                 request = render_request(
-                    task=it.prompt, first=it.answers[s1], second=it.answers[s2], rubric=loaded.rubric_text,
-                    allow_tie=cfg.allow_tie, chain_of_thought=cfg.chain_of_thought, structured=structured,
+                    task=it.prompt,
+                    first=it.answers[s1],
+                    second=it.answers[s2],
+                    rubric=loaded.rubric_text,
+                    allow_tie=cfg.allow_tie,
+                    chain_of_thought=cfg.chain_of_thought,
+                    structured=structured,
                     metadata={"item": it.item, "first": s1, "second": s2, "round": 0},
                 )
-                calls.append(PlannedCall(item=it.item, first=s1, second=s2, order_index=idx, label=it.label,
-                                         request=request, identical=identical and not cfg.judge_identical))
-    return Plan(calls=tuple(calls), seed=seed, pairs=n_pairs, systems=tuple(sorted({s for c in combos for s in c})),
-                skipped_missing=skipped, structured=structured)
+                calls.append(
+                    PlannedCall(
+                        item=it.item,
+                        first=s1,
+                        second=s2,
+                        order_index=idx,
+                        label=it.label,
+                        request=request,
+                        identical=identical and not cfg.judge_identical,
+                    )
+                )
+    return Plan(
+        calls=tuple(calls),
+        seed=seed,
+        pairs=n_pairs,
+        systems=tuple(sorted({s for c in combos for s in c})),
+        skipped_missing=skipped,
+        structured=structured,
+    )
 
 
 # ---- rate limiting -------------------------------------------------------------------------------------
@@ -145,16 +173,6 @@ class _Bucket:
         self.capacity = max(1.0, self.rate)
         self.level = self.capacity
         self.stamp = time.monotonic()
-
-    def wait_for(self, amount: float) -> float:
-        now = time.monotonic()
-        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-        self.stamp = now
-        need = min(amount, self.capacity)
-        if self.level >= need:
-            self.level -= amount
-            return 0.0
-        return (need - self.level) / self.rate
 
 
 class RateLimiter:
@@ -252,12 +270,18 @@ class _Progress:
         self.task: Any = None
         if self.enabled:
             self.progress = Progress(
-                TextColumn("judging"), BarColumn(), TaskProgressColumn(),
+                TextColumn("judging"),
+                BarColumn(),
+                TaskProgressColumn(),
                 TextColumn("{task.completed}/{task.total} calls"),
                 TextColumn("[red]{task.fields[failures]} failed[/]"),
-                TextColumn("{task.fields[rate]:.1f} calls/s"), TextColumn("{task.fields[spend]}"),
-                TextColumn("ETA"), TimeRemainingColumn(),
-                console=console, transient=False, refresh_per_second=4,
+                TextColumn("{task.fields[rate]:.1f} calls/s"),
+                TextColumn("{task.fields[spend]}"),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=console,
+                transient=False,
+                refresh_per_second=4,
             )
             self.task = self.progress.add_task("judging", total=total, failures=0, rate=0.0, spend="$0.0000")
 
@@ -276,31 +300,71 @@ class _Progress:
             self.progress.update(self.task, completed=done, failures=failures, rate=rate, spend=text)
 
 
-def _record_from_reply(call: PlannedCall, reply: JudgeReply | None, *, error: str | None, attempts: int,
-                       source: str, price: Price | None) -> CallRecord:
+def _record_from_reply(
+    call: PlannedCall,
+    reply: JudgeReply | None,
+    *,
+    error: str | None,
+    attempts: int,
+    source: str,
+    price: Price | None,
+) -> CallRecord:
     if reply is None:
-        return CallRecord(item=call.item, first=call.first, second=call.second, order_index=call.order_index,
-                          verdict=None, source=source, label=call.label, prompt_hash=call.request.prompt_hash,
-                          error=error, attempts=attempts)
+        return CallRecord(
+            item=call.item,
+            first=call.first,
+            second=call.second,
+            order_index=call.order_index,
+            verdict=None,
+            source=source,
+            label=call.label,
+            prompt_hash=call.request.prompt_hash,
+            error=error,
+            attempts=attempts,
+        )
     cost = reply.cost_usd
     if cost is None:
-        cost = call_cost(price, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                         cached_input_tokens=reply.cached_input_tokens,
-                         cache_write_tokens=reply.cache_write_tokens)
+        cost = call_cost(
+            price,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cached_input_tokens=reply.cached_input_tokens,
+            cache_write_tokens=reply.cache_write_tokens,
+        )
     return CallRecord(
-        item=call.item, first=call.first, second=call.second, order_index=call.order_index,
-        verdict=reply.verdict, source=source, label=call.label, prompt_hash=call.request.prompt_hash,
-        raw=reply.raw, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-        cached_input_tokens=reply.cached_input_tokens, latency_s=reply.latency_s, cost_usd=cost,
-        error=reply.error or error, probabilities=reply.probabilities, settings=reply.settings,
+        item=call.item,
+        first=call.first,
+        second=call.second,
+        order_index=call.order_index,
+        verdict=reply.verdict,
+        source=source,
+        label=call.label,
+        prompt_hash=call.request.prompt_hash,
+        raw=reply.raw,
+        input_tokens=reply.input_tokens,
+        output_tokens=reply.output_tokens,
+        cached_input_tokens=reply.cached_input_tokens,
+        latency_s=reply.latency_s,
+        cost_usd=cost,
+        error=reply.error or error,
+        probabilities=reply.probabilities,
+        settings=reply.settings,
         attempts=attempts,
     )
 
 
-async def call_with_retries(judge: Judge, request: JudgeRequest, *, timeout_s: float, max_retries: int,
-                            backoff_s: float, max_backoff_s: float, limiter: RateLimiter,
-                            est_tokens: float, on_attempt: Callable[[], None] | None = None,
-                            ) -> tuple[JudgeReply | None, str | None, int]:
+async def call_with_retries(
+    judge: Judge,
+    request: JudgeRequest,
+    *,
+    timeout_s: float,
+    max_retries: int,
+    backoff_s: float,
+    max_backoff_s: float,
+    limiter: RateLimiter,
+    est_tokens: float,
+    on_attempt: Callable[[], None] | None = None,
+) -> tuple[JudgeReply | None, str | None, int]:
     """One judge call with retries on transient failures. Returns (reply, error, attempts)."""
     last = ""
     for attempt in range(max_retries + 1):
@@ -320,8 +384,11 @@ async def call_with_retries(judge: Judge, request: JudgeRequest, *, timeout_s: f
         if attempt == max_retries:
             break
         # Exponential backoff with full jitter; a server's Retry-After wins when it gives one.
-        delay = retry_after if retry_after is not None else min(max_backoff_s,
-                                                                backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
+        delay = (
+            retry_after
+            if retry_after is not None
+            else min(max_backoff_s, backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
+        )
         await asyncio.sleep(delay)
     return None, f"gave up after {max_retries + 1} attempts: {last}", max_retries + 1
 
@@ -338,8 +405,9 @@ class _Context:
     done: int = 0
 
 
-async def _process(ctx: _Context, judge: Judge, group: Sequence[PlannedCall], limiter: RateLimiter,
-                   loaded: LoadedConfig) -> None:
+async def _process(
+    ctx: _Context, judge: Judge, group: Sequence[PlannedCall], limiter: RateLimiter, loaded: LoadedConfig
+) -> None:
     jc = loaded.config.judge
     head = group[0]
 
@@ -347,14 +415,22 @@ async def _process(ctx: _Context, judge: Judge, group: Sequence[PlannedCall], li
         ctx.stats.http_attempts += 1
 
     reply, error, attempts = await call_with_retries(
-        judge, head.request, timeout_s=jc.timeout_s, max_retries=jc.max_retries, backoff_s=jc.backoff_s,
-        max_backoff_s=jc.max_backoff_s, limiter=limiter,
+        judge,
+        head.request,
+        timeout_s=jc.timeout_s,
+        max_retries=jc.max_retries,
+        backoff_s=jc.backoff_s,
+        max_backoff_s=jc.max_backoff_s,
+        limiter=limiter,
         est_tokens=_estimated_tokens(head.request, _expected_output_tokens(head.request)),
-        on_attempt=count_attempt)
+        on_attempt=count_attempt,
+    )
     records = [_record_from_reply(head, reply, error=error, attempts=attempts, source="api", price=ctx.price)]
     # Other calls of this run with the very same prompt reuse the reply (never paid twice).
-    records += [replace(_record_from_reply(c, reply, error=error, attempts=0, source="cache", price=ctx.price))
-                for c in group[1:]]
+    records += [
+        replace(_record_from_reply(c, reply, error=error, attempts=0, source="cache", price=ctx.price))
+        for c in group[1:]
+    ]
     ctx.store.record_calls(ctx.run_id, records, judge_hash=ctx.judge_hash)
     ctx.stats.made += 1
     for rec in records:
@@ -368,23 +444,48 @@ async def _process(ctx: _Context, judge: Judge, group: Sequence[PlannedCall], li
     elif records[0].error is None:
         ctx.stats.spend_known = False
     elapsed = max(1e-9, time.perf_counter() - ctx.started)
-    ctx.progress.update(ctx.done, ctx.stats.failed, ctx.stats.made / elapsed,
-                        ctx.stats.spend_usd if ctx.stats.spend_known else None)
+    ctx.progress.update(
+        ctx.done,
+        ctx.stats.failed,
+        ctx.stats.made / elapsed,
+        ctx.stats.spend_usd if ctx.stats.spend_known else None,
+    )
 
 
 def _cached_record(call: PlannedCall, cached: Any) -> CallRecord:
-    return CallRecord(item=call.item, first=call.first, second=call.second, order_index=call.order_index,
-                      verdict=cached.verdict, source="cache", label=call.label,
-                      prompt_hash=call.request.prompt_hash, raw=cached.raw, input_tokens=cached.input_tokens,
-                      output_tokens=cached.output_tokens, cached_input_tokens=cached.cached_input_tokens,
-                      latency_s=cached.latency_s, cost_usd=cached.cost_usd, probabilities=cached.probabilities,
-                      settings=cached.settings)
+    return CallRecord(
+        item=call.item,
+        first=call.first,
+        second=call.second,
+        order_index=call.order_index,
+        verdict=cached.verdict,
+        source="cache",
+        label=call.label,
+        prompt_hash=call.request.prompt_hash,
+        raw=cached.raw,
+        input_tokens=cached.input_tokens,
+        output_tokens=cached.output_tokens,
+        cached_input_tokens=cached.cached_input_tokens,
+        latency_s=cached.latency_s,
+        cost_usd=cached.cost_usd,
+        probabilities=cached.probabilities,
+        settings=cached.settings,
+    )
 
 
 def _identical_record(call: PlannedCall) -> CallRecord:
-    return CallRecord(item=call.item, first=call.first, second=call.second, order_index=call.order_index,
-                      verdict="tie", source="identical", label=call.label, prompt_hash=call.request.prompt_hash,
-                      raw="(identical answers: no call made, counted as a tie)", cost_usd=0.0)
+    return CallRecord(
+        item=call.item,
+        first=call.first,
+        second=call.second,
+        order_index=call.order_index,
+        verdict="tie",
+        source="identical",
+        label=call.label,
+        prompt_hash=call.request.prompt_hash,
+        raw="(identical answers: no call made, counted as a tie)",
+        cost_usd=0.0,
+    )
 
 
 def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
@@ -393,9 +494,15 @@ def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
     return pairs, build_plan(loaded, pairs, structured=structured)
 
 
-async def run_async(loaded: LoadedConfig, *, store_path: str | Path | None = None, judge: Judge | None = None,
-                    console: Console | None = None, progress: bool = True, handle_sigint: bool = False
-                    ) -> RunOutcome:
+async def run_async(
+    loaded: LoadedConfig,
+    *,
+    store_path: str | Path | None = None,
+    judge: Judge | None = None,
+    console: Console | None = None,
+    progress: bool = True,
+    handle_sigint: bool = False,
+) -> RunOutcome:
     """Judge the configured pairs. Resumes the unfinished run of the same configuration if there is one."""
     cfg = loaded.config
     started = time.perf_counter()
@@ -409,9 +516,16 @@ async def run_async(loaded: LoadedConfig, *, store_path: str | Path | None = Non
         resumed = run_id is not None
         if run_id is None:
             run_id = store.create_run(
-                config_hash=config_hash, judge_hash=loaded.judge_hash, judge=cfg.judge.judge_name,
-                config=loaded.normalised(), config_path=str(loaded.source.resolve()), pairs_digest=pairs.digest,
-                seed=plan.seed, orders=cfg.orders, total_calls=len(plan.calls))
+                config_hash=config_hash,
+                judge_hash=loaded.judge_hash,
+                judge=cfg.judge.judge_name,
+                config=loaded.normalised(),
+                config_path=str(loaded.source.resolve()),
+                pairs_digest=pairs.digest,
+                seed=plan.seed,
+                orders=cfg.orders,
+                total_calls=len(plan.calls),
+            )
         else:
             store.mark_running(run_id)
         done_keys = store.done_keys(run_id)
@@ -434,19 +548,45 @@ async def run_async(loaded: LoadedConfig, *, store_path: str | Path | None = Non
         stats.to_call = len(pending)
         interrupted = False
         if groups:
-            interrupted = await _execute(loaded, store, run_id, list(groups.values()), stats, judge=judge,
-                                         console=console, progress=progress, handle_sigint=handle_sigint)
+            interrupted = await _execute(
+                loaded,
+                store,
+                run_id,
+                list(groups.values()),
+                stats,
+                judge=judge,
+                console=console,
+                progress=progress,
+                handle_sigint=handle_sigint,
+            )
         status = "interrupted" if interrupted else ("done" if stats.failed == 0 else "incomplete")
         store.finish_run(run_id, status)
-        return RunOutcome(run_id=run_id, store_path=path, resumed=resumed, interrupted=interrupted, stats=stats,
-                          elapsed_s=time.perf_counter() - started, seed=plan.seed, orders=cfg.orders)
+        return RunOutcome(
+            run_id=run_id,
+            store_path=path,
+            resumed=resumed,
+            interrupted=interrupted,
+            stats=stats,
+            elapsed_s=time.perf_counter() - started,
+            seed=plan.seed,
+            orders=cfg.orders,
+        )
     finally:
         store.close()
 
 
-async def _execute(loaded: LoadedConfig, store: Store, run_id: int, groups: list[list[PlannedCall]],
-                   stats: RunStats, *, judge: Judge | None, console: Console | None, progress: bool,
-                   handle_sigint: bool) -> bool:
+async def _execute(
+    loaded: LoadedConfig,
+    store: Store,
+    run_id: int,
+    groups: list[list[PlannedCall]],
+    stats: RunStats,
+    *,
+    judge: Judge | None,
+    console: Console | None,
+    progress: bool,
+    handle_sigint: bool,
+) -> bool:
     jc = loaded.config.judge
     own_judge = judge is None
     active = judge if judge is not None else create_judge(_resolved_judge_config(loaded))
@@ -460,9 +600,15 @@ async def _execute(loaded: LoadedConfig, store: Store, run_id: int, groups: list
         loop.add_signal_handler(signal.SIGINT, stop.set)
     try:
         with _Progress(console, total, progress) as bar:
-            ctx = _Context(store=store, run_id=run_id, judge_hash=loaded.judge_hash,
-                           price=price_for(jc.model, loaded.config.prices), stats=stats, progress=bar,
-                           started=time.perf_counter())
+            ctx = _Context(
+                store=store,
+                run_id=run_id,
+                judge_hash=loaded.judge_hash,
+                price=price_for(jc.model, loaded.config.prices),
+                stats=stats,
+                progress=bar,
+                started=time.perf_counter(),
+            )
 
             async def worker() -> None:
                 while queue and not stop.is_set():
@@ -476,7 +622,8 @@ async def _execute(loaded: LoadedConfig, store: Store, run_id: int, groups: list
             workers = [asyncio.create_task(worker()) for _ in range(min(jc.max_concurrency, len(groups)))]
             stopper = asyncio.create_task(stop.wait())
             everything = asyncio.gather(*workers)
-            await asyncio.wait({everything, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            waitables: set[asyncio.Future[Any]] = {everything, stopper}
+            await asyncio.wait(waitables, return_when=asyncio.FIRST_COMPLETED)
             interrupted = stop.is_set() and not fatal
             for task in workers:
                 task.cancel()
@@ -556,15 +703,33 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
             cost -= saving
     hit_cost = None
     if price is not None:
-        hit_cost = sum(call_cost(price, input_tokens=int((len(c.request.system) + len(c.request.user))
-                                                         / CHARS_PER_TOKEN),
-                                 output_tokens=_expected_output_tokens(c.request)) or 0.0 for c in hits)
+        hit_cost = sum(
+            call_cost(
+                price,
+                input_tokens=int((len(c.request.system) + len(c.request.user)) / CHARS_PER_TOKEN),
+                output_tokens=_expected_output_tokens(c.request),
+            )
+            or 0.0
+            for c in hits
+        )
     return DryRunEstimate(
-        planned_calls=len(plan.calls), pairs=plan.pairs, orders=cfg.orders, identical=len(identical),
-        already_stored=len(done & {c.key for c in plan.calls}), cached=len(hits), calls_to_make=len(to_make),
-        input_tokens=in_tok, output_tokens=out_tok, shared_prefix_tokens=prefix, model=cfg.judge.model,
-        price_known=price is not None, cost_usd=cost, prompt_cache_saving_usd=saving,
-        store_cache_saving_usd=hit_cost, structured=plan.structured)
+        planned_calls=len(plan.calls),
+        pairs=plan.pairs,
+        orders=cfg.orders,
+        identical=len(identical),
+        already_stored=len(done & {c.key for c in plan.calls}),
+        cached=len(hits),
+        calls_to_make=len(to_make),
+        input_tokens=in_tok,
+        output_tokens=out_tok,
+        shared_prefix_tokens=prefix,
+        model=cfg.judge.model,
+        price_known=price is not None,
+        cost_usd=cost,
+        prompt_cache_saving_usd=saving,
+        store_cache_saving_usd=hit_cost,
+        structured=plan.structured,
+    )
 
 
 # ---- after the run -------------------------------------------------------------------------------------
@@ -592,6 +757,11 @@ def analyze_run(store: Store, run_id: int) -> list[Any]:
     # An interrupted or partly failed run has pairs with one order only: those count as incomplete.
     records = records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
     pairs_cfg = cfg.get("pairs") or {}
-    return analyze(records, a=pairs_cfg.get("a"), b=pairs_cfg.get("b"), tie_policy=cfg.get("tie_policy", "half_credit"),
-                   min_consistency=(cfg.get("gates") or {}).get("min_self_consistency", 0.70),
-                   confidence=cfg.get("confidence", 0.95))
+    return analyze(
+        records,
+        a=pairs_cfg.get("a"),
+        b=pairs_cfg.get("b"),
+        tie_policy=cfg.get("tie_policy", "half_credit"),
+        min_consistency=(cfg.get("gates") or {}).get("min_self_consistency", 0.70),
+        confidence=cfg.get("confidence", 0.95),
+    )

@@ -181,14 +181,34 @@ class Store:
 
     # ---- runs --------------------------------------------------------------------------------------------
 
-    def create_run(self, *, config_hash: str, judge_hash: str, judge: str, config: dict[str, Any],
-                   config_path: str | None, pairs_digest: str, seed: str, orders: str,
-                   total_calls: int) -> int:
+    def create_run(
+        self,
+        *,
+        config_hash: str,
+        judge_hash: str,
+        judge: str,
+        config: dict[str, Any],
+        config_path: str | None,
+        pairs_digest: str,
+        seed: str,
+        orders: str,
+        total_calls: int,
+    ) -> int:
         cur = self._db.execute(
             "INSERT INTO runs (config_hash, judge_hash, judge, config_json, config_path, pairs_digest, seed,"
             " orders, total_calls, started_at, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'running')",
-            (config_hash, judge_hash, judge, json.dumps(config, sort_keys=True), config_path, pairs_digest,
-             seed, orders, total_calls, _now()),
+            (
+                config_hash,
+                judge_hash,
+                judge,
+                json.dumps(config, sort_keys=True),
+                config_path,
+                pairs_digest,
+                seed,
+                orders,
+                total_calls,
+                _now(),
+            ),
         )
         assert cur.lastrowid is not None
         return int(cur.lastrowid)
@@ -197,7 +217,9 @@ class Store:
         """The latest unfinished run of this exact configuration and pairs file (killed or interrupted)."""
         row = self._db.execute(
             "SELECT id FROM runs WHERE config_hash=? AND pairs_digest=? AND status != 'done'"
-            " ORDER BY id DESC LIMIT 1", (config_hash, pairs_digest)).fetchone()
+            " ORDER BY id DESC LIMIT 1",
+            (config_hash, pairs_digest),
+        ).fetchone()
         return None if row is None else int(row[0])
 
     def mark_running(self, run_id: int) -> None:
@@ -207,11 +229,24 @@ class Store:
         self._db.execute("UPDATE runs SET status=?, ended_at=? WHERE id=?", (status, _now(), run_id))
 
     def _run_from_row(self, row: Sequence[Any]) -> RunInfo:
-        return RunInfo(id=row[0], config_hash=row[1], judge_hash=row[2], judge=row[3],
-                       config=json.loads(row[4]), config_path=row[5], pairs_digest=row[6], seed=row[7],
-                       orders=row[8], total_calls=row[9], started_at=row[10], ended_at=row[11],
-                       status=row[12], stored_calls=row[13] or 0, failed_calls=row[14] or 0,
-                       cost_usd=row[15] or 0.0)
+        return RunInfo(
+            id=row[0],
+            config_hash=row[1],
+            judge_hash=row[2],
+            judge=row[3],
+            config=json.loads(row[4]),
+            config_path=row[5],
+            pairs_digest=row[6],
+            seed=row[7],
+            orders=row[8],
+            total_calls=row[9],
+            started_at=row[10],
+            ended_at=row[11],
+            status=row[12],
+            stored_calls=row[13] or 0,
+            failed_calls=row[14] or 0,
+            cost_usd=row[15] or 0.0,
+        )
 
     _RUN_SELECT = (
         "SELECT r.id, r.config_hash, r.judge_hash, r.judge, r.config_json, r.config_path, r.pairs_digest,"
@@ -242,32 +277,68 @@ class Store:
     def done_keys(self, run_id: int) -> set[tuple[int, str, str, str]]:
         """(round, item, first, second) of the calls already stored without a transport error."""
         rows = self._db.execute(
-            "SELECT round, item, first, second FROM calls WHERE run_id=? AND error IS NULL", (run_id,))
+            "SELECT round, item, first, second FROM calls WHERE run_id=? AND error IS NULL", (run_id,)
+        )
         return {(int(r[0]), r[1], r[2], r[3]) for r in rows}
 
     def _call_row(self, run_id: int, c: CallRecord) -> tuple[Any, ...]:
-        return (run_id, c.round, c.item, c.first, c.second, c.order_index, c.label, c.prompt_hash, c.verdict,
-                c.raw, c.input_tokens, c.output_tokens, c.cached_input_tokens, c.latency_s, c.cost_usd,
-                c.error, _dumps(c.probabilities), _dumps(c.settings), c.attempts, c.source, _now())
+        return (
+            run_id,
+            c.round,
+            c.item,
+            c.first,
+            c.second,
+            c.order_index,
+            c.label,
+            c.prompt_hash,
+            c.verdict,
+            c.raw,
+            c.input_tokens,
+            c.output_tokens,
+            c.cached_input_tokens,
+            c.latency_s,
+            c.cost_usd,
+            c.error,
+            _dumps(c.probabilities),
+            _dumps(c.settings),
+            c.attempts,
+            c.source,
+            _now(),
+        )
 
-    _CALL_INSERT = ("INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-    _CACHE_INSERT = ("INSERT OR REPLACE INTO cache VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+    _CALL_INSERT = "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    _CACHE_INSERT = "INSERT OR REPLACE INTO cache VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 
     def record_call(self, run_id: int, call: CallRecord, *, judge_hash: str | None = None) -> None:
         """Store one call (and, given `judge_hash` and no error, its reply in the cache) atomically."""
         self.record_calls(run_id, [call], judge_hash=judge_hash)
 
-    def record_calls(self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None) -> None:
+    def record_calls(
+        self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None
+    ) -> None:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
             for c in calls:
                 db.execute(self._CALL_INSERT, self._call_row(run_id, c))
                 if judge_hash is not None and c.error is None and c.prompt_hash and c.source == "api":
-                    db.execute(self._CACHE_INSERT, (
-                        judge_hash, c.prompt_hash, c.verdict, c.raw, c.input_tokens, c.output_tokens,
-                        c.cached_input_tokens, c.latency_s, c.cost_usd, _dumps(c.probabilities),
-                        _dumps(c.settings), _now()))
+                    db.execute(
+                        self._CACHE_INSERT,
+                        (
+                            judge_hash,
+                            c.prompt_hash,
+                            c.verdict,
+                            c.raw,
+                            c.input_tokens,
+                            c.output_tokens,
+                            c.cached_input_tokens,
+                            c.latency_s,
+                            c.cost_usd,
+                            _dumps(c.probabilities),
+                            _dumps(c.settings),
+                            _now(),
+                        ),
+                    )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -277,23 +348,35 @@ class Store:
         wanted = list(dict.fromkeys(prompt_hashes))
         out: dict[str, CachedReply] = {}
         for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
+            chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
-                "SELECT prompt_hash, verdict, raw, input_tokens, output_tokens, cached_input_tokens, latency_s,"
-                f" cost_usd, probabilities, settings FROM cache WHERE judge_hash=? AND prompt_hash IN ({marks})",
-                (judge_hash, *chunk))
+                "SELECT prompt_hash, verdict, raw, input_tokens, output_tokens, cached_input_tokens,"
+                " latency_s, cost_usd, probabilities, settings FROM cache"
+                f" WHERE judge_hash=? AND prompt_hash IN ({marks})",
+                (judge_hash, *chunk),
+            )
             for r in rows:
-                out[r[0]] = CachedReply(verdict=r[1], raw=r[2], input_tokens=r[3], output_tokens=r[4],
-                                        cached_input_tokens=r[5], latency_s=r[6], cost_usd=r[7],
-                                        probabilities=_loads(r[8]), settings=_loads(r[9]) or {})
+                out[r[0]] = CachedReply(
+                    verdict=r[1],
+                    raw=r[2],
+                    input_tokens=r[3],
+                    output_tokens=r[4],
+                    cached_input_tokens=r[5],
+                    latency_s=r[6],
+                    cost_usd=r[7],
+                    probabilities=_loads(r[8]),
+                    settings=_loads(r[9]) or {},
+                )
         return out
 
     def calls(self, run_id: int) -> Iterator[dict[str, Any]]:
         cur = self._db.execute(
             "SELECT round, item, first, second, order_index, label, prompt_hash, verdict, raw, input_tokens,"
-            " output_tokens, cached_input_tokens, latency_s, cost_usd, error, probabilities, settings, attempts,"
-            " source FROM calls WHERE run_id=? ORDER BY item, round, first, second", (run_id,))
+            " output_tokens, cached_input_tokens, latency_s, cost_usd, error, probabilities, settings,"
+            " attempts, source FROM calls WHERE run_id=? ORDER BY item, round, first, second",
+            (run_id,),
+        )
         names = [d[0] for d in cur.description]
         for row in cur:
             rec = dict(zip(names, row, strict=True))
@@ -307,16 +390,28 @@ class Store:
         out: list[dict[str, Any]] = []
         for c in self.calls(run_id):
             rec: dict[str, Any] = {
-                "judge": info.judge, "round": c["round"], "item": c["item"], "first": c["first"],
-                "second": c["second"], "verdict": c["verdict"],
+                "judge": info.judge,
+                "round": c["round"],
+                "item": c["item"],
+                "first": c["first"],
+                "second": c["second"],
+                "verdict": c["verdict"],
             }
             if c["label"] is not None:
                 rec["label"] = c["label"]
-            rec.update({
-                "raw": c["raw"], "latency_s": c["latency_s"], "input_tokens": c["input_tokens"],
-                "output_tokens": c["output_tokens"], "cost_usd": c["cost_usd"], "prompt_hash": c["prompt_hash"],
-                "order_index": c["order_index"], "source": c["source"], "error": c["error"],
-            })
+            rec.update(
+                {
+                    "raw": c["raw"],
+                    "latency_s": c["latency_s"],
+                    "input_tokens": c["input_tokens"],
+                    "output_tokens": c["output_tokens"],
+                    "cost_usd": c["cost_usd"],
+                    "prompt_hash": c["prompt_hash"],
+                    "order_index": c["order_index"],
+                    "source": c["source"],
+                    "error": c["error"],
+                }
+            )
             probs = c["probabilities"] or {}
             for slot in ("first", "second", "tie"):
                 if slot in probs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import os
+import ssl
 import time
 from typing import Any
 
@@ -58,13 +59,18 @@ def check_response(response: httpx.Response, backend: str) -> dict[str, Any]:
     """Raise the right error class for a failed response; return the JSON body of a good one."""
     status = response.status_code
     if status == 429 or status == 408 or status == 409 or status >= 500:
-        raise TransientJudgeError(f"{backend}: HTTP {status}", retry_after=retry_after(response.headers),
-                                  status=status)
+        raise TransientJudgeError(
+            f"{backend}: HTTP {status}", retry_after=retry_after(response.headers), status=status
+        )
     if status in (401, 403):
-        raise FatalJudgeError(f"{backend}: HTTP {status} (authentication refused; check the API key variable)")
+        raise FatalJudgeError(
+            f"{backend}: HTTP {status} (authentication refused; check the API key variable)"
+        )
     if status == 404:
-        raise FatalJudgeError(f"{backend}: HTTP 404 at {response.request.url.path} (wrong base_url or model?): "
-                              f"{_short(response.text)}")
+        raise FatalJudgeError(
+            f"{backend}: HTTP 404 at {response.request.url.path} (wrong base_url or model?): "
+            f"{_short(response.text)}"
+        )
     if status >= 400:
         raise PermanentJudgeError(f"{backend}: HTTP {status}: {_short(response.text)}")
     try:
@@ -76,12 +82,42 @@ def check_response(response: httpx.Response, backend: str) -> dict[str, Any]:
     return body
 
 
-async def post_json(client: httpx.AsyncClient, url: str, payload: dict[str, Any], backend: str
-                    ) -> dict[str, Any]:
-    try:
-        response = await client.post(url, json=payload)
-    except httpx.TimeoutException:
-        raise TransientJudgeError(f"{backend}: timed out") from None
-    except httpx.TransportError as err:
-        raise TransientJudgeError(f"{backend}: connection failed ({type(err).__name__})") from None
-    return check_response(response, backend)
+SHARD_CONNECTIONS = 8
+
+
+class ClientPool:
+    """Several httpx clients, each request on the least busy one. httpcore's pool scans every connection for
+    every queued request (cost grows with the square of the concurrency); shards of ~8 connections keep that
+    scan short at concurrency 64 and above."""
+
+    def __init__(self, *, base_url: str, headers: dict[str, str], timeout_s: float, concurrency: int) -> None:
+        shards = max(1, -(-concurrency // SHARD_CONNECTIONS))
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=SHARD_CONNECTIONS * 2)
+        # One TLS context for all shards: loading the CA bundle costs ~50 ms per client.
+        import certifi
+
+        verify = ssl.create_default_context(cafile=certifi.where())
+        self._clients = [
+            httpx.AsyncClient(
+                base_url=base_url, headers=headers, timeout=timeout_s, limits=limits, verify=verify
+            )
+            for _ in range(shards)
+        ]
+        self._busy = [0] * shards
+
+    async def post_json(self, url: str, payload: dict[str, Any], backend: str) -> dict[str, Any]:
+        i = self._busy.index(min(self._busy))
+        self._busy[i] += 1
+        try:
+            response = await self._clients[i].post(url, json=payload)
+        except httpx.TimeoutException:
+            raise TransientJudgeError(f"{backend}: timed out") from None
+        except httpx.TransportError as err:
+            raise TransientJudgeError(f"{backend}: connection failed ({type(err).__name__})") from None
+        finally:
+            self._busy[i] -= 1
+        return check_response(response, backend)
+
+    async def aclose(self) -> None:
+        for client in self._clients:
+            await client.aclose()

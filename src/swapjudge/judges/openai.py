@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from swapjudge.config import JudgeConfig
-from swapjudge.judges._http import api_key, httpx, post_json, require_httpx
+from swapjudge.judges._http import ClientPool, api_key, require_httpx
 from swapjudge.judges.base import JudgeReply, JudgeRequest, TransientJudgeError
 from swapjudge.prompts import ParsedVerdict, followup_prompt, parse_followup, parse_reply, verdict_schema
 
@@ -23,8 +23,9 @@ def default_max_tokens(request: JudgeRequest) -> int:
     return 200 if request.structured else 16
 
 
-def label_probabilities(logprobs: Any, span: tuple[int, int] | None, request: JudgeRequest
-                        ) -> dict[str, float] | None:
+def label_probabilities(
+    logprobs: Any, span: tuple[int, int] | None, request: JudgeRequest
+) -> dict[str, float] | None:
     """P(first)/P(second)(/P(tie)) from the top log-probabilities of the token that carries the label."""
     if not span or not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
         return None
@@ -37,8 +38,11 @@ def label_probabilities(logprobs: Any, span: tuple[int, int] | None, request: Ju
             probs: dict[str, float] = {"first": 0.0, "second": 0.0}
             if request.allow_tie:
                 probs["tie"] = 0.0
-            names = {request.slot_labels[0].lower(): "first", request.slot_labels[1].lower(): "second",
-                     request.tie_label.lower(): "tie"}
+            names = {
+                request.slot_labels[0].lower(): "first",
+                request.slot_labels[1].lower(): "second",
+                request.tie_label.lower(): "tie",
+            }
             for top in tops:
                 key = names.get(str(top.get("token", "")).strip().strip('"').lower())
                 lp = top.get("logprob")
@@ -50,10 +54,21 @@ def label_probabilities(logprobs: Any, span: tuple[int, int] | None, request: Ju
 
 
 class OpenAIJudge:
-    def __init__(self, *, name: str, model: str, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
-                 temperature: float = 0.0, max_tokens: int | None = None, structured: bool = True,
-                 logprobs: bool = False, timeout_s: float = 60.0, max_connections: int = 64,
-                 extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: str,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        structured: bool = True,
+        logprobs: bool = False,
+        timeout_s: float = 60.0,
+        max_connections: int = 64,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
         require_httpx("openai")
         self.name = name
         self.model = model
@@ -63,9 +78,11 @@ class OpenAIJudge:
         self.logprobs = logprobs
         self.extra_body = dict(extra_body or {})
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout_s,
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        self._client = ClientPool(
+            base_url=base_url.rstrip("/") + "/",
+            headers=headers,
+            timeout_s=timeout_s,
+            concurrency=max_connections,
         )
 
     @classmethod
@@ -74,25 +91,43 @@ class OpenAIJudge:
         # A self-hosted compatible server usually needs no key; OpenAI itself always does.
         key = api_key(cfg.api_key_env or "OPENAI_API_KEY", required=base_url == DEFAULT_BASE_URL)
         assert cfg.model is not None
-        return cls(name=cfg.judge_name, model=cfg.model, base_url=base_url, api_key=key,
-                   temperature=cfg.temperature, max_tokens=cfg.max_tokens, structured=cfg.structured_output,
-                   logprobs=cfg.logprobs, timeout_s=cfg.timeout_s, max_connections=cfg.max_concurrency,
-                   extra_body=cfg.extra().get("extra_body"))
+        return cls(
+            name=cfg.judge_name,
+            model=cfg.model,
+            base_url=base_url,
+            api_key=key,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            structured=cfg.structured_output,
+            logprobs=cfg.logprobs,
+            timeout_s=cfg.timeout_s,
+            max_connections=cfg.max_concurrency,
+            extra_body=cfg.extra().get("extra_body"),
+        )
 
     def settings(self, request: JudgeRequest) -> dict[str, Any]:
-        return {"model": self.model, "temperature": self.temperature,
-                "max_tokens": self.max_tokens or default_max_tokens(request),
-                "structured": request.structured, "logprobs": self.logprobs}
+        return {
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens or default_max_tokens(request),
+            "structured": request.structured,
+            "logprobs": self.logprobs,
+        }
 
-    def _payload(self, messages: list[dict[str, str]], request: JudgeRequest, *, followup: bool
-                 ) -> dict[str, Any]:
+    def _payload(
+        self, messages: list[dict[str, str]], request: JudgeRequest, *, followup: bool
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {
-            "model": self.model, "messages": messages, "temperature": self.temperature,
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
             "max_tokens": 8 if followup else (self.max_tokens or default_max_tokens(request)),
         }
         if request.structured and not followup:
-            payload["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "verdict", "strict": True, "schema": verdict_schema(request)}}
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": verdict_schema(request)},
+            }
         if self.logprobs:
             payload["logprobs"] = True
             payload["top_logprobs"] = 5
@@ -100,7 +135,7 @@ class OpenAIJudge:
         return payload
 
     async def _complete(self, payload: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
-        body = await post_json(self._client, "chat/completions", payload, "openai")
+        body = await self._client.post_json("chat/completions", payload, "openai")
         try:
             choice = body["choices"][0]
             content = choice["message"].get("content") or ""
@@ -108,7 +143,8 @@ class OpenAIJudge:
                 raise TypeError
         except (KeyError, IndexError, TypeError, AttributeError):
             raise TransientJudgeError("openai: malformed reply (no choices[0].message.content)") from None
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        raw_usage = body.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         return content, usage, choice.get("logprobs")
 
     async def judge(self, request: JudgeRequest) -> JudgeReply:
@@ -122,8 +158,10 @@ class OpenAIJudge:
         cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
         if parsed.verdict is None:
             # One follow-up asking only for the label; still unparsable: verdict None, raw text kept.
-            messages += [{"role": "assistant", "content": text},
-                         {"role": "user", "content": followup_prompt(request)}]
+            messages += [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": followup_prompt(request)},
+            ]
             text2, usage2, logprobs = await self._complete(self._payload(messages, request, followup=True))
             parsed = parse_followup(text2, request)
             raw = f"{text}\n\n[follow-up]\n{text2}"
@@ -132,10 +170,16 @@ class OpenAIJudge:
             cached += int((usage2.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
             text = text2
         probs = label_probabilities(logprobs, parsed.span, request) if self.logprobs else None
-        return JudgeReply(verdict=parsed.verdict, raw=raw, latency_s=time.perf_counter() - start,
-                          input_tokens=in_tok if usage else None, output_tokens=out_tok if usage else None,
-                          cached_input_tokens=cached if usage else None, probabilities=probs,
-                          settings=self.settings(request))
+        return JudgeReply(
+            verdict=parsed.verdict,
+            raw=raw,
+            latency_s=time.perf_counter() - start,
+            input_tokens=in_tok if usage else None,
+            output_tokens=out_tok if usage else None,
+            cached_input_tokens=cached if usage else None,
+            probabilities=probs,
+            settings=self.settings(request),
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

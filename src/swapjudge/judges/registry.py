@@ -27,8 +27,9 @@ def backend_module(backend: str) -> ModuleType:
         return importlib.import_module(BACKENDS[backend])
     except ModuleNotFoundError as err:
         extra = backend if backend in ("openai", "anthropic", "local") else "dev"
-        raise ConfigError(f"backend {backend!r} is not available ({err.name} missing): "
-                          f"pip install 'swapjudge[{extra}]'") from None
+        raise ConfigError(
+            f"backend {backend!r} is not available ({err.name} missing): pip install 'swapjudge[{extra}]'"
+        ) from None
 
 
 def supports_structured(backend: str) -> bool:

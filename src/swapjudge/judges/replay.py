@@ -47,8 +47,11 @@ class ReplayJudge:
         key = (int(meta.get("round", 0)), str(meta["item"]), str(meta["first"]), str(meta["second"]))
         found = self._verdicts.get(key)
         if found is None:
-            return JudgeReply(verdict=None, raw="",
-                              error=f"replay: no record for item {key[1]!r} with {key[2]!r} first, {key[3]!r} second")
+            return JudgeReply(
+                verdict=None,
+                raw="",
+                error=f"replay: no record for item {key[1]!r} with {key[2]!r} first, {key[3]!r} second",
+            )
         verdict, raw = found
         return JudgeReply(verdict=verdict, raw=raw or (verdict or ""), settings={"replay": True})
 
