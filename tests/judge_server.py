@@ -126,6 +126,8 @@ class JudgeServer:
         answers = frame_answers(user)
         if answers is None:
             return "BROKEN"
+        if self.policy == "longer":
+            return "A" if len(answers[0]) >= len(answers[1]) else "B"
         a_good, b_good = ("CORRECT" in a for a in answers)
         if a_good == b_good:
             return "tie" if allow_tie else "A"
