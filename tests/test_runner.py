@@ -75,7 +75,8 @@ def test_first_slot_judge_flips_every_pair(tmp_path: Path, backend: str) -> None
         assert item_calls == {"good": "good", "bad": "bad"}
 
 
-def test_faults_are_retried_or_recorded_and_the_run_completes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_faults_are_retried_or_recorded_and_the_run_completes(tmp_path: Path, backend: str) -> None:
     write_pairs(tmp_path, 12)
     plan = {0: "429", 1: "500", 2: "timeout", 3: "malformed", 4: "garbage", 5: "garbage_always"}
 
@@ -89,7 +90,8 @@ def test_faults_are_retried_or_recorded_and_the_run_completes(tmp_path: Path) ->
     with JudgeServer(policy="better", faults=faults) as server:
         cfg = write_config(
             tmp_path,
-            base_url=server.openai_url,
+            backend=backend,
+            base_url=server.openai_url if backend == "openai" else server.anthropic_url,
             judge={"timeout_s": 0.5, "structured_output": False, "max_retries": 3},
         )
         outcome = _run(cfg)
