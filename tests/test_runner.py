@@ -282,3 +282,29 @@ def test_dry_run_counts_calls_cache_and_cost(tmp_path: Path) -> None:
         _run(cfg)
         after = estimate(load_config(cfg))
     assert after.calls_to_make == 0 and after.cached == 18
+
+
+def test_all_pairs_plan_dedupes_identical_prompts_within_a_run(tmp_path: Path) -> None:
+    rows = [
+        {"item": f"m{i}", "prompt": f"Question {i}: name a colour.",
+         "answers": {"sa": f"CORRECT: red ({i})", "sb": f"blue {i}", "sc": f"blue {i}"}, "label": "sa"}
+        for i in range(4)
+    ]
+    write_pairs(tmp_path, 0, extra=rows)
+    with JudgeServer(policy="better") as server:
+        cfg = write_config(tmp_path, base_url=server.openai_url, pairs={"path": "pairs.jsonl", "plan": "all"})
+        outcome = _run(cfg)
+        # Per item: (sa,sb) and (sa,sc) show the same texts, so 2 distinct prompts; (sb,sc) is identical.
+        assert server.total == 4 * 2
+    calls = stored_calls(tmp_path / "swapjudge.db")
+    assert len(calls) == 4 * 6 and outcome.stats.identical == 8 and outcome.stats.made == 8
+    assert sorted({c["source"] for c in calls}) == ["api", "cache", "identical"]
+    for c in calls:
+        if "sa" in (c["first"], c["second"]):
+            assert {"first": c["first"], "second": c["second"]}[c["verdict"]] == "sa"
+    with JudgeServer(policy="better") as server:
+        base = write_config(tmp_path, base_url=server.openai_url, name="b.yaml", store="b.db",
+                            pairs={"path": "pairs.jsonl", "baseline": "sb"})
+        out = _run(base)
+    # Against baseline sb: (sb,sa) and (sb,sc); the latter is identical.
+    assert out.stats.planned == 4 * 4 and out.stats.identical == 8
