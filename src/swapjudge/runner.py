@@ -548,17 +548,22 @@ async def run_async(
         stats.to_call = len(pending)
         interrupted = False
         if groups:
-            interrupted = await _execute(
-                loaded,
-                store,
-                run_id,
-                list(groups.values()),
-                stats,
-                judge=judge,
-                console=console,
-                progress=progress,
-                handle_sigint=handle_sigint,
-            )
+            try:
+                interrupted = await _execute(
+                    loaded,
+                    store,
+                    run_id,
+                    list(groups.values()),
+                    stats,
+                    judge=judge,
+                    console=console,
+                    progress=progress,
+                    handle_sigint=handle_sigint,
+                )
+            except BaseException:
+                # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable.
+                store.finish_run(run_id, "incomplete")
+                raise
         status = "interrupted" if interrupted else ("done" if stats.failed == 0 else "incomplete")
         store.finish_run(run_id, status)
         return RunOutcome(
@@ -637,7 +642,6 @@ async def _execute(
         if own_judge:
             await active.aclose()
     if fatal:
-        store.finish_run(run_id, "incomplete")
         raise SwapjudgeError(f"the run stopped: {fatal[0]}")
     return interrupted
 
