@@ -155,7 +155,8 @@ def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: s
                                  + ", ".join(repr(j) for j in judges))
         judges = [judge]
     policy = TiePolicy(tie_policy)
-    pairs_all = build_pairs(frame)
+    # validation already paired the calls; build the pairs only for a frame that came without them
+    pairs_all = records.pairs if isinstance(records, RecordSet) and records.pairs is not None else build_pairs(frame)
     results = []
     for name in judges:
         pairs = PairTable(pairs_all.frame.filter(pl.col("judge") == name))

@@ -31,7 +31,8 @@ class Outcome(enum.IntEnum):
 
 @dataclass(frozen=True)
 class PairTable:
-    """One row per pair; `frame` holds judge, round, item, x, y, label, vx, vy, outcome (and the extras of
+    """One row per pair; `frame` holds judge, round, item, x, y, label, vx, vy, outcome, the number of calls in
+    each order (n_xf, n_yf: 1 each in valid data) and, when asked for, the extras of
     the x-first call, suffixed `_xf`, and of the y-first call, suffixed `_yf`, when asked for)."""
 
     frame: pl.DataFrame
@@ -97,11 +98,13 @@ def build_pairs(frame: pl.DataFrame, *, keep: tuple[str, ...] = ()) -> PairTable
         pl.col("_code").filter(~pl.col("_x_first")).first().fill_null(MISSING).alias("vy"),
         pl.col("label").drop_nulls().first().alias("label"),
         pl.len().alias("calls"),
+        pl.col("_x_first").sum().alias("n_xf"),
     ]
     for col in extras:
         aggs.append(pl.col(col).filter(pl.col("_x_first")).first().alias(f"{col}_xf"))
         aggs.append(pl.col(col).filter(~pl.col("_x_first")).first().alias(f"{col}_yf"))
     pairs = calls.group_by(["judge", "round", "item", "x", "y"], maintain_order=True).agg(aggs)
+    pairs = pairs.with_columns((pl.col("calls") - pl.col("n_xf")).alias("n_yf"))
     outcome = classify(pairs.get_column("vx").to_numpy(), pairs.get_column("vy").to_numpy())
     return PairTable(pairs.with_columns(pl.Series("outcome", outcome, dtype=pl.Int8)))
 

@@ -15,7 +15,7 @@ import numpy as np
 from swapjudge.stats import mean_interval, wilson
 
 
-class TiePolicy(str, enum.Enum):
+class TiePolicy(enum.StrEnum):
     half_credit = "half_credit"
     exclude = "exclude"
     no_credit = "no_credit"

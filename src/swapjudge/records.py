@@ -11,14 +11,14 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from swapjudge.errors import InputError
+from swapjudge.pairs import PairTable, build_pairs
 
 VERDICT_VALUES = ("first", "second", "tie")
 REQUIRED = ("item", "first", "second", "verdict")
@@ -43,6 +43,8 @@ class RecordSet:
     frame: pl.DataFrame
     source: str
     single_order: bool = False
+    # the pairing computed during validation, reused by the analysis so it is built once
+    pairs: PairTable | None = field(default=None, compare=False, repr=False)
 
     @property
     def judges(self) -> list[str]:
@@ -52,12 +54,13 @@ class RecordSet:
         return self.frame.height
 
 
-def load_records(path: str | Path, *, allow_unpaired: bool = False) -> RecordSet:
+def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
     """Load and validate a JSONL or CSV file of presentation records.
 
-    A pair judged in only one order is an error unless no pair in the file has both orders (single-order data:
-    swap-consistency cannot be measured, which the analysis says) or `allow_unpaired` is set (the lonely call
-    then makes its pair incomplete).
+    `extras=False` reads only the DESIGN 3.1 core columns (what the analysis needs; much faster on large
+    JSONL files); provenance such as `raw` is then left out. A pair judged in only one order is an error unless
+    no pair in the file has both orders (single-order data: swap-consistency cannot be measured, which the
+    analysis says) or `allow_unpaired` is set (the lonely call then makes its pair incomplete).
     """
     path = Path(path)
     try:
@@ -67,11 +70,15 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False) -> RecordSet
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
     is_csv = path.suffix.lower() in (".csv", ".tsv")
-    frame = _fast_frame(data, is_csv)
-    if frame is not None and not _problems(frame, allow_unpaired) and not _missing_verdict_keys(data, frame, is_csv):
-        return RecordSet(frame, str(path), _is_single_order(frame))
+    frame = _fast_frame(data, is_csv, extras)
+    if frame is not None and not _missing_verdict_keys(data, frame, is_csv):
+        pairs = build_pairs(frame)
+        if not _problems(frame, pairs, allow_unpaired):
+            return RecordSet(frame, str(path), _single_order(pairs), pairs)
     # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
     frame = _slow_frame(data, str(path), is_csv)
+    if not extras:
+        frame = frame.select([*CORE_SCHEMA, "_line"])
     _raise_problems(frame, str(path), allow_unpaired)
     return RecordSet(frame.drop("_line"), str(path), _is_single_order(frame))
 
@@ -88,7 +95,7 @@ def records_from_dicts(rows: Iterable[Mapping[str, Any]], *, source: str = "<rec
 # ---- fast path -------------------------------------------------------------------------------------------
 
 
-def _fast_frame(data: bytes, is_csv: bool) -> pl.DataFrame | None:
+def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame | None:
     """Columnar read; None when polars cannot read it (the slow path then names the line)."""
     try:
         if is_csv:
@@ -96,8 +103,14 @@ def _fast_frame(data: bytes, is_csv: bool) -> pl.DataFrame | None:
         else:
             if not data.strip():
                 return None
-            overrides = {k: v for k, v in CORE_SCHEMA.items() if k != "round"}
-            raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=overrides, infer_schema_length=None)
+            if extras:
+                # polars rejects overrides of absent columns; a key's name missing from the bytes means absent.
+                # round is inferred, so a string round fails the cast and goes the slow way.
+                present = {k: v for k, v in CORE_SCHEMA.items() if k != "round" and f'"{k}"'.encode() in data}
+                raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=present, infer_schema_length=None)
+            else:
+                # a fixed schema skips the full-file type inference, the costliest step of the read
+                raw = pl.read_ndjson(io.BytesIO(data), schema=CORE_SCHEMA)
         if any(col not in raw.columns for col in REQUIRED):
             return None
         return _normalise(raw)
@@ -133,48 +146,37 @@ def _normalise(raw: pl.DataFrame) -> pl.DataFrame:
     return raw.select([*exprs, *[pl.col(c) for c in extras]])
 
 
-def _problems(frame: pl.DataFrame, allow_unpaired: bool) -> bool:
+def _problems(frame: pl.DataFrame, pairs: PairTable, allow_unpaired: bool) -> bool:
     """True when the vectorised checks find anything wrong (the slow path then says what and where)."""
     if frame.select(pl.any_horizontal(pl.col(c).is_null() | (pl.col(c) == "") for c in ("item", "first", "second"))
                     .any()).item():
         return True
     if frame.filter(pl.col("verdict").is_not_null() & ~pl.col("verdict").is_in(VERDICT_VALUES)).height:
         return True
-    if frame.select(pl.struct(list(KEY)).is_duplicated().any()).item():
+    counts = pairs.frame.select("n_xf", "n_yf")
+    if counts.select((pl.col("n_xf") > 1) | (pl.col("n_yf") > 1)).to_series().any():
         return True
-    return bool(_unpaired_mask(frame).any()) and not allow_unpaired and not _is_single_order(frame)
+    probes = frame.filter(pl.col("first") == pl.col("second"))
+    if probes.height and probes.select(pl.struct(list(KEY)).is_duplicated().any()).item():
+        return True
+    unpaired = counts.select((pl.col("n_xf") == 0) | (pl.col("n_yf") == 0)).to_series()
+    return bool(unpaired.any()) and not allow_unpaired and not bool(unpaired.all())
+
+
+def _single_order(pairs: PairTable) -> bool:
+    """No pair has a call in each order (single-order data by design)."""
+    return pairs.frame.height > 0 and bool((pairs.frame.get_column("calls") == 1).all())
 
 
 def _missing_verdict_keys(data: bytes, frame: pl.DataFrame, is_csv: bool) -> bool:
-    """polars reads a missing `verdict` key as null; re-read only the null-verdict lines to tell them apart."""
+    """polars reads a missing `verdict` key as null. Inside JSON strings quotes are escaped, so the bytes
+    `"verdict":` occur once per record exactly when every record has the key (the slow path checks otherwise)."""
     if is_csv:
         return False
-    null_rows = np.flatnonzero(frame.get_column("verdict").is_null().to_numpy())
-    if null_rows.size == 0:
-        return False
-    spans = _nonblank_line_spans(data)
-    if len(spans) != frame.height:
-        return True
-    for row in null_rows:
-        start, end = spans[row]
-        try:
-            if "verdict" not in json.loads(data[start:end]):
-                return True
-        except ValueError:
-            return True
-    return False
-
-
-def _nonblank_line_spans(data: bytes) -> np.ndarray:
-    """(start, end) byte offsets of each non-blank line, in file order (polars skips blank lines too)."""
-    arr = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(arr == 10)
-    if ends.size == 0 or ends[-1] != arr.size - 1:
-        ends = np.append(ends, arr.size)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    solid = np.concatenate(([0], np.cumsum(~np.isin(arr, (9, 10, 13, 32)))))
-    keep = solid[ends] - solid[starts] > 0
-    return np.stack([starts[keep], ends[keep]], axis=1)
+    keys = data.count(b'"verdict":')
+    if keys != frame.height:
+        keys += data.count(b'"verdict" :')
+    return keys != frame.height
 
 
 # ---- slow path -------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ stdout = Console(soft_wrap=False)
 stderr = Console(stderr=True, soft_wrap=True)
 
 
-class OutputFormat(str, enum.Enum):
+class OutputFormat(enum.StrEnum):
     text = "text"
     json = "json"
     markdown = "markdown"

@@ -70,7 +70,7 @@ def analyze(
 ) -> None:
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
     tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
-    loaded = load_records(records, allow_unpaired=allow_unpaired)
+    loaded = load_records(records, allow_unpaired=allow_unpaired, extras=False)
     analyses = run_analysis(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
                             min_consistency=min_consistency, confidence=confidence)
     if output is OutputFormat.json:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
@@ -22,14 +23,25 @@ from swapjudge.report.wording import (
 VERDICT_NAMES = ("first", "second", "tie", "none")
 
 
+class _Titled(Table):
+    """A borderless table whose title is printed on its own line (rich would wrap it to the table's width)."""
+
+    heading: str = ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(self.heading, style="bold")
+        yield from super().__rich_console__(console, options)
+
+
 def _kv_table(title: str) -> Table:
-    return Table(title=title, title_justify="left", title_style="bold", show_header=True, header_style="dim",
-                 box=None, pad_edge=False, padding=(0, 2, 0, 0))
+    table = _Titled(show_header=True, header_style="dim", box=None, pad_edge=False, padding=(0, 2, 0, 0))
+    table.heading = title
+    return table
 
 
-def render_analysis(analysis: JudgeAnalysis) -> Panel:
+def render_analysis(analysis: JudgeAnalysis) -> Group:
     """One judge's analysis as a rich panel."""
-    parts: list[object] = []
+    parts: list[RenderableType] = []
     style = "bold green" if analysis.gate.passed else "bold red"
     parts.append(Text(headline(analysis), style=style))
     o = analysis.outcomes
@@ -51,7 +63,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Panel:
     swap.add_row("flips → slot 1 / slot 2", f"{o.flips_first:,} / {o.flips_second:,}", "")
     swap.add_row("half-ties → slot 1 / slot 2", f"{o.half_ties_first:,} / {o.half_ties_second:,}", "")
     f = analysis.flip_direction
-    p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
+    p = "" if f.p_value is None else f"p={f.p_value:.2g}"
     swap.add_row("splits toward slot 1", pct(f.first_share), interval(f.low, f.high), p)
     v = analysis.verdicts
     swap.add_row("calls 1st / 2nd / tie / none", f"{v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,}",
@@ -62,8 +74,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Panel:
 
     if analysis.cross_table is not None:
         ct = analysis.cross_table
-        cross = Table(title=f"Cross-table: rows = verdict with {ct.a} in slot 1, columns = with {ct.b} in slot 1",
-                      title_justify="left", title_style="bold", box=None, padding=(0, 2, 0, 0))
+        cross = _kv_table(f"Cross-table: rows = verdict with {ct.a} in slot 1, columns = with {ct.b} in slot 1")
         cross.add_column("")
         shown = [i for i in range(4) if any(ct.counts[i]) or any(r[i] for r in ct.counts) or i < 2]
         for i in shown:
@@ -121,12 +132,11 @@ def render_analysis(analysis: JudgeAnalysis) -> Panel:
     parts.append(Text(gate_text, style=style))
     for note in analysis.notes:
         parts.append(Text("Note: " + note, style="yellow"))
-    return Panel(Group(*_spaced(parts)), title=f"judge: {judge_name(analysis)}", title_align="left",
-                 expand=False)
+    return Group(Rule(f"judge: {judge_name(analysis)}", align="left"), *_spaced(parts))
 
 
-def _spaced(parts: list[object]) -> list[object]:
-    out: list[object] = []
+def _spaced(parts: list[RenderableType]) -> list[RenderableType]:
+    out: list[RenderableType] = []
     for part in parts:
         if out:
             out.append(Text(""))
@@ -154,7 +164,7 @@ def render_calculation(calc: Calculation) -> Panel:
         p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
         table.add_row("flips toward slot 1", f"{f.first} of {f.first + f.second}  ({pct(f.first_share)})",
                       f"{interval(f.low, f.high)}  {p}")
-    parts: list[object] = [Text(consistency_sentence_for(calc), style="bold"), table]
+    parts: list[RenderableType] = [Text(consistency_sentence_for(calc), style="bold"), table]
     if calc.decision is not None:
         parts.append(Text("Decision help: " + calc.decision.sentence() + ".", style="italic"))
     return Panel(Group(*_spaced(parts)), expand=False)

@@ -1,0 +1,3 @@
+from swapjudge.cli import main
+
+main()

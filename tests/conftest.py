@@ -1,0 +1,74 @@
+"""Shared fixtures: the real data beside the project and small record builders."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+SHI_VERDICTS = {"A": "first", "B": "second", "C": "tie", "": None}
+
+
+def shared_data(*parts: str) -> Path:
+    """A file under ../shared/data; a missing one fails the test with a clear message (never a silent skip)."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.fail(f"real test data missing: {path} (the project expects ../shared/data beside its root)")
+    return path
+
+
+def shi2024_records(benchmark: str, judge: str) -> list[dict[str, Any]]:
+    """Presentation records for one judge of the Shi et al. CSV (A/B/C = first/second/tie, empty = none)."""
+    rows = []
+    with shared_data("shi2024", "verdicts_both_orders.csv").open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["benchmark"] == benchmark and r["judge"] == judge:
+                rows.append({"judge": judge, "item": r["question_id"], "first": r["model_first"],
+                             "second": r["model_second"], "verdict": SHI_VERDICTS[r["verdict"]], "task": r["task"]})
+    return rows
+
+
+def pair(item: Any, a_first: str | None, b_first: str | None, a: str = "A", b: str = "B",
+         **extra: Any) -> list[dict[str, Any]]:
+    """Both calls of one pair: a_first is the verdict with a in slot 1, b_first with b in slot 1 (positional)."""
+    return [dict(item=item, first=a, second=b, verdict=a_first, **extra),
+            dict(item=item, first=b, second=a, verdict=b_first, **extra)]
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    with path.open("w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def contract_400() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for i in range(154):
+        rows += pair(f"q{i}", "first", "second")
+    for i in range(154, 292):
+        rows += pair(f"q{i}", "second", "first")
+    for i in range(292, 382):
+        rows += pair(f"q{i}", "first", "first")
+    for i in range(382, 400):
+        rows += pair(f"q{i}", "second", "second")
+    return rows
+
+
+def contract_300(with_ties: bool = False) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    spec = ([(88, "tie", "tie"), (118, "second", "first"), (34, "first", "second"), (30, "tie", "first"),
+             (30, "first", "first")] if with_ties else
+            [(148, "second", "first"), (93, "first", "second"), (40, "first", "first"), (19, "second", "second")])
+    i = 0
+    for count, a_first, b_first in spec:
+        for _ in range(count):
+            rows += pair(i, a_first, b_first)
+            i += 1
+    return rows
