@@ -82,17 +82,19 @@ def check_response(response: httpx.Response, backend: str) -> dict[str, Any]:
     return body
 
 
-SHARD_CONNECTIONS = 8
+SHARD_CONNECTIONS = 4
 
 
 class ClientPool:
     """Several httpx clients, each request on the least busy one. httpcore's pool scans every connection for
-    every queued request (cost grows with the square of the concurrency); shards of ~8 connections keep that
+    every queued request (cost grows with the square of the concurrency); shards of 4 connections keep that
     scan short at concurrency 64 and above."""
 
     def __init__(self, *, base_url: str, headers: dict[str, str], timeout_s: float, concurrency: int) -> None:
         shards = max(1, -(-concurrency // SHARD_CONNECTIONS))
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=SHARD_CONNECTIONS * 2)
+        # Requests go to the least busy shard, so no shard ever has more than SHARD_CONNECTIONS in flight.
+        per_shard = min(concurrency, SHARD_CONNECTIONS)
+        limits = httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard)
         # One TLS context for all shards: loading the CA bundle costs ~50 ms per client.
         import certifi
 
