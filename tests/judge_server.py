@@ -30,9 +30,7 @@ def frame_answers(user: str) -> tuple[str, str] | None:
     code = re.escape(m.group(1))
     out = []
     for label in ("A", "B"):
-        found = re.findall(
-            rf"<<<ANSWER {label} {code}>>>\n(.*?)\n<<<END ANSWER {label} {code}>>>", user, re.DOTALL
-        )
+        found = re.findall(rf"<<<ANSWER {label} {code}>>>\n(.*?)\n<<<END ANSWER {label} {code}>>>", user, re.DOTALL)
         if len(found) != 1:
             return None
         out.append(found[0])
@@ -242,9 +240,7 @@ class JudgeServer:
                 ]
                 out.append({"token": piece, "logprob": -0.2231435513, "top_logprobs": tops})
             else:
-                out.append(
-                    {"token": piece, "logprob": 0.0, "top_logprobs": [{"token": piece, "logprob": 0.0}]}
-                )
+                out.append({"token": piece, "logprob": 0.0, "top_logprobs": [{"token": piece, "logprob": 0.0}]})
         return out
 
 

@@ -20,9 +20,7 @@ def _invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str):  # typ
     return runner.invoke(app, list(args), catch_exceptions=False)
 
 
-def test_first_slot_judge_fails_the_gate_with_consistency_zero(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_first_slot_judge_fails_the_gate_with_consistency_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_pairs(tmp_path, 12)
     with JudgeServer(policy="first") as server:
         write_config(tmp_path, base_url=server.openai_url)

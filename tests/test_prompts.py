@@ -95,8 +95,7 @@ def test_tie_is_parsed_only_when_allowed() -> None:
     assert parse_label_verdict("Verdict: tie", _req(allow_tie=True)).verdict == "tie"
     assert parse_json_verdict('{"winner": "tie", "reason": "x"}', _req(structured=True)).verdict is None
     assert (
-        parse_json_verdict('{"winner": "tie", "reason": "x"}', _req(structured=True, allow_tie=True)).verdict
-        == "tie"
+        parse_json_verdict('{"winner": "tie", "reason": "x"}', _req(structured=True, allow_tie=True)).verdict == "tie"
     )
 
 

@@ -85,9 +85,7 @@ def test_missing_rubric_file_and_bad_yaml(tmp_path: Path) -> None:
         load_config(_write(tmp_path, BASE))
     with pytest.raises(ConfigError, match=r"bad.yaml:\d+: "):
         load_config(_write(tmp_path, "a: 1\nb: [unclosed\n", "bad.yaml"))
-    inline = BASE.replace(
-        "rubric: rubric.md", "rubric: |\n  Prefer the shorter correct answer.\n  Be strict."
-    )
+    inline = BASE.replace("rubric: rubric.md", "rubric: |\n  Prefer the shorter correct answer.\n  Be strict.")
     assert "Be strict." in (load_config(_write(tmp_path, inline, "i.yaml")).rubric_text or "")
 
 
@@ -107,9 +105,7 @@ def test_pairs_file_errors_name_line_and_field(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match=r"p.jsonl:2: field `answers.v2`: must be a string"):
         load_pairs(p)
-    p.write_text(
-        '{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}, "label": "v3"}\n', encoding="utf-8"
-    )
+    p.write_text('{"item": 1, "prompt": "t", "answers": {"v1": "x", "v2": "y"}, "label": "v3"}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"p.jsonl:1: field `label`: names 'v3'"):
         load_pairs(p)
     p.write_text(
@@ -126,9 +122,7 @@ def test_pairs_file_errors_name_line_and_field(tmp_path: Path) -> None:
 
 def test_pairs_csv(tmp_path: Path) -> None:
     p = tmp_path / "p.csv"
-    p.write_text(
-        'item,prompt,answer.v1,answer.v2,label\n1,"a task, with comma",x,"multi\nline",v2\n', encoding="utf-8"
-    )
+    p.write_text('item,prompt,answer.v1,answer.v2,label\n1,"a task, with comma",x,"multi\nline",v2\n', encoding="utf-8")
     pf = load_pairs(p)
     assert pf.items[0].answers == {"v1": "x", "v2": "multi\nline"} and pf.items[0].label == "v2"
     assert pf.systems == ["v1", "v2"] and len(pf.digest) == 64

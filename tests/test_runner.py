@@ -222,9 +222,7 @@ def test_structured_output_request_and_parse(tmp_path: Path) -> None:
     assert all(json.loads(c["raw"])["winner"] in ("A", "B") for c in calls)
 
 
-def test_auth_failure_stops_the_run_without_leaking_the_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_auth_failure_stops_the_run_without_leaking_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-test-SECRET-0123456789"
     monkeypatch.setenv("MY_JUDGE_KEY", secret)
     write_pairs(tmp_path, 4)
@@ -286,8 +284,12 @@ def test_dry_run_counts_calls_cache_and_cost(tmp_path: Path) -> None:
 
 def test_all_pairs_plan_dedupes_identical_prompts_within_a_run(tmp_path: Path) -> None:
     rows = [
-        {"item": f"m{i}", "prompt": f"Question {i}: name a colour.",
-         "answers": {"sa": f"CORRECT: red ({i})", "sb": f"blue {i}", "sc": f"blue {i}"}, "label": "sa"}
+        {
+            "item": f"m{i}",
+            "prompt": f"Question {i}: name a colour.",
+            "answers": {"sa": f"CORRECT: red ({i})", "sb": f"blue {i}", "sc": f"blue {i}"},
+            "label": "sa",
+        }
         for i in range(4)
     ]
     write_pairs(tmp_path, 0, extra=rows)
@@ -303,8 +305,13 @@ def test_all_pairs_plan_dedupes_identical_prompts_within_a_run(tmp_path: Path) -
         if "sa" in (c["first"], c["second"]):
             assert {"first": c["first"], "second": c["second"]}[c["verdict"]] == "sa"
     with JudgeServer(policy="better") as server:
-        base = write_config(tmp_path, base_url=server.openai_url, name="b.yaml", store="b.db",
-                            pairs={"path": "pairs.jsonl", "baseline": "sb"})
+        base = write_config(
+            tmp_path,
+            base_url=server.openai_url,
+            name="b.yaml",
+            store="b.db",
+            pairs={"path": "pairs.jsonl", "baseline": "sb"},
+        )
         out = _run(base)
     # Against baseline sb: (sb,sa) and (sb,sc); the latter is identical.
     assert out.stats.planned == 4 * 4 and out.stats.identical == 8

@@ -13,13 +13,7 @@ from swapjudge.config import load_config
 from swapjudge.runner import analyze_run, run
 from swapjudge.store import Store
 
-SOURCE = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "data"
-    / "llmbar"
-    / "dataset__Processed__FairEval.json"
-)
+SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "llmbar" / "dataset__Processed__FairEval.json"
 
 
 def _pairs(tmp_path: Path) -> list[dict[str, object]]:
@@ -40,9 +34,7 @@ def _pairs(tmp_path: Path) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize("backend", ["openai", "anthropic"])
-def test_length_judge_on_real_pairs_is_consistent_and_its_accuracy_maps_back(
-    tmp_path: Path, backend: str
-) -> None:
+def test_length_judge_on_real_pairs_is_consistent_and_its_accuracy_maps_back(tmp_path: Path, backend: str) -> None:
     pairs = _pairs(tmp_path)
     with JudgeServer(policy="longer") as server:
         url = server.openai_url if backend == "openai" else server.anthropic_url
@@ -52,11 +44,7 @@ def test_length_judge_on_real_pairs_is_consistent_and_its_accuracy_maps_back(
         outcome = run(load_config(cfg), progress=False)
         # Real answers (markdown, code, quotes) never break the frame: the server recovers each exactly.
         for body in server.bodies:
-            user = (
-                body["messages"][1]["content"]
-                if backend == "openai"
-                else body["messages"][0]["content"][0]["text"]
-            )
+            user = body["messages"][1]["content"] if backend == "openai" else body["messages"][0]["content"][0]["text"]
             assert frame_answers(user) is not None
     assert outcome.complete and outcome.stats.made == 2 * len(pairs)
     with Store(tmp_path / "swapjudge.db") as store:

@@ -71,9 +71,7 @@ def test_wal_and_roundtrip(tmp_path: Path) -> None:
     assert recs[0]["p_first"] == 0.9 and recs[0]["judge"] == "openai:m"
     assert info.stored_calls == 2 and info.cost_usd == pytest.approx(0.03) and info.status == "running"
     # The records are valid presentation records for the analysis.
-    core = [
-        {k: r[k] for k in ("judge", "round", "item", "first", "second", "verdict", "label")} for r in recs
-    ]
+    core = [{k: r[k] for k in ("judge", "round", "item", "first", "second", "verdict", "label")} for r in recs]
     assert records_from_dicts(core).frame.height == 2
 
 

@@ -64,9 +64,7 @@ def _item_from(obj: Any, *, path: str, line: int) -> PairItem:
     prompt = _text(obj["prompt"], path=path, line=line, field="prompt")
     answers_raw = obj["answers"]
     if not isinstance(answers_raw, dict) or len(answers_raw) < 2:
-        raise InputError(
-            "must map at least two system names to answer texts", path=path, line=line, field="answers"
-        )
+        raise InputError("must map at least two system names to answer texts", path=path, line=line, field="answers")
     answers: dict[str, str] = {}
     for name, text in answers_raw.items():
         if not str(name).strip() or str(name).strip().lower() == "tie":

@@ -61,13 +61,9 @@ def _output_instructions(*, allow_tie: bool, chain_of_thought: bool, structured:
                 f'{{"reason": "<your reasoning, a few sentences>", "winner": {winner}}}. '
                 "Write the reason first, then the winner."
             )
-        return (
-            "Reply with a JSON object and nothing else: "
-            f'{{"winner": {winner}, "reason": "<one short sentence>"}}.'
-        )
+        return f'Reply with a JSON object and nothing else: {{"winner": {winner}, "reason": "<one short sentence>"}}.'
     verdict_line = (
-        f"`{VERDICT_PREFIX}{a}` if Answer {a} is better, `{VERDICT_PREFIX}{b}` if Answer {b} is "
-        f"better{tie_line}"
+        f"`{VERDICT_PREFIX}{a}` if Answer {a} is better, `{VERDICT_PREFIX}{b}` if Answer {b} is better{tie_line}"
     )
     if chain_of_thought:
         return (
@@ -117,9 +113,7 @@ def render_user(task: str, first: str, second: str, *, allow_tie: bool) -> str:
 
 
 def prompt_hash(system: str, user: str, *, structured: bool, allow_tie: bool) -> str:
-    blob = json.dumps(
-        [PROMPT_VERSION, system, user, structured, allow_tie, SLOT_LABELS, TIE_LABEL], ensure_ascii=False
-    )
+    blob = json.dumps([PROMPT_VERSION, system, user, structured, allow_tie, SLOT_LABELS, TIE_LABEL], ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -97,9 +97,7 @@ def system_pairs(loaded: LoadedConfig, pairs: PairsFile) -> list[tuple[str, str]
     if cfg.plan == "baseline":
         assert cfg.baseline is not None
         if cfg.baseline not in available:
-            raise InputError(
-                f"baseline {cfg.baseline!r} is not in any answer", path=str(pairs.path), field="answers"
-            )
+            raise InputError(f"baseline {cfg.baseline!r} is not in any answer", path=str(pairs.path), field="answers")
         return [(cfg.baseline, s) for s in systems if s != cfg.baseline]
     return list(itertools.combinations(sorted(systems), 2))
 

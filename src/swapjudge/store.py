@@ -216,8 +216,7 @@ class Store:
     def resumable_run(self, config_hash: str, pairs_digest: str) -> int | None:
         """The latest unfinished run of this exact configuration and pairs file (killed or interrupted)."""
         row = self._db.execute(
-            "SELECT id FROM runs WHERE config_hash=? AND pairs_digest=? AND status != 'done'"
-            " ORDER BY id DESC LIMIT 1",
+            "SELECT id FROM runs WHERE config_hash=? AND pairs_digest=? AND status != 'done' ORDER BY id DESC LIMIT 1",
             (config_hash, pairs_digest),
         ).fetchone()
         return None if row is None else int(row[0])
@@ -313,9 +312,7 @@ class Store:
         """Store one call (and, given `judge_hash` and no error, its reply in the cache) atomically."""
         self.record_calls(run_id, [call], judge_hash=judge_hash)
 
-    def record_calls(
-        self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None
-    ) -> None:
+    def record_calls(self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None) -> None:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:

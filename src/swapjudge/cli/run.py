@@ -20,9 +20,7 @@ from swapjudge.store import Store
 
 StoreOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--store", help=f"The run store (default: the configuration's `store`, else ./{DEFAULT_STORE})."
-    ),
+    typer.Option("--store", help=f"The run store (default: the configuration's `store`, else ./{DEFAULT_STORE})."),
 ]
 
 
@@ -37,8 +35,7 @@ def _print_estimate(est: DryRunEstimate) -> None:
         f"  already stored by an unfinished run:           {est.already_stored:,}",
         f"  served from the store's cache:                 {est.cached:,}",
         f"  calls to make:                                 {est.calls_to_make:,}",
-        f"  estimated tokens (~4 characters per token):    {est.input_tokens:,} in, "
-        f"{est.output_tokens:,} out",
+        f"  estimated tokens (~4 characters per token):    {est.input_tokens:,} in, {est.output_tokens:,} out",
         f"  verdict format: {'structured JSON' if est.structured else 'final label line'}",
         f"  estimated cost ({est.model}): {_money(est.cost_usd)}",
     ]
@@ -81,9 +78,7 @@ def _write_atomic(path: Path, text: str) -> None:
 @user_errors
 def run_command(
     config: Annotated[Path, typer.Argument(help="Run configuration (YAML).", show_default=False)],
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Count calls, tokens and cost; call nothing.")
-    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count calls, tokens and cost; call nothing.")] = False,
     store: StoreOpt = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
     output: Annotated[
@@ -100,8 +95,7 @@ def run_command(
     stderr.print(_summary(outcome), highlight=False)
     if outcome.interrupted:
         stderr.print(
-            f"interrupted: every finished call is stored in {outcome.store_path}. "
-            f"Resume with: swapjudge run {config}",
+            f"interrupted: every finished call is stored in {outcome.store_path}. Resume with: swapjudge run {config}",
             highlight=False,
         )
         raise typer.Exit(130)
@@ -164,9 +158,7 @@ def _open_existing(store: Path | None) -> Store:
 @user_errors
 def runs_command(
     store: StoreOpt = None,
-    output: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="Output format.")
-    ] = OutputFormat.text,
+    output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
 ) -> None:
     """List the runs in the store."""
     with _open_existing(store) as st:
@@ -194,9 +186,7 @@ def runs_command(
 @app.command("export")
 @user_errors
 def export_command(
-    run_id: Annotated[
-        int | None, typer.Argument(help="Run id (see `swapjudge runs`).", show_default=False)
-    ] = None,
+    run_id: Annotated[int | None, typer.Argument(help="Run id (see `swapjudge runs`).", show_default=False)] = None,
     latest: Annotated[bool, typer.Option("--latest", help="Export the latest run.")] = False,
     out: Annotated[
         Path, typer.Option("-o", "--output", help="Output file: .jsonl or .csv.", show_default=False)

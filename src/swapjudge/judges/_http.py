@@ -59,17 +59,12 @@ def check_response(response: httpx.Response, backend: str) -> dict[str, Any]:
     """Raise the right error class for a failed response; return the JSON body of a good one."""
     status = response.status_code
     if status == 429 or status == 408 or status == 409 or status >= 500:
-        raise TransientJudgeError(
-            f"{backend}: HTTP {status}", retry_after=retry_after(response.headers), status=status
-        )
+        raise TransientJudgeError(f"{backend}: HTTP {status}", retry_after=retry_after(response.headers), status=status)
     if status in (401, 403):
-        raise FatalJudgeError(
-            f"{backend}: HTTP {status} (authentication refused; check the API key variable)"
-        )
+        raise FatalJudgeError(f"{backend}: HTTP {status} (authentication refused; check the API key variable)")
     if status == 404:
         raise FatalJudgeError(
-            f"{backend}: HTTP 404 at {response.request.url.path} (wrong base_url or model?): "
-            f"{_short(response.text)}"
+            f"{backend}: HTTP 404 at {response.request.url.path} (wrong base_url or model?): {_short(response.text)}"
         )
     if status >= 400:
         raise PermanentJudgeError(f"{backend}: HTTP {status}: {_short(response.text)}")
@@ -100,9 +95,7 @@ class ClientPool:
 
         verify = ssl.create_default_context(cafile=certifi.where())
         self._clients = [
-            httpx.AsyncClient(
-                base_url=base_url, headers=headers, timeout=timeout_s, limits=limits, verify=verify
-            )
+            httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout_s, limits=limits, verify=verify)
             for _ in range(shards)
         ]
         self._busy = [0] * shards

@@ -75,9 +75,7 @@ class AnthropicJudge:
             "structured": request.structured,
         }
 
-    def _payload(
-        self, request: JudgeRequest, messages: list[dict[str, Any]], *, followup: bool
-    ) -> dict[str, Any]:
+    def _payload(self, request: JudgeRequest, messages: list[dict[str, Any]], *, followup: bool) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
             "max_tokens": 8 if followup else (self.max_tokens or default_max_tokens(request)),
@@ -128,9 +126,7 @@ class AnthropicJudge:
 
     async def judge(self, request: JudgeRequest) -> JudgeReply:
         start = time.perf_counter()
-        messages: list[dict[str, Any]] = [
-            {"role": "user", "content": [{"type": "text", "text": request.user}]}
-        ]
+        messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": request.user}]}]
         text, usage = await self._complete(self._payload(request, messages, followup=False))
         parsed = parse_reply(text, request)
         in_tok, out_tok, read, write = self._tokens(usage)

@@ -23,9 +23,7 @@ def default_max_tokens(request: JudgeRequest) -> int:
     return 200 if request.structured else 16
 
 
-def label_probabilities(
-    logprobs: Any, span: tuple[int, int] | None, request: JudgeRequest
-) -> dict[str, float] | None:
+def label_probabilities(logprobs: Any, span: tuple[int, int] | None, request: JudgeRequest) -> dict[str, float] | None:
     """P(first)/P(second)(/P(tie)) from the top log-probabilities of the token that carries the label."""
     if not span or not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
         return None
@@ -114,9 +112,7 @@ class OpenAIJudge:
             "logprobs": self.logprobs,
         }
 
-    def _payload(
-        self, messages: list[dict[str, str]], request: JudgeRequest, *, followup: bool
-    ) -> dict[str, Any]:
+    def _payload(self, messages: list[dict[str, str]], request: JudgeRequest, *, followup: bool) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
