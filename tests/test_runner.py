@@ -315,3 +315,26 @@ def test_all_pairs_plan_dedupes_identical_prompts_within_a_run(tmp_path: Path) -
         out = _run(base)
     # Against baseline sb: (sb,sa) and (sb,sc); the latter is identical.
     assert out.stats.planned == 4 * 4 and out.stats.identical == 8
+
+
+def test_an_unexpected_backend_error_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    from swapjudge.judges.base import JudgeReply, JudgeRequest
+
+    class Flaky:
+        name = "flaky"
+
+        async def judge(self, request: JudgeRequest) -> JudgeReply:
+            if "Question 1:" in request.user:
+                raise ValueError("Requested tokens exceed context window")
+            return JudgeReply(verdict="first", raw="Verdict: A")
+
+        async def aclose(self) -> None:
+            return None
+
+    write_pairs(tmp_path, 3)
+    outcome = _run(write_config(tmp_path, base_url="http://127.0.0.1:9/v1"), judge=Flaky())
+    calls = stored_calls(tmp_path / "swapjudge.db")
+    failed = [c for c in calls if c["error"]]
+    assert outcome.stats.failed == 2 and len(failed) == 2 and all(c["item"] == "q001" for c in failed)
+    assert all("ValueError: Requested tokens exceed context window" in c["error"] for c in failed)
+    assert sum(c["verdict"] == "first" for c in calls) == 4

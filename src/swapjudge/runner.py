@@ -379,6 +379,11 @@ async def call_with_retries(
             last, retry_after = str(err), err.retry_after
         except PermanentJudgeError as err:
             return None, str(err), attempt + 1
+        except (FatalJudgeError, SwapjudgeError):
+            raise
+        except Exception as err:
+            # A backend bug or a library error on this one prompt (e.g. a context overflow): recorded, run goes on.
+            return None, f"{type(err).__name__}: {err}", attempt + 1
         if attempt == max_retries:
             break
         # Exponential backoff with full jitter; a server's Retry-After wins when it gives one.
