@@ -57,6 +57,8 @@ class JudgeServer:
         self.keep_bodies = True
         self.total = 0
         self.auth_headers: list[str] = []
+        self.retry_after = "0.2"  # what a 429 says
+        self.times: dict[str, list[float]] = {}  # per prompt: arrival of every initial request
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -144,6 +146,7 @@ class JudgeServer:
             self.requests[key] += 1
             if not followup:
                 self.first_requests[key] += 1
+                self.times.setdefault(key, []).append(time.monotonic())
             attempt = self.first_requests[key]
             if self.keep_bodies:
                 self.bodies.append(body)
@@ -152,7 +155,7 @@ class JudgeServer:
             time.sleep(self.delay_s)
         fault = self.faults(first_user, attempt) if self.faults and not followup else None
         if fault == "429":
-            return 429, {"retry-after": "0.2"}, b'{"error": {"message": "rate limited"}}'
+            return 429, {"retry-after": self.retry_after}, b'{"error": {"message": "rate limited"}}'
         if fault == "500":
             return 500, {}, b'{"error": {"message": "server error"}}'
         if fault == "401":

@@ -338,3 +338,14 @@ def test_an_unexpected_backend_error_is_recorded_and_the_run_goes_on(tmp_path: P
     assert outcome.stats.failed == 2 and len(failed) == 2 and all(c["item"] == "q001" for c in failed)
     assert all("ValueError: Requested tokens exceed context window" in c["error"] for c in failed)
     assert sum(c["verdict"] == "first" for c in calls) == 4
+
+
+def test_retry_after_is_honoured(tmp_path: Path) -> None:
+    write_pairs(tmp_path, 2)
+    with JudgeServer(faults=lambda user, attempt: "429" if attempt == 1 else None) as server:
+        server.retry_after = "0.6"
+        # Backoff alone would wait at most max_backoff_s = 0.2 s: a gap of 0.6 s can only come from Retry-After.
+        outcome = _run(write_config(tmp_path, base_url=server.openai_url))
+        gaps = [t[1] - t[0] for t in server.times.values()]
+    assert outcome.complete and len(gaps) == 4
+    assert all(0.55 <= g < 2.0 for g in gaps), gaps
