@@ -16,7 +16,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -371,7 +371,8 @@ async def call_with_retries(
             on_attempt()
         retry_after: float | None = None
         try:
-            reply = await asyncio.wait_for(judge.judge(request), timeout=timeout_s)
+            async with asyncio.timeout(timeout_s):  # no extra task per call, unlike wait_for in 3.11
+                reply = await judge.judge(request)
             return reply, None, attempt + 1
         except TimeoutError:
             last = f"timed out after {timeout_s:g} s"
@@ -431,8 +432,7 @@ async def _process(
     records = [_record_from_reply(head, reply, error=error, attempts=attempts, source="api", price=ctx.price)]
     # Other calls of this run with the very same prompt reuse the reply (never paid twice).
     records += [
-        replace(_record_from_reply(c, reply, error=error, attempts=0, source="cache", price=ctx.price))
-        for c in group[1:]
+        _record_from_reply(c, reply, error=error, attempts=0, source="cache", price=ctx.price) for c in group[1:]
     ]
     ctx.store.record_calls(ctx.run_id, records, judge_hash=ctx.judge_hash)
     ctx.stats.made += 1
