@@ -15,6 +15,7 @@ import asyncio
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -75,10 +76,11 @@ def main() -> None:
             wall, cpu, out = timed_run(cfg)
             ideal = calls * args.delay / args.concurrency
             made = server_total(url)
+            lat = sqlite3.connect(d / "slow.db").execute("SELECT AVG(latency_s) FROM calls").fetchone()[0]
             print(
                 f"[{args.delay * 1000:.0f} ms server] {made} requests, concurrency {args.concurrency}: "
                 f"wall {wall:.2f} s, ideal {ideal:.2f} s, ratio {wall / ideal:.3f} (target <= 1.15); "
-                f"harness CPU {cpu:.2f} s"
+                f"harness CPU {cpu:.2f} s; mean call latency seen by the harness {lat * 1000:.0f} ms"
             )
             assert made == calls, out
         finally:
