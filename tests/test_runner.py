@@ -349,3 +349,25 @@ def test_retry_after_is_honoured(tmp_path: Path) -> None:
         gaps = [t[1] - t[0] for t in server.times.values()]
     assert outcome.complete and len(gaps) == 4
     assert all(0.55 <= g < 2.0 for g in gaps), gaps
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_cost_from_usage_and_the_configured_price(tmp_path: Path, backend: str) -> None:
+    write_pairs(tmp_path, 2)
+    prices = {"judge-model": {"input": 3.0, "output": 15.0, "cached_input": 0.3}}
+    with JudgeServer() as server:
+        url = server.openai_url if backend == "openai" else server.anthropic_url
+        outcome = _run(write_config(tmp_path, backend=backend, base_url=url, prices=prices))
+        bodies = server.bodies
+    calls = stored_calls(tmp_path / "swapjudge.db")
+    total = 0.0
+    for c, body in zip(
+        sorted(calls, key=lambda c: c["input_tokens"]), sorted(bodies, key=lambda b: len(json.dumps(b))), strict=True
+    ):
+        system = body["messages"][0]["content"] if backend == "openai" else body["system"][0]["text"]
+        cached = len(system) // 4  # what the server reports as read from its prompt cache
+        assert c["cached_input_tokens"] == cached and c["output_tokens"] == 5
+        expected = ((c["input_tokens"] - cached) * 3.0 + cached * 0.3 + 5 * 15.0) / 1e6
+        assert c["cost_usd"] == pytest.approx(expected)
+        total += expected
+    assert outcome.stats.spend_usd == pytest.approx(total) and outcome.stats.spend_known
