@@ -63,6 +63,9 @@ class JudgeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle on, the body waits for the client's delayed
+            # ACK (~40 ms per response on Linux), a delay of this test server, not of the client under test.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

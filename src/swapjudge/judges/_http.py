@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import os
 import ssl
 import time
@@ -81,38 +82,59 @@ SHARD_CONNECTIONS = 4
 
 
 class ClientPool:
-    """Several httpx clients, each request on the least busy one. httpcore's pool scans every connection for
-    every queued request (cost grows with the square of the concurrency); shards of 4 connections keep that
-    scan short at concurrency 64 and above."""
+    """httpx transports (connection pools) sharing the load, each request on the least busy one.
+
+    Two costs dominate a judge call's client CPU at high concurrency, and both are avoided here: httpcore's
+    pool scans every connection for every queued request (cost grows with the square of the concurrency), so
+    the pool is split into shards of 4 connections; and the `AsyncClient` layer (cookie jar, auth, redirects,
+    URL merging) costs about as much again per request and does nothing for a JSON POST to a fixed URL, so
+    requests go straight to `httpx.AsyncHTTPTransport`.
+    """
 
     def __init__(self, *, base_url: str, headers: dict[str, str], timeout_s: float, concurrency: int) -> None:
         shards = max(1, -(-concurrency // SHARD_CONNECTIONS))
         # Requests go to the least busy shard, so no shard ever has more than SHARD_CONNECTIONS in flight.
         per_shard = min(concurrency, SHARD_CONNECTIONS)
         limits = httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard)
-        # One TLS context for all shards: loading the CA bundle costs ~50 ms per client.
+        # One TLS context for all shards: loading the CA bundle costs ~50 ms per pool.
         import certifi
 
         verify = ssl.create_default_context(cafile=certifi.where())
-        self._clients = [
-            httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout_s, limits=limits, verify=verify)
-            for _ in range(shards)
-        ]
+        self._transports = [httpx.AsyncHTTPTransport(verify=verify, limits=limits) for _ in range(shards)]
         self._busy = [0] * shards
+        self._base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self._urls: dict[str, httpx.URL] = {}
+        self._headers = {"content-type": "application/json", "user-agent": "swapjudge", **headers}
+        self._timeout = httpx.Timeout(timeout_s).as_dict()
 
-    async def post_json(self, url: str, payload: dict[str, Any], backend: str) -> dict[str, Any]:
+    async def post_json(self, path: str, payload: dict[str, Any], backend: str) -> dict[str, Any]:
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = httpx.URL(self._base_url + path.lstrip("/"))
+        request = httpx.Request(
+            "POST",
+            url,
+            headers=self._headers,
+            content=json.dumps(payload).encode(),
+            extensions={"timeout": self._timeout},
+        )
         i = self._busy.index(min(self._busy))
         self._busy[i] += 1
         try:
-            response = await self._clients[i].post(url, json=payload)
+            response = await self._transports[i].handle_async_request(request)
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
         except httpx.TimeoutException:
             raise TransientJudgeError(f"{backend}: timed out") from None
         except httpx.TransportError as err:
             raise TransientJudgeError(f"{backend}: connection failed ({type(err).__name__})") from None
         finally:
             self._busy[i] -= 1
+        response.request = request
         return check_response(response, backend)
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.aclose()
+        for transport in self._transports:
+            await transport.aclose()
