@@ -371,3 +371,15 @@ def test_cost_from_usage_and_the_configured_price(tmp_path: Path, backend: str) 
         assert c["cost_usd"] == pytest.approx(expected)
         total += expected
     assert outcome.stats.spend_usd == pytest.approx(total) and outcome.stats.spend_known
+
+
+def test_proxy_from_the_environment_with_no_proxy_bypass(monkeypatch: pytest.MonkeyPatch) -> None:
+    from swapjudge.judges._http import _proxy_for
+
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    assert _proxy_for("https://api.anthropic.com") == "http://proxy.example:3128"
+    assert _proxy_for("http://127.0.0.1:8080/v1") is None
+    assert _proxy_for("http://judge.internal:8080/v1") is None  # no HTTP_PROXY set

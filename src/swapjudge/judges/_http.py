@@ -81,6 +81,19 @@ def check_response(response: httpx.Response, backend: str) -> dict[str, Any]:
 SHARD_CONNECTIONS = 4
 
 
+def _proxy_for(url: str) -> str | None:
+    """The proxy the environment names for this URL (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY), as
+    `AsyncClient` would use it; the transports below do not read the environment themselves."""
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 class ClientPool:
     """httpx transports (connection pools) sharing the load, each request on the least busy one.
 
@@ -100,7 +113,8 @@ class ClientPool:
         import certifi
 
         verify = ssl.create_default_context(cafile=certifi.where())
-        self._transports = [httpx.AsyncHTTPTransport(verify=verify, limits=limits) for _ in range(shards)]
+        proxy = _proxy_for(base_url)
+        self._transports = [httpx.AsyncHTTPTransport(verify=verify, limits=limits, proxy=proxy) for _ in range(shards)]
         self._busy = [0] * shards
         self._base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._urls: dict[str, httpx.URL] = {}
