@@ -11,8 +11,13 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from swapjudge.agreement import JudgeAgreement, Kappa
+from swapjudge.panel import JudgeSummary, PanelResult
+from swapjudge.probes.length import LengthProbe
+from swapjudge.probes.repeat import RepeatStability
 from swapjudge.report.wording import interval, pct
 from swapjudge.segments import SegmentedAnalysis
+from swapjudge.variants import VariantComparison
 
 
 @dataclass(frozen=True)
@@ -107,3 +112,140 @@ def segments_tables(result: SegmentedAnalysis) -> list[Table]:
     return [table(f"Segments by {result.by}",
                   ("segment", "judge", "pairs", "consistency", "interval", "band", "splits → slot 1", "p",
                    "win rate", "gate"), rows, notes)]
+
+
+def _p(value: float | None) -> str:
+    return "" if value is None else f"p = {value:.2g}"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _range(low: float | None, high: float | None, digits: int = 3) -> str:
+    return "n/a" if low is None or high is None else f"{low:.{digits}f} to {high:.{digits}f}"
+
+
+def length_tables(probes: Sequence[LengthProbe]) -> list[Table]:
+    out = []
+    for r in probes:
+        s, pl_, hc = r.slope, r.prefer_longer, r.prefer_longer_half_credit
+        rows = [
+            ("pairs with both texts (complete)", f"{r.pairs:,}", "", ""),
+            ("pairs left out (text not found)", f"{r.missing_texts:,}", "", ""),
+            (f"mean |length difference| ({r.unit.value})", _num(r.mean_abs_difference, 1), "", ""),
+            (f"logit slope per {s.per} {r.unit.value} (x - y)", _num(s.slope), _range(s.low, s.high), _p(s.p_value)),
+            (f"odds ratio per {s.per} {r.unit.value}", _num(s.odds_ratio), "", ""),
+            (f"longer answer wins (|d| > {r.threshold}, consistent wins)", f"{pct(pl_.rate)} ({pl_.k}/{pl_.n})",
+             interval(pl_.low, pl_.high), _p(r.prefer_longer_p_value)),
+            (f"  same, splits worth 1/2 ({r.prefer_longer_splits} splits)", pct(hc[0]), interval(hc[1], hc[2]), ""),
+        ]
+        c = r.matched_consistency
+        rows.append((f"length-matched pairs (|d| <= {r.tolerance})", f"{r.matched_pairs:,}", "", ""))
+        rows.append(("  swap-consistency", pct(c.rate) if c else "n/a", interval(c.low, c.high) if c else "n/a", ""))
+        w = r.matched_win_rate
+        if w is not None:
+            h = w.headline
+            rows.append((f"  win rate of {w.a} vs {w.b} ({w.policy.value})", pct(h.value), interval(h.low, h.high),
+                         ""))
+        lc = r.length_controlled
+        if lc is not None:
+            rows.append((f"length-controlled win rate of {lc.a} vs {lc.b}", pct(lc.value), interval(lc.low, lc.high),
+                         f"raw {pct(lc.raw)}"))
+        notes = [f"Splits {'count 1/2' if r.splits.value == 'half' else 'are left out'} in the slope; interval "
+                 "from the robust (sandwich) covariance.", r.note]
+        out.append(table(f"Length probe · judge {r.judge or '-'}", ("measure", "value", "interval", "test"), rows,
+                         notes))
+    return out
+
+
+def repeat_tables(results: Sequence[RepeatStability]) -> list[Table]:
+    rows = []
+    for r in results:
+        u, a, k = r.unanimous, r.pairwise_agreement, r.fleiss_kappa
+        cons = " / ".join(pct(x.consistency.rate) for x in r.per_round)
+        rows.append((r.judge or "-", ",".join(str(x) for x in r.rounds), f"{r.calls_complete:,}/{r.calls:,}",
+                     f"{pct(u.value)} ({interval(u.low, u.high)})", f"{pct(a.value)} ({interval(a.low, a.high)})",
+                     f"{_num(k.value)} ({_range(k.low, k.high)})", cons,
+                     f"{pct(r.outcome_stable.rate)} ({r.outcome_stable.k}/{r.outcome_stable.n})"))
+    notes = ["Repeats compare the same call (same pair, same order) across rounds: sampling noise, not position. "
+             "Swap-consistency per round is shown beside it; when repeats agree far more than the two orders do, "
+             "the flips follow the order, not chance.",
+             "Intervals: percentile bootstrap over pairs (both calls of a pair resampled together). Kappa is low "
+             "when one verdict dominates even if raw agreement is high."]
+    return [table("Repeat stability (same order, across rounds)",
+                  ("judge", "rounds", "calls complete", "unanimous", "pairwise agreement", "Fleiss kappa",
+                   "swap-consistency per round", "pair outcome same in all rounds"), rows, notes)]
+
+
+def agreement_tables(results: Sequence[JudgeAgreement]) -> list[Table]:
+    rows = []
+    for r in results:
+        c, acc = r.consistency, r.accuracy.to_dict() if r.accuracy else None
+        both = acc["intervals"]["both"] if acc else {}
+
+        def k(value: Kappa | None) -> str:
+            return "n/a" if value is None else f"{_num(value.value)} ({_range(value.low, value.high, 2)})"
+
+        rows.append((r.judge or "-", f"{pct(c.rate)} ({interval(c.low, c.high)})", k(r.kappa_orders),
+                     f"{r.labelled_pairs:,}",
+                     pct(acc["better_first"]) if acc else "n/a", pct(acc["better_second"]) if acc else "n/a",
+                     f"{pct(acc['both'])} ({interval(both['low'], both['high'])})" if acc else "n/a",
+                     pct(acc["consistent"]) if acc else "n/a",
+                     k(r.kappa_labels_cancelled), k(r.kappa_labels_x_first), k(r.kappa_labels_y_first)))
+    notes = ["Accuracy: better answer in slot 1 / in slot 2 / right in both orders / among consistent pairs. "
+             "Kappa vs labels: order-cancelled verdict (split = tie), and each order's calls alone.",
+             "High swap-consistency with low agreement is a precise instrument pointed at the wrong thing."]
+    if not any(r.labelled_pairs for r in results):
+        notes.insert(0, "No labels: pass --labels FILE (item, label) or give records a label field.")
+    return [table("Agreement with labels, next to swap-consistency",
+                  ("judge", "swap-consistency", "kappa between orders", "labelled pairs", "acc. better 1st",
+                   "acc. better 2nd", "acc. both orders", "acc. consistent", "kappa vs labels",
+                   "kappa x-first", "kappa y-first"), rows, notes)]
+
+
+def _summary_row(s: JudgeSummary) -> tuple[str, ...]:
+    c, f = s.consistency, s.flip_direction
+    acc = s.accuracy.to_dict() if s.accuracy else None
+    return (s.judge, f"{s.outcomes.complete:,}", pct(c.rate), interval(c.low, c.high), c.band or "n/a",
+            f"{f.first}/{f.first + f.second} ({pct(f.first_share)})", _p(f.p_value),
+            pct(acc["both"]) if acc else "n/a", pct(acc["better_first"]) if acc else "n/a",
+            pct(acc["better_second"]) if acc else "n/a")
+
+
+SUMMARY_COLUMNS = ("judge", "pairs", "consistency", "interval", "band", "splits → slot 1", "flip test",
+                   "accuracy (both)", "acc. better 1st", "acc. better 2nd")
+
+
+def panel_tables(result: PanelResult) -> list[Table]:
+    d = result.disagreement
+    maj = result.majority
+    rows = [("common pairs (complete for every judge)", f"{result.common_pairs:,}", ""),
+            ("panel disagreement rate", f"{pct(d.rate)} ({d.k:,}/{d.n:,})", interval(d.low, d.high)),
+            ("majority: a winner / split / none", f"{maj['winner']:,} / {maj['split']:,} / {maj['(no majority)']:,}",
+             "")]
+    if result.majority_accuracy is not None:
+        m = result.majority_accuracy
+        rows.append(("majority verdict = label", f"{pct(m.rate)} ({m.k}/{m.n})", interval(m.low, m.high)))
+    judges = [s.judge for s in result.judges]
+    pair_rows = [(a, *[("—" if a == b else pct(result.pairwise_agreement[a][b])) for b in judges]) for a in judges]
+    notes = [w.sentence() for w in result.self_preference]
+    return [table("Judges side by side", SUMMARY_COLUMNS, [_summary_row(s) for s in result.judges]),
+            table("Panel", ("measure", "value", "interval"), rows),
+            table("Pairwise agreement of order-cancelled verdicts", ("judge", *judges), pair_rows,
+                  ["Self-preference: " + n for n in notes])]
+
+
+def variants_tables(result: VariantComparison) -> list[Table]:
+    t = result.test
+    rows = [("common pairs (complete under both)", f"{t.pairs:,}"),
+            ("consistent under both / neither", f"{t.both:,} / {t.neither:,}"),
+            (f"consistent under {result.a.judge} only", f"{t.only_a:,}"),
+            (f"consistent under {result.b.judge} only", f"{t.only_b:,}"),
+            ("consistency difference (a - b)", pct(t.difference)),
+            ("McNemar exact p", "n/a" if t.p_value is None else f"{t.p_value:.3g}")]
+    return [table(f"Prompt variants by {result.field}", SUMMARY_COLUMNS,
+                  [_summary_row(result.a), _summary_row(result.b)]),
+            table("Paired test on per-pair consistency", ("measure", "value"), rows,
+                  ["McNemar: exact binomial test of the discordant pairs (consistent under one variant only) "
+                   "against 1/2."])]
