@@ -1,16 +1,16 @@
 import json
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
+from typer.testing import CliRunner
 
 from conftest import pair, shi2024_records, write_jsonl
+from swapjudge.cli import app
 from swapjudge.errors import SwapjudgeError
 from swapjudge.records import records_from_dicts
 from swapjudge.segments import segment_analyses
 
-CLI = [sys.executable, "-m", "swapjudge"]
+runner = CliRunner()
 
 
 def test_segments_of_shi_gpt4_mtbench_add_up_and_match_a_direct_count():
@@ -65,15 +65,13 @@ def test_a_field_that_differs_within_a_pair_is_refused():
 def test_segments_cli_json_and_bad_field(tmp_path):
     rows = [r for i in range(8) for r in pair(i, "first", "second", task="t1" if i < 5 else "t2")]
     path = write_jsonl(tmp_path / "r.jsonl", rows)
-    out = subprocess.run([*CLI, "segments", str(path), "--by", "task", "--format", "json"],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    out = runner.invoke(app, ["segments", str(path), "--by", "task", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
     assert [s["value"] for s in data["segments"]] == ["t1", "t2"]
     assert [s["analyses"][0]["pairs"]["complete"] for s in data["segments"]] == [5, 3]
-    out = subprocess.run([*CLI, "segments", str(path), "--by", "nope"], capture_output=True, text=True)
-    assert out.returncode == 2 and "no field 'nope'" in out.stderr and "Traceback" not in out.stderr
+    out = runner.invoke(app, ["segments", str(path), "--by", "nope"])
+    assert out.exit_code == 2 and "no field 'nope'" in out.output and "Traceback" not in out.output
     for fmt in ("text", "markdown"):
-        out = subprocess.run([*CLI, "segments", str(path), "--by", "task", "--format", fmt],
-                             capture_output=True, text=True)
-        assert out.returncode == 0 and "t2" in out.stdout
+        out = runner.invoke(app, ["segments", str(path), "--by", "task", "--format", fmt])
+        assert out.exit_code == 0 and "t2" in out.output
