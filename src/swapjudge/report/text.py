@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
@@ -23,9 +23,20 @@ from swapjudge.report.wording import (
 VERDICT_NAMES = ("first", "second", "tie", "none")
 
 
+class _Titled(Table):
+    """A borderless table whose title is printed on its own line (rich would wrap it to the table's width)."""
+
+    heading: str = ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(self.heading, style="bold")
+        yield from super().__rich_console__(console, options)
+
+
 def _kv_table(title: str) -> Table:
-    return Table(title=title, title_justify="left", title_style="bold", show_header=True, header_style="dim",
-                 box=None, pad_edge=False, padding=(0, 2, 0, 0))
+    table = _Titled(show_header=True, header_style="dim", box=None, pad_edge=False, padding=(0, 2, 0, 0))
+    table.heading = title
+    return table
 
 
 def render_analysis(analysis: JudgeAnalysis) -> Group:
@@ -63,8 +74,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
 
     if analysis.cross_table is not None:
         ct = analysis.cross_table
-        cross = Table(title=f"Cross-table: rows = verdict with {ct.a} in slot 1, columns = with {ct.b} in slot 1",
-                      title_justify="left", title_style="bold", box=None, padding=(0, 2, 0, 0))
+        cross = _kv_table(f"Cross-table: rows = verdict with {ct.a} in slot 1, columns = with {ct.b} in slot 1")
         cross.add_column("")
         shown = [i for i in range(4) if any(ct.counts[i]) or any(r[i] for r in ct.counts) or i < 2]
         for i in shown:

@@ -1,0 +1,155 @@
+"""Importers for other harnesses' judgments: each turns foreign files into presentation records (DESIGN 3.1).
+
+`FORMATS` maps a format name to its `ImportFormat` (what it reads, where the schema is defined, which options
+apply, and the function to call); `import_files(name, paths, options)` runs one. Every importer returns an
+`ImportResult`: the records plus one `ImportReport` per file listing every awkward row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from swapjudge.errors import InputError
+from swapjudge.importers.alpaca_eval import OrderChoice, import_alpaca_eval
+from swapjudge.importers.arena_hard import import_arena_hard
+from swapjudge.importers.base import (
+    AWKWARD_MEANING,
+    Awkward,
+    ImportReport,
+    ImportResult,
+    Record,
+    write_records,
+)
+from swapjudge.importers.csv_table import CsvColumns, import_csv, parse_map
+from swapjudge.importers.fastchat import import_fastchat
+from swapjudge.importers.judgebench import import_judgebench
+from swapjudge.importers.llmbar import RoundChoice, import_llmbar
+from swapjudge.importers.shi2024 import PerCallConsistency, import_shi2024, per_call_consistency
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """Every importer option; each format reads the ones listed in its `ImportFormat.options`."""
+
+    judge_name: str | None = None
+    baseline: str | None = None
+    round_choice: RoundChoice = "last"
+    order: OrderChoice = "recorded"
+    item: str | None = None
+    first: str | None = None
+    second: str | None = None
+    verdict: str | None = None
+    map: str | None = None
+    judge: str | None = None
+    label: str | None = None
+    round: str | None = None
+    delimiter: str | None = None
+
+    def given(self) -> set[str]:
+        """Names of the options set to something other than their default."""
+        defaults = ImportOptions()
+        return {f.name for f in fields(self) if getattr(self, f.name) != getattr(defaults, f.name)}
+
+
+@dataclass(frozen=True)
+class ImportFormat:
+    """One foreign format: its name, what it is, where its schema is defined, its options, its importer."""
+
+    name: str
+    summary: str
+    source: str
+    options: tuple[str, ...]
+    run: Callable[[Sequence[Path], ImportOptions], ImportResult]
+
+
+def _csv(paths: Sequence[Path], o: ImportOptions) -> ImportResult:
+    needed = {"item": o.item, "first": o.first, "second": o.second, "verdict": o.verdict, "map": o.map}
+    missing = [f"--{name}" for name, value in needed.items() if not value]
+    if missing:
+        raise InputError(f"format csv needs {', '.join(missing)}")
+    assert o.item and o.first and o.second and o.verdict and o.map  # narrowed by the check above
+    columns = CsvColumns(item=o.item, first=o.first, second=o.second, verdict=o.verdict, judge=o.judge,
+                         label=o.label, round=o.round)
+    return import_csv(paths, columns=columns, mapping=parse_map(o.map), judge_name=o.judge_name,
+                      delimiter=o.delimiter)
+
+
+FORMATS: dict[str, ImportFormat] = {
+    f.name: f
+    for f in (
+        ImportFormat(
+            "fastchat", "FastChat llm_judge pairwise judgments (MT-Bench *_pair.jsonl)",
+            "lm-sys/FastChat fastchat/llm_judge/common.py (play_a_match_pair)", ("judge_name",),
+            lambda p, o: import_fastchat(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "arena-hard", "arena-hard-auto model judgments (model_judgment/<judge>/<model>.jsonl)",
+            "lmarena/arena-hard-auto gen_judgment.py, src/arenahard/gen_judgment.py, show_result.py",
+            ("baseline", "judge_name"),
+            lambda p, o: import_arena_hard(p, baseline=o.baseline, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "judgebench", "JudgeBench judge outputs (outputs/dataset=...,judge_model=....jsonl)",
+            "ScalerLab/JudgeBench run_judge.py, utils/judges.py, utils/metrics.py", ("judge_name",),
+            lambda p, o: import_judgebench(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "llmbar", "LLMBar evaluator results (Dataset/<set>/evaluators/<model>/<method>/result.json)",
+            "princeton-nlp/LLMBar LLMEvaluator/evaluate.py (annotate)", ("round_choice", "judge_name"),
+            lambda p, o: import_llmbar(p, round_choice=o.round_choice, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "alpaca-eval", "AlpacaEval annotations JSON (single order per pair)",
+            "tatsu-lab/alpaca_eval src/alpaca_eval/annotators/pairwise_evaluator.py, processors.py",
+            ("order", "judge_name"),
+            lambda p, o: import_alpaca_eval(p, order=o.order, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "shi2024", "Shi et al. 2024 verdict CSV (../shared/data/shi2024)",
+            "Slimshilin/Position-Bias-Analyzer (as tabulated in ../shared/data/shi2024)", ("judge_name",),
+            lambda p, o: import_shi2024(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "csv", "any table of judge calls, by naming its columns and the verdict mapping",
+            "this project (docs/importers.md)",
+            ("item", "first", "second", "verdict", "map", "judge", "label", "round", "delimiter",
+             "judge_name"),
+            _csv,
+        ),
+    )
+}
+
+
+def import_files(name: str, paths: Sequence[Path], options: ImportOptions | None = None) -> ImportResult:
+    """Run the importer for format `name` on `paths`; options that do not apply to it are an error."""
+    fmt = FORMATS.get(name)
+    if fmt is None:
+        raise InputError(f"unknown import format {name!r}; known: {', '.join(FORMATS)}")
+    options = options or ImportOptions()
+    stray = sorted(options.given() - set(fmt.options))
+    if stray:
+        flags = ", ".join("--" + s.replace("_choice", "").replace("_", "-") for s in stray)
+        raise InputError(f"option{'s' if len(stray) > 1 else ''} {flags} do{'' if len(stray) > 1 else 'es'} "
+                         f"not apply to format {name}")
+    for path in paths:
+        if not Path(path).is_file():
+            raise InputError("no such file", path=str(path))
+    return fmt.run(paths, options)
+
+
+__all__ = [
+    "AWKWARD_MEANING",
+    "FORMATS",
+    "Awkward",
+    "ImportFormat",
+    "ImportOptions",
+    "ImportReport",
+    "ImportResult",
+    "PerCallConsistency",
+    "Record",
+    "import_files",
+    "per_call_consistency",
+    "write_records",
+]
