@@ -123,7 +123,8 @@ def probe_length(
 ) -> None:
     """Does the judge prefer longer answers? Logistic slope of the order-cancelled outcome on the length
     difference, P(prefer longer), a length-matched slice. Swapping cannot remove this effect."""
-    loaded = load_records(records, allow_unpaired=allow_unpaired)
+    # the records' own text fields are only needed without a pairs file
+    loaded = load_records(records, allow_unpaired=allow_unpaired, extras=pairs is None)
     texts = load_answer_texts(pairs) if pairs is not None else texts_from_records(loaded.frame)
     if not texts:
         raise SwapjudgeError("no answer texts: pass --pairs FILE, or give the records first_text/second_text")
