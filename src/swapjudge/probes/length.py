@@ -81,6 +81,7 @@ class LengthSlope:
     p_value: float | None
     se_model: float | None
     pairs: int
+    reason: str | None = None  # why there is no slope, when there is none
 
     @property
     def odds_ratio(self) -> float | None:
@@ -88,7 +89,7 @@ class LengthSlope:
 
     def to_dict(self) -> dict[str, Any]:
         return {"per": self.per, "slope": self.slope, "low": self.low, "high": self.high, "p_value": self.p_value,
-                "odds_ratio": self.odds_ratio, "se_model": self.se_model, "pairs": self.pairs}
+                "odds_ratio": self.odds_ratio, "se_model": self.se_model, "pairs": self.pairs, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -149,9 +150,13 @@ class LengthProbe:
 def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confidence: float = 0.95) -> LengthSlope:
     """Logistic slope of the order-cancelled score on the length difference, without intercept."""
     keep = ~np.isnan(score)
-    fit = fit_logit((diff[keep] / per)[:, None], score[keep]) if np.any(diff[keep] != 0) else None
+    if not np.any(diff[keep] != 0):
+        return LengthSlope(per, None, None, None, None, None, int(keep.sum()), "no pair differs in length")
+    fit = fit_logit((diff[keep] / per)[:, None], score[keep])
     if fit is None:
-        return LengthSlope(per, None, None, None, None, None, int(keep.sum()))
+        return LengthSlope(per, None, None, None, None, None, int(keep.sum()),
+                           "no finite slope: the outcome is separated by length (e.g. the longer answer won every "
+                           "pair); see prefer_longer")
     low, high = fit.interval(0, confidence)
     return LengthSlope(per, fit.coef[0], low, high, fit.p_value(0), fit.se_model[0], int(keep.sum()))
 

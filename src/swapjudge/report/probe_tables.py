@@ -154,6 +154,8 @@ def length_tables(probes: Sequence[LengthProbe]) -> list[Table]:
                          f"raw {pct(lc.raw)}"))
         notes = [f"Splits {'count 1/2' if r.splits.value == 'half' else 'are left out'} in the slope; interval "
                  "from the robust (sandwich) covariance.", r.note]
+        if s.reason:
+            notes.insert(0, "Slope: " + s.reason + ".")
         out.append(table(f"Length probe · judge {r.judge or '-'}", ("measure", "value", "interval", "test"), rows,
                          notes))
     return out
