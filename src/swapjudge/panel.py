@@ -146,7 +146,8 @@ class PanelResult:
         return self.disagreements.to_dicts()
 
 
-def _cancelled(frame: pl.DataFrame) -> pl.Expr:
+def _cancelled() -> pl.Expr:
+    """The order-cancelled verdict: the consistent winner's name, else "split"."""
     o = pl.col("outcome")
     return (pl.when(o == Outcome.X_WINS).then(pl.col("x")).when(o == Outcome.Y_WINS).then(pl.col("y"))
             .otherwise(pl.lit(SPLIT)))
@@ -173,7 +174,7 @@ def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
                       for name in chosen)
 
     complete = pairs.filter(pl.col("outcome") != Outcome.INCOMPLETE).with_columns(
-        _cancelled(pairs).alias("cancelled"), _positional("vx").alias("x_first"), _positional("vy").alias("y_first"))
+        _cancelled().alias("cancelled"), _positional("vx").alias("x_first"), _positional("vy").alias("y_first"))
     wide = complete.pivot(on="judge", index=list(PAIR_KEY), values="cancelled", aggregate_function="first")
     wide = wide.drop_nulls(subset=chosen)  # common pairs: complete for every judge
     labels = pairs.group_by(list(PAIR_KEY)).agg(pl.col("label").drop_nulls().first())
