@@ -75,3 +75,12 @@ def test_segments_cli_json_and_bad_field(tmp_path):
     for fmt in ("text", "markdown"):
         out = runner.invoke(app, ["segments", str(path), "--by", "task", "--format", fmt])
         assert out.exit_code == 0 and "t2" in out.output
+
+
+def test_no_win_rate_in_a_segment_when_the_whole_file_has_none():
+    rows = [r for i in range(4) for r in pair(i, "first", "second", task="t1")]
+    rows += [r for i in range(4, 8) for r in pair(i, "first", "second", a="A", b="C", task="t2")]
+    result = segment_analyses(records_from_dicts(rows), "task")
+    assert result.overall[0].win_rate is None  # three systems: no pair to compare
+    assert [s.analyses[0].win_rate for s in result.segments] == [None, None]
+    assert [s.analyses[0].consistency.rate for s in result.segments] == [1.0, 1.0]
