@@ -13,10 +13,15 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PIP) install -q -e '.[dev]'
 	touch $@
 
+# Headless Chromium for the HTML report tests (Debian package; needs root or an existing install).
+.chromium:
+	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+	touch $@
+
 run: $(VENV)/.installed
 	$(VENV)/bin/swapjudge analyze examples/mtbench_gpt4_vs_vicuna.jsonl --format text || test $$? -eq 1
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed .chromium
 	$(VENV)/bin/pytest
 	$(PY) $(SHARED)/checks/contract.py $(CURDIR)/$(VENV)/bin/swapjudge
 
@@ -26,6 +31,7 @@ lint: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) bench/bench_analyze.py
+	$(PY) bench/bench_rank.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache .chromium

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import swapjudge.cli.importers  # registers import
-import swapjudge.cli.probes  # noqa: F401  (registers segments, probe, agreement, panel, variants)
-from swapjudge.cli import core  # noqa: F401  (registers calc, analyze)
+# Each module registers its commands on import; the order here is the order of `swapjudge --help`.
+from swapjudge.cli import core, rank, report, importers, probes  # noqa: F401  # isort: skip
 from swapjudge.cli.app import app
 
 
