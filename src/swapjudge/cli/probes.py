@@ -96,7 +96,7 @@ def probe_length(
     records: RecordsArg,
     pairs: Annotated[Path | None, typer.Option(
         "--pairs", help="Pairs file with the answer texts: JSONL {item, prompt, answers: {system: text}} or CSV "
-                        "with answer.<system> columns. Without it the records' first_text/second_text fields are "
+                        "with `answer.<system>` columns. Without it the records' first_text/second_text fields are "
                         "used.")] = None,
     judge: JudgeOpt = None,
     unit: Annotated[LengthUnit, typer.Option("--unit", help="Length in characters or whitespace tokens.")]
