@@ -4,8 +4,6 @@ past the swap. Thin: load, call the library, render."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -25,6 +23,7 @@ from swapjudge.probes.repeat import repeat_stability
 from swapjudge.records import load_records
 from swapjudge.report import probe_tables
 from swapjudge.report.probe_tables import Table
+from swapjudge.review import write_atomic
 from swapjudge.segments import segment_analyses
 from swapjudge.sidefiles import load_answer_texts, load_labels, texts_from_records, with_labels
 from swapjudge.variants import compare_variants
@@ -198,19 +197,8 @@ def agreement_command(
 
 
 def _write_jsonl_atomic(path: Path, rows: list[dict[str, object]]) -> None:
-    """Write the whole file or nothing: a temporary file beside it, renamed into place."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
-    except OSError as err:
-        raise InputError(f"cannot write: {err.strerror}", path=str(path)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """The whole file or nothing (the review module's atomic writer)."""
+    write_atomic(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 @app.command("panel")
