@@ -32,6 +32,7 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) bench/bench_analyze.py
 	$(PY) bench/bench_rank.py
+	$(PY) bench/bench_runner.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache .chromium
