@@ -274,3 +274,29 @@ def variants_command(
     else:
         raise SwapjudgeError("give one records file with both variants, or two files")
     _emit(output, result.to_dict(), probe_tables.variants_tables(result))
+
+
+@probe_app.command("identical")
+@user_errors
+def probe_identical(
+    config: Annotated[Path, typer.Argument(help="Run configuration (YAML) naming the judge and the pairs.",
+                                           show_default=False)],
+    sample: Annotated[int | None, typer.Option(
+        "--sample", help="Judge a seeded sample of this many answers (default: every answer of every configured "
+                         "system).", min=1)] = None,
+    seed: Annotated[str, typer.Option("--seed", help="Seed of the sample.")] = "",
+    out: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the probe calls as presentation records (first == second) to this JSONL "
+                               "file; `swapjudge analyze` reports them under identical.")] = None,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Identical-answer probe, live: each sampled answer against itself (same text in both slots) through the
+    configured judge. The decided rate is the share of calls that named a winner between byte-identical texts;
+    the first-slot share of those shows which way the judge leans."""
+    from swapjudge.config import load_config
+    from swapjudge.probes.identical_live import run_identical
+
+    result = run_identical(load_config(config), sample=sample, seed=seed)
+    if out is not None:
+        _write_jsonl_atomic(out, list(result.records))
+    _emit(output, result.to_dict(), probe_tables.identical_tables(result))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
@@ -18,6 +19,9 @@ from swapjudge.probes.repeat import RepeatStability
 from swapjudge.report.wording import interval, pct
 from swapjudge.segments import SegmentedAnalysis
 from swapjudge.variants import VariantComparison
+
+if TYPE_CHECKING:  # the live probe pulls in the runner and HTTP clients; only its type is needed here
+    from swapjudge.probes.identical_live import IdenticalRun
 
 
 @dataclass(frozen=True)
@@ -251,3 +255,22 @@ def variants_tables(result: VariantComparison) -> list[Table]:
             table("Paired test on per-pair consistency", ("measure", "value"), rows,
                   ["McNemar: exact binomial test of the discordant pairs (consistent under one variant only) "
                    "against 1/2."])]
+
+
+def identical_tables(result: IdenticalRun) -> list[Table]:
+    if result.probe is None:
+        return [table(f"Identical-answer probe · judge {result.judge}", ("measure", "value", "interval"), [],
+                      ["No answers to probe."])]
+    d = result.probe.to_dict()
+    rows = [("calls: first / second / tie / none", f"{d['first']} / {d['second']} / {d['tie']} / {d['unparsed']}",
+             "", ""),
+            ("decided rate (named a winner)", pct(d["decided_rate"]), interval(d["decided_low"], d["decided_high"]),
+             ""),
+            ("first-slot share of decided", pct(d["first_share"]),
+             interval(d["first_share_low"], d["first_share_high"]), _p(d["first_share_p_value"]))]
+    notes = ["The same text sat in both slots: any named winner is the judge choosing where there is nothing to "
+             "choose, and its slot shows the lean."]
+    if result.failed:
+        notes.append(f"{result.failed} call(s) failed after retries (no verdict).")
+    return [table(f"Identical-answer probe · judge {result.judge} ({result.planned} calls)",
+                  ("measure", "value", "interval", "test"), rows, notes)]
