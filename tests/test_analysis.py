@@ -175,3 +175,11 @@ def test_registered_tie_policy_is_the_default_and_a_change_is_said(tmp_path):
     data = json.loads(out.stdout)
     assert data["win_rate"]["policy"] == "no_credit"
     assert any("registered with exclude" in n for n in data["notes"])
+
+
+def test_several_rounds_are_flagged():
+    rows = [dict(r, round=k) for k in (1, 2) for r in contract_400()]
+    r = one(rows, min_consistency=0.5)
+    assert r.outcomes.total == 800
+    assert any("2 rounds" in note for note in r.notes)
+    assert not any("rounds" in note for note in one(contract_400(), min_consistency=0.5).notes)

@@ -215,6 +215,11 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
         notes.append(SINGLE_ORDER_NOTE)
     elif counts.incomplete:
         notes.append(f"{counts.incomplete} pair(s) without two usable verdicts are shown and left out of every rate")
+    rounds = pairs.frame.get_column("round").n_unique()
+    if rounds > 1:
+        notes.append(f"{rounds} rounds: each round's pairs count separately, so intervals treat repeats of the same "
+                     "items as independent and are too narrow; `swapjudge probe repeat` measures round-to-round "
+                     "agreement")
     verdicts = verdict_split(pair_calls.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy(), confidence)
     gate_result = gate(cons.rate if cons else None, min_consistency)
     result: dict[str, Any] = {}
