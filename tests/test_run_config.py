@@ -116,7 +116,7 @@ def test_pairs_file_errors_name_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"p.jsonl:3: field `item`: duplicate item '1' \(first on line 1\)"):
         load_pairs(p)
     p.write_text('{"item": 1, "prompt": "t"\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"p.jsonl:1: invalid JSON"):
+    with pytest.raises(InputError, match=r"p.jsonl:1: not valid JSON \(Expecting ',' delimiter at column 26\)"):
         load_pairs(p)
 
 

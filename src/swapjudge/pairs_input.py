@@ -10,13 +10,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from swapjudge.errors import InputError
+from swapjudge.jsonlines import json_lines
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,7 @@ def _item_from(obj: Any, *, path: str, line: int) -> PairItem:
 
 
 def _jsonl_rows(text: str, path: str) -> Iterator[PairItem]:
-    for n, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise InputError(f"invalid JSON: {err.msg} (column {err.colno})", path=path, line=n) from None
+    for n, obj in json_lines(text, path):
         yield _item_from(obj, path=path, line=n)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from swapjudge.errors import InputError
+from swapjudge.jsonlines import json_lines
 from swapjudge.pairs import PairTable, build_pairs
 
 VERDICT_VALUES = ("first", "second", "tie")
@@ -208,13 +209,7 @@ def _slow_frame(data: bytes, path: str, is_csv: bool) -> pl.DataFrame:
 
 
 def _jsonl_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON ({err.msg} at column {err.colno})", path=path, line=number) from None
+    for number, obj in json_lines(text, path):
         if not isinstance(obj, dict):
             raise InputError("a record must be a JSON object", path=path, line=number)
         yield _parse_row(obj, path, number)
