@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.errors import InputError
+from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.jsonlines import json_lines
 from swapjudge.pairs import PairTable, build_pairs
 
@@ -63,6 +63,17 @@ class RecordSet:
 
     def __len__(self) -> int:
         return self.frame.height
+
+
+def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
+    """The judges of validated records, sorted; only `judge` when given (an error naming the others if absent)."""
+    judges = sorted(frame.get_column("judge").unique().to_list())
+    if judge is None:
+        return judges
+    if judge not in judges:
+        raise SwapjudgeError(f"no records for judge {judge!r}; judges in the file: "
+                             + ", ".join(repr(j) for j in judges))
+    return [judge]
 
 
 def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
