@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from swapjudge.errors import InputError
-from swapjudge.jsonlines import json_lines
+from swapjudge.textfiles import json_lines
 
 
 @dataclass(frozen=True)

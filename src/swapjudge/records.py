@@ -7,7 +7,6 @@ to name the exact file, line and field. A clean file never pays for the slow pat
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterable, Mapping
@@ -18,8 +17,8 @@ from typing import Any
 import polars as pl
 
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.jsonlines import json_lines
 from swapjudge.pairs import PairTable, build_pairs
+from swapjudge.textfiles import csv_rows, json_lines
 
 VERDICT_VALUES = ("first", "second", "tie")
 REQUIRED = ("item", "first", "second", "verdict")
@@ -227,16 +226,7 @@ def _jsonl_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
 
 
 def _csv_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=_separator(text.encode()[:4096]))
-    header = reader.fieldnames or []
-    for col in REQUIRED:
-        if col not in header:
-            raise InputError("missing column", path=path, line=1, field=col)
-    previous = 1
-    for row in reader:
-        number, previous = previous + 1, reader.line_num
-        if None in row:
-            raise InputError("more cells than header columns", path=path, line=number)
+    for number, row in csv_rows(text, path, required=REQUIRED, delimiter=_separator(text.encode()[:4096])):
         obj = {k: (None if v == "" and k in ("verdict", "label", "round") else v) for k, v in row.items()}
         yield _parse_row(obj, path, number)
 

@@ -26,6 +26,7 @@ import polars as pl
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.pairs import FIRST, SECOND, TIE, Outcome, build_pairs
 from swapjudge.pairs_input import PairItem, load_pairs
+from swapjudge.textfiles import csv_rows, read_text
 
 QUEUE_OUTCOMES = {
     Outcome.FLIP_FIRST: "flip_first",
@@ -242,22 +243,7 @@ class KeyRow:
 
 def _csv_rows(path: Path, required: Iterable[str]) -> Iterable[tuple[int, dict[str, str]]]:
     """(line, row) for each CSV record, the line being where the record starts; header checked first."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read as UTF-8 text: {err}", path=str(path)) from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = reader.fieldnames or []
-    for name in required:
-        if name not in header:
-            raise InputError("missing column", path=str(path), line=1, field=name)
-    previous = 1
-    for row in reader:
-        start, previous = previous + 1, reader.line_num
-        if None in row:
-            raise InputError("more cells than header columns", path=str(path), line=start)
+    for start, row in csv_rows(read_text(path), str(path), required=required):
         yield start, {k: (v or "") for k, v in row.items()}
 
 

@@ -8,8 +8,6 @@ Errors name the file, line and field.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,34 +16,16 @@ from typing import Any
 import polars as pl
 
 from swapjudge.errors import InputError
-from swapjudge.jsonlines import json_lines
 from swapjudge.pairs_input import load_pairs
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text (byte {err.start})", path=str(path)) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
+from swapjudge.textfiles import csv_rows, json_lines, read_text
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every record of a JSON Lines or CSV/TSV file."""
-    text = _read_text(path)
+    text = read_text(path)
     if path.suffix.lower() in (".csv", ".tsv"):
         head = text.split("\n", 1)[0]
-        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if head.count("\t") > head.count(",")
-                                else ",")
-        previous = 1
-        for row in reader:
-            number, previous = previous + 1, reader.line_num
-            if None in row:
-                raise InputError("more cells than header columns", path=str(path), line=number)
-            yield number, dict(row)
+        yield from csv_rows(text, str(path), delimiter="\t" if head.count("\t") > head.count(",") else ",")
         return
     for number, obj in json_lines(text, str(path)):
         if not isinstance(obj, dict):
