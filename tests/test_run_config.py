@@ -129,3 +129,12 @@ def test_pairs_csv(tmp_path: Path) -> None:
     p.write_text("item,prompt,answer.v1\n1,t,x\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"p.csv:1: field `answers`"):
         load_pairs(p)
+
+
+def test_pairs_file_unreadable_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"nope.jsonl: no such file$"):
+        load_pairs(tmp_path / "nope.jsonl")
+    p = tmp_path / "p.jsonl"
+    p.write_bytes(b'{"item": 1}\xff\n')
+    with pytest.raises(InputError, match=r"p.jsonl: not UTF-8 text \(byte 11\)$"):
+        load_pairs(p)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from swapjudge.errors import InputError
-from swapjudge.textfiles import json_lines
+from swapjudge.textfiles import decode_text, json_lines, read_bytes
 
 
 @dataclass(frozen=True)
@@ -117,14 +117,8 @@ def _csv_rows(text: str, path: str) -> Iterator[PairItem]:
 
 def load_pairs(path: str | Path) -> PairsFile:
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as err:
-        raise InputError(f"cannot read the pairs file: {err.strerror}", path=str(p)) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", path=str(p)) from None
+    data = read_bytes(p)
+    text = decode_text(data, str(p))
     rows = _csv_rows(text, str(p)) if p.suffix.lower() == ".csv" else _jsonl_rows(text, str(p))
     items: list[PairItem] = []
     seen: dict[str, int] = {}

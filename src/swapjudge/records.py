@@ -18,7 +18,7 @@ import polars as pl
 
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.pairs import PairTable, build_pairs
-from swapjudge.textfiles import csv_rows, json_lines
+from swapjudge.textfiles import csv_rows, decode_text, json_lines, read_bytes
 
 VERDICT_VALUES = ("first", "second", "tie")
 REQUIRED = ("item", "first", "second", "verdict")
@@ -84,12 +84,7 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     analysis says) or `allow_unpaired` is set (the lonely call then makes its pair incomplete).
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
+    data = read_bytes(path)
     is_csv = path.suffix.lower() in (".csv", ".tsv")
     frame = _fast_frame(data, is_csv, extras)
     if frame is not None and not _missing_verdict_keys(data, frame, is_csv):
@@ -208,10 +203,7 @@ def _missing_verdict_keys(data: bytes, frame: pl.DataFrame, is_csv: bool) -> boo
 
 
 def _slow_frame(data: bytes, path: str, is_csv: bool) -> pl.DataFrame:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text (byte {err.start})", path=path) from None
+    text = decode_text(data, path)
     rows = list(_csv_rows(text, path) if is_csv else _jsonl_rows(text, path))
     if not rows:
         raise InputError("no records", path=path)

@@ -12,16 +12,27 @@ from typing import Any
 from swapjudge.errors import InputError
 
 
-def read_text(path: Path) -> str:
-    """The file's text (UTF-8, a byte-order mark dropped); a missing or unreadable file is an InputError."""
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; a missing or unreadable file is an InputError."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        return path.read_bytes()
     except FileNotFoundError:
         raise InputError("no such file", path=str(path)) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text (byte {err.start})", path=str(path)) from None
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """UTF-8 text, a byte-order mark dropped; other bytes are an InputError naming the first bad one."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text (byte {err.start})", path=path) from None
+
+
+def read_text(path: Path) -> str:
+    """The file's UTF-8 text; a missing, unreadable or non-UTF-8 file is an InputError."""
+    return decode_text(read_bytes(path), str(path))
 
 
 def json_lines(text: str, path: str) -> Iterator[tuple[int, Any]]:
