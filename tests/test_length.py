@@ -138,8 +138,13 @@ def test_cli_length_probe_with_a_pairs_file(tmp_path):
 
 def test_pairs_file_errors_name_line_and_field(tmp_path):
     bad = tmp_path / "p.jsonl"
-    bad.write_text('{"item": 1, "answers": {"A": "x", "B": "y"}}\n{"item": 2, "answers": {"A": 3}}\n')
+    bad.write_text('{"item": 1, "prompt": "q", "answers": {"A": "x", "B": "y"}}\n'
+                   '{"item": 2, "prompt": "q", "answers": {"A": 3, "B": "y"}}\n')
     with pytest.raises(InputError, match=r"p.jsonl:2: field `answers.A`: must be a string"):
+        load_answer_texts(bad)
+    # the runner's pairs format: the task text is required here too
+    bad.write_text('{"item": 1, "answers": {"A": "x", "B": "y"}}\n')
+    with pytest.raises(InputError, match=r"p.jsonl:1: field `prompt`: is missing"):
         load_answer_texts(bad)
     csv_file = tmp_path / "p.csv"
     csv_file.write_text("item,prompt,answer.A,answer.B\n1,q,short,a longer answer\n")

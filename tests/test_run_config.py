@@ -116,7 +116,7 @@ def test_pairs_file_errors_name_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"p.jsonl:3: field `item`: duplicate item '1' \(first on line 1\)"):
         load_pairs(p)
     p.write_text('{"item": 1, "prompt": "t"\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"p.jsonl:1: invalid JSON"):
+    with pytest.raises(InputError, match=r"p.jsonl:1: not valid JSON \(Expecting ',' delimiter at column 26\)"):
         load_pairs(p)
 
 
@@ -128,4 +128,13 @@ def test_pairs_csv(tmp_path: Path) -> None:
     assert pf.systems == ["v1", "v2"] and len(pf.digest) == 64
     p.write_text("item,prompt,answer.v1\n1,t,x\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"p.csv:1: field `answers`"):
+        load_pairs(p)
+
+
+def test_pairs_file_unreadable_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"nope.jsonl: no such file$"):
+        load_pairs(tmp_path / "nope.jsonl")
+    p = tmp_path / "p.jsonl"
+    p.write_bytes(b'{"item": 1}\xff\n')
+    with pytest.raises(InputError, match=r"p.jsonl: not UTF-8 text \(byte 11\)$"):
         load_pairs(p)

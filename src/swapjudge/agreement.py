@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.errors import SwapjudgeError
 from swapjudge.pairs import FIRST, MISSING, SECOND, TIE, Outcome, PairTable, build_pairs
+from swapjudge.records import select_judges
 from swapjudge.stats import wilson
 from swapjudge.swap import Consistency, consistency, count_outcomes
 
@@ -226,12 +226,7 @@ def judge_agreement(pairs: PairTable, *, judge: str | None = None, confidence: f
 
 def agreement(frame: pl.DataFrame, *, judge: str | None = None, confidence: float = 0.95) -> list[JudgeAgreement]:
     """Agreement per judge of validated records (only `judge` when given)."""
-    judges = sorted(frame.get_column("judge").unique().to_list())
-    if judge is not None:
-        if judge not in judges:
-            raise SwapjudgeError(f"no records for judge {judge!r}; judges in the file: "
-                                 + ", ".join(repr(j) for j in judges))
-        judges = [judge]
+    judges = select_judges(frame, judge)
     all_pairs = build_pairs(frame)
     return [judge_agreement(PairTable(all_pairs.frame.filter(pl.col("judge") == name)), judge=name or None,
                             confidence=confidence) for name in judges]

@@ -27,7 +27,7 @@ from swapjudge.policy import (
     win_rate,
 )
 from swapjudge.probes.identical import IdenticalProbe, identical_probe
-from swapjudge.records import RecordSet
+from swapjudge.records import RecordSet, select_judges
 from swapjudge.swap import (
     Consistency,
     CrossTable,
@@ -149,12 +149,7 @@ def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: s
         raise SwapjudgeError(f"--confidence must be between 0 and 1, got {confidence}")
     if not 0 <= min_consistency <= 1:
         raise SwapjudgeError(f"--min-consistency must be between 0 and 1, got {min_consistency}")
-    judges = sorted(frame.get_column("judge").unique().to_list())
-    if judge is not None:
-        if judge not in judges:
-            raise SwapjudgeError(f"no records for judge {judge!r}; judges in the file: "
-                                 + ", ".join(repr(j) for j in judges))
-        judges = [judge]
+    judges = select_judges(frame, judge)
     # the policy fixed before the run wins unless one is asked for; asking for another one is said out loud
     registered = records.registered_tie_policy if isinstance(records, RecordSet) else None
     policy = TiePolicy(tie_policy or registered or TiePolicy.half_credit)

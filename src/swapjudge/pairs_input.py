@@ -10,13 +10,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from swapjudge.errors import InputError
+from swapjudge.textfiles import decode_text, json_lines, read_bytes
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,7 @@ def _item_from(obj: Any, *, path: str, line: int) -> PairItem:
 
 
 def _jsonl_rows(text: str, path: str) -> Iterator[PairItem]:
-    for n, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise InputError(f"invalid JSON: {err.msg} (column {err.colno})", path=path, line=n) from None
+    for n, obj in json_lines(text, path):
         yield _item_from(obj, path=path, line=n)
 
 
@@ -123,14 +117,8 @@ def _csv_rows(text: str, path: str) -> Iterator[PairItem]:
 
 def load_pairs(path: str | Path) -> PairsFile:
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as err:
-        raise InputError(f"cannot read the pairs file: {err.strerror}", path=str(p)) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", path=str(p)) from None
+    data = read_bytes(p)
+    text = decode_text(data, str(p))
     rows = _csv_rows(text, str(p)) if p.suffix.lower() == ".csv" else _jsonl_rows(text, str(p))
     items: list[PairItem] = []
     seen: dict[str, int] = {}

@@ -21,6 +21,7 @@ import polars as pl
 from swapjudge.agreement import Accuracy, label_accuracy
 from swapjudge.errors import SwapjudgeError
 from swapjudge.pairs import Outcome, PairTable, build_pairs
+from swapjudge.records import select_judges
 from swapjudge.stats import Proportion, wilson
 from swapjudge.swap import Consistency, FlipDirection, Outcomes, consistency, count_outcomes, flip_direction
 
@@ -160,12 +161,8 @@ def _positional(code: str) -> pl.Expr:
 def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
           families: Mapping[str, Sequence[str]] | None = None, confidence: float = 0.95) -> PanelResult:
     """Compare the judges of validated records (all of them, or those named) over the same pairs."""
-    present = sorted(frame.get_column("judge").unique().to_list())
-    chosen = list(judges) if judges else present
-    for name in chosen:
-        if name not in present:
-            raise SwapjudgeError(f"no records for judge {name!r}; judges in the file: "
-                                 + ", ".join(repr(j) for j in present))
+    present = select_judges(frame)
+    chosen = [j for name in judges for j in select_judges(frame, name)] if judges else present
     if len(chosen) < 2:
         raise SwapjudgeError("a panel needs at least two judges; judges in the file: "
                              + ", ".join(repr(j) for j in present))

@@ -7,7 +7,6 @@ to name the exact file, line and field. A clean file never pays for the slow pat
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterable, Mapping
@@ -17,8 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.errors import InputError
+from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.pairs import PairTable, build_pairs
+from swapjudge.textfiles import csv_rows, decode_text, json_lines, read_bytes
 
 VERDICT_VALUES = ("first", "second", "tie")
 REQUIRED = ("item", "first", "second", "verdict")
@@ -64,6 +64,17 @@ class RecordSet:
         return self.frame.height
 
 
+def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
+    """The judges of validated records, sorted; only `judge` when given (an error naming the others if absent)."""
+    judges = sorted(frame.get_column("judge").unique().to_list())
+    if judge is None:
+        return judges
+    if judge not in judges:
+        raise SwapjudgeError(f"no records for judge {judge!r}; judges in the file: "
+                             + ", ".join(repr(j) for j in judges))
+    return [judge]
+
+
 def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
     """Load and validate a JSONL or CSV file of presentation records.
 
@@ -73,12 +84,7 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     analysis says) or `allow_unpaired` is set (the lonely call then makes its pair incomplete).
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
+    data = read_bytes(path)
     is_csv = path.suffix.lower() in (".csv", ".tsv")
     frame = _fast_frame(data, is_csv, extras)
     if frame is not None and not _missing_verdict_keys(data, frame, is_csv):
@@ -197,10 +203,7 @@ def _missing_verdict_keys(data: bytes, frame: pl.DataFrame, is_csv: bool) -> boo
 
 
 def _slow_frame(data: bytes, path: str, is_csv: bool) -> pl.DataFrame:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text (byte {err.start})", path=path) from None
+    text = decode_text(data, path)
     rows = list(_csv_rows(text, path) if is_csv else _jsonl_rows(text, path))
     if not rows:
         raise InputError("no records", path=path)
@@ -208,29 +211,14 @@ def _slow_frame(data: bytes, path: str, is_csv: bool) -> pl.DataFrame:
 
 
 def _jsonl_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON ({err.msg} at column {err.colno})", path=path, line=number) from None
+    for number, obj in json_lines(text, path):
         if not isinstance(obj, dict):
             raise InputError("a record must be a JSON object", path=path, line=number)
         yield _parse_row(obj, path, number)
 
 
 def _csv_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=_separator(text.encode()[:4096]))
-    header = reader.fieldnames or []
-    for col in REQUIRED:
-        if col not in header:
-            raise InputError("missing column", path=path, line=1, field=col)
-    previous = 1
-    for row in reader:
-        number, previous = previous + 1, reader.line_num
-        if None in row:
-            raise InputError("more cells than header columns", path=path, line=number)
+    for number, row in csv_rows(text, path, required=REQUIRED, delimiter=_separator(text.encode()[:4096])):
         obj = {k: (None if v == "" and k in ("verdict", "label", "round") else v) for k, v in row.items()}
         yield _parse_row(obj, path, number)
 

@@ -25,6 +25,8 @@ import polars as pl
 
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.pairs import FIRST, SECOND, TIE, Outcome, build_pairs
+from swapjudge.pairs_input import PairItem, load_pairs
+from swapjudge.textfiles import csv_rows, read_text
 
 QUEUE_OUTCOMES = {
     Outcome.FLIP_FIRST: "flip_first",
@@ -44,73 +46,9 @@ CHOICES = {"left": "first", "l": "first", "right": "second", "r": "second", "tie
 # ---- pairs files ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PairItem:
-    """One line of a pairs file: the task, each system's answer, and the better system by label (or "tie")."""
-
-    item: str
-    prompt: str
-    answers: dict[str, str]
-    label: str | None
-    line: int
-
-
 def load_pair_items(path: str | Path) -> list[PairItem]:
-    """Read a pairs file (JSONL: {"item", "prompt", "answers": {system: text}, "label"}); errors name
-    file:line:field. A minimal reader of the runner's pairs format, for the review sheet and answer texts."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read as UTF-8 text: {err}", path=str(path)) from None
-    items: list[PairItem] = []
-    seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON ({err.msg} at column {err.colno})", path=str(path),
-                             line=number) from None
-        item = _pair_item(obj, str(path), number)
-        if item.item in seen:
-            raise InputError(f"duplicate item {item.item!r} (first on line {seen[item.item]})", path=str(path),
-                             line=number, field="item")
-        seen[item.item] = number
-        items.append(item)
-    if not items:
-        raise InputError("no pairs in the file", path=str(path))
-    return items
-
-
-def _pair_item(obj: Any, path: str, number: int) -> PairItem:
-    if not isinstance(obj, dict):
-        raise InputError("a pair must be a JSON object", path=path, line=number)
-    for key in ("item", "prompt", "answers"):
-        if obj.get(key) is None:
-            raise InputError("missing", path=path, line=number, field=key)
-    item = obj["item"]
-    if isinstance(item, bool) or not isinstance(item, str | int) or str(item).strip() == "":
-        raise InputError("must be a non-empty string or integer", path=path, line=number, field="item")
-    if not isinstance(obj["prompt"], str):
-        raise InputError("must be a string", path=path, line=number, field="prompt")
-    answers = obj["answers"]
-    if not isinstance(answers, dict) or len(answers) < 2:
-        raise InputError("must map at least two system names to answer texts", path=path, line=number,
-                         field="answers")
-    for name, answer in answers.items():
-        if not isinstance(answer, str):
-            raise InputError("must be a string", path=path, line=number, field=f"answers.{name}")
-    label = obj.get("label")
-    if label is not None:
-        label = str(label)
-        if label != "tie" and label not in answers:
-            raise InputError(f"names {label!r}, which is not one of the answers", path=path, line=number,
-                             field="label")
-    return PairItem(str(item), obj["prompt"], {str(k): v for k, v in answers.items()}, label, number)
+    """The items of a pairs file, read by the runner's reader (`swapjudge.pairs_input.load_pairs`)."""
+    return list(load_pairs(path).items)
 
 
 def attach_texts(frame: pl.DataFrame, items: Sequence[PairItem]) -> pl.DataFrame:
@@ -305,22 +243,7 @@ class KeyRow:
 
 def _csv_rows(path: Path, required: Iterable[str]) -> Iterable[tuple[int, dict[str, str]]]:
     """(line, row) for each CSV record, the line being where the record starts; header checked first."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read as UTF-8 text: {err}", path=str(path)) from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = reader.fieldnames or []
-    for name in required:
-        if name not in header:
-            raise InputError("missing column", path=str(path), line=1, field=name)
-    previous = 1
-    for row in reader:
-        start, previous = previous + 1, reader.line_num
-        if None in row:
-            raise InputError("more cells than header columns", path=str(path), line=start)
+    for start, row in csv_rows(read_text(path), str(path), required=required):
         yield start, {k: (v or "") for k, v in row.items()}
 
 

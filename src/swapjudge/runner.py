@@ -241,17 +241,20 @@ class RunOutcome:
         return not self.interrupted and self.stats.failed == 0
 
 
-def _estimated_tokens(request: JudgeRequest, output: int) -> float:
+def estimated_tokens(request: JudgeRequest, output: int) -> float:
+    """Tokens a call spends, for the rate limiter: the prompt by characters plus `output` reply tokens."""
     return (len(request.system) + len(request.user)) / CHARS_PER_TOKEN + output
 
 
-def _expected_output_tokens(request: JudgeRequest) -> int:
+def expected_output_tokens(request: JudgeRequest) -> int:
+    """Reply tokens a call is planned at: a reasoning, a JSON verdict, or a bare word."""
     if request.chain_of_thought:
         return 250
     return 30 if request.structured else 4
 
 
-def _resolved_judge_config(loaded: LoadedConfig) -> Any:
+def resolved_judge_config(loaded: LoadedConfig) -> Any:
+    """The judge config with its file paths (replay records, local .gguf model) resolved against the config file."""
     cfg = loaded.config.judge
     updates: dict[str, Any] = {}
     if cfg.path:
@@ -426,7 +429,7 @@ async def _process(
         backoff_s=jc.backoff_s,
         max_backoff_s=jc.max_backoff_s,
         limiter=limiter,
-        est_tokens=_estimated_tokens(head.request, _expected_output_tokens(head.request)),
+        est_tokens=estimated_tokens(head.request, expected_output_tokens(head.request)),
         on_attempt=count_attempt,
     )
     records = [_record_from_reply(head, reply, error=error, attempts=attempts, source="api", price=ctx.price)]
@@ -597,7 +600,7 @@ async def _execute(
 ) -> bool:
     jc = loaded.config.judge
     own_judge = judge is None
-    active = judge if judge is not None else create_judge(_resolved_judge_config(loaded))
+    active = judge if judge is not None else create_judge(resolved_judge_config(loaded))
     limiter = RateLimiter(jc.requests_per_minute, jc.tokens_per_minute)
     queue = deque(groups)
     total = sum(len(g) for g in groups)
@@ -698,7 +701,7 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
     hits = [c for c in pending if c.request.prompt_hash in cache]
     to_make = list({c.request.prompt_hash: c for c in pending if c.request.prompt_hash not in cache}.values())
     in_tok = int(sum((len(c.request.system) + len(c.request.user)) / CHARS_PER_TOKEN for c in to_make))
-    out_tok = sum(_expected_output_tokens(c.request) for c in to_make)
+    out_tok = sum(expected_output_tokens(c.request) for c in to_make)
     prefix = int(len(plan.calls[0].request.system) / CHARS_PER_TOKEN) if plan.calls else 0
     price = price_for(cfg.judge.model, cfg.prices)
     cost = call_cost(price, input_tokens=in_tok, output_tokens=out_tok)
@@ -714,7 +717,7 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
             call_cost(
                 price,
                 input_tokens=int((len(c.request.system) + len(c.request.user)) / CHARS_PER_TOKEN),
-                output_tokens=_expected_output_tokens(c.request),
+                output_tokens=expected_output_tokens(c.request),
             )
             or 0.0
             for c in hits

@@ -20,7 +20,7 @@ from swapjudge.panel import parse_families
 from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.probes.length import LengthUnit, SplitHandling, length_probe, lengths_for_pairs
 from swapjudge.probes.repeat import repeat_stability
-from swapjudge.records import load_records
+from swapjudge.records import load_records, select_judges
 from swapjudge.report import probe_tables
 from swapjudge.report.probe_tables import Table
 from swapjudge.review import write_atomic
@@ -39,14 +39,6 @@ AllowUnpairedOpt = Annotated[bool, typer.Option(
 
 
 JudgeOpt = Annotated[str | None, typer.Option("--judge", help="This judge only.")]
-
-
-def _judges(frame: pl.DataFrame, judge: str | None) -> list[str]:
-    judges = sorted(frame.get_column("judge").unique().to_list())
-    if judge is not None and judge not in judges:
-        raise SwapjudgeError(f"no records for judge {judge!r}; judges in the file: "
-                             + ", ".join(repr(j) for j in judges))
-    return [judge] if judge is not None else judges
 
 
 def _emit(output: OutputFormat, payload: object, tables: list[Table]) -> None:
@@ -133,7 +125,7 @@ def probe_length(
         raise SwapjudgeError("--length-controlled needs --a and --b")
     results = []
     all_pairs = loaded.pairs or build_pairs(loaded.frame)
-    for name in _judges(loaded.frame, judge):
+    for name in select_judges(loaded.frame, judge):
         f = all_pairs.frame.filter(pl.col("judge") == name)
         items, x, y = (f.get_column(c).to_numpy() for c in ("item", "x", "y"))
         lx, ly, found = lengths_for_pairs(items, x, y, texts, unit)
@@ -164,7 +156,7 @@ def probe_repeat(
     repeated across rounds, beside swap-consistency per round. Needs records with a `round` field."""
     loaded = load_records(records, allow_unpaired=allow_unpaired, extras=False)
     results = []
-    for name in _judges(loaded.frame, judge):
+    for name in select_judges(loaded.frame, judge):
         r = repeat_stability(loaded.frame.filter(pl.col("judge") == name), judge=name or None,
                              confidence=confidence, seed=seed)
         if r is None:

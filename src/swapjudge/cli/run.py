@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +12,7 @@ from rich.table import Table
 from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
 from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.errors import SwapjudgeError
+from swapjudge.review import write_atomic, write_table
 from swapjudge.runner import DryRunEstimate, RunOutcome, analyze_run, estimate, run, run_records
 from swapjudge.store import Store
 
@@ -62,18 +60,6 @@ def _summary(outcome: RunOutcome) -> str:
     )
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @app.command("run")
 @user_errors
 def run_command(
@@ -116,7 +102,7 @@ def run_command(
         },
     }
     report = outcome.store_path.parent / f"swapjudge-run-{outcome.run_id}.analysis.json"
-    _write_atomic(report, json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    write_atomic(report, json.dumps(payload, indent=2, allow_nan=False) + "\n")
     if output is OutputFormat.json:
         print(json.dumps(payload, indent=2, allow_nan=False))
     elif output is OutputFormat.markdown:
@@ -202,16 +188,5 @@ def export_command(
         rid = st.latest_run().id if latest else run_id
         assert rid is not None
         rows = run_records(st, rid)
-    if out.suffix.lower() == ".csv":
-        cols = list(dict.fromkeys(k for r in rows for k in r))
-        import io
-
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        text = buf.getvalue()
-    else:
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    _write_atomic(out, text)
+    write_table(rows, out)
     stderr.print(f"run {rid}: {len(rows):,} records written to {out}", highlight=False)

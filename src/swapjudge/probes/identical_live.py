@@ -26,10 +26,10 @@ from swapjudge.probes.identical import IdenticalProbe, identical_probe
 from swapjudge.prompts import render_request
 from swapjudge.runner import (
     RateLimiter,
-    _estimated_tokens,
-    _expected_output_tokens,
-    _resolved_judge_config,
     call_with_retries,
+    estimated_tokens,
+    expected_output_tokens,
+    resolved_judge_config,
     system_pairs,
 )
 
@@ -79,7 +79,7 @@ async def run_identical_async(loaded: LoadedConfig, *, sample: int | None = None
     structured = jc.structured_output and supports_structured(jc.backend)
     calls = plan_self_pairs(loaded, pairs, sample=sample, seed=seed, structured=structured)
     own = judge is None
-    active = judge if judge is not None else create_judge(_resolved_judge_config(loaded))
+    active = judge if judge is not None else create_judge(resolved_judge_config(loaded))
     limiter = RateLimiter(jc.requests_per_minute, jc.tokens_per_minute)
     gate = asyncio.Semaphore(max(1, jc.max_concurrency))
 
@@ -88,7 +88,7 @@ async def run_identical_async(loaded: LoadedConfig, *, sample: int | None = None
             reply, error, _ = await call_with_retries(
                 active, call.request, timeout_s=jc.timeout_s, max_retries=jc.max_retries, backoff_s=jc.backoff_s,
                 max_backoff_s=jc.max_backoff_s, limiter=limiter,
-                est_tokens=_estimated_tokens(call.request, _expected_output_tokens(call.request)))
+                est_tokens=estimated_tokens(call.request, expected_output_tokens(call.request)))
         return {"judge": jc.judge_name, "item": call.item, "first": call.system, "second": call.system,
                 "verdict": reply.verdict if reply else None, "raw": reply.raw if reply else None,
                 "latency_s": reply.latency_s if reply else None, "error": error or (reply.error if reply else None),

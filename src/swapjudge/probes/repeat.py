@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from swapjudge.pairs import MISSING, Outcome, build_pairs, verdict_codes
+from swapjudge.policy import Rate
 from swapjudge.stats import Proportion, wilson
 from swapjudge.swap import Consistency, consistency, count_outcomes
 
@@ -52,16 +53,6 @@ def fleiss_kappa(counts: np.ndarray) -> float | None:
 
 
 @dataclass(frozen=True)
-class Interval:
-    value: float | None
-    low: float | None
-    high: float | None
-
-    def to_dict(self) -> dict[str, float | None]:
-        return {"value": self.value, "low": self.low, "high": self.high}
-
-
-@dataclass(frozen=True)
 class RoundConsistency:
     round: int
     consistency: Consistency
@@ -78,9 +69,9 @@ class RepeatStability:
     calls_complete: int  # with a usable verdict in every round
     pairs_complete: int  # pairs contributing at least one complete call
     unanimous_calls: int
-    unanimous: Interval
-    pairwise_agreement: Interval
-    fleiss_kappa: Interval
+    unanimous: Rate
+    pairwise_agreement: Rate
+    fleiss_kappa: Rate
     per_round: tuple[RoundConsistency, ...]
     outcome_stable: Proportion  # pairs complete in every round whose outcome is the same in all rounds
     confidence: float
@@ -189,9 +180,9 @@ def repeat_stability(frame: pl.DataFrame, *, judge: str | None = None, confidenc
         judge=judge, rounds=tuple(int(r) for r in rounds), calls=int(codes.shape[0]),
         calls_complete=int(complete.sum()), pairs_complete=n_pairs,
         unanimous_calls=int(unanimous_call.sum()),
-        unanimous=Interval(share, *boot["unanimous"]),
-        pairwise_agreement=Interval(agree, *boot["agreement"]),
-        fleiss_kappa=Interval(kappa, *(boot["kappa"] if kappa is not None else (None, None))),
+        unanimous=Rate(share, *boot["unanimous"]),
+        pairwise_agreement=Rate(agree, *boot["agreement"]),
+        fleiss_kappa=Rate(kappa, *(boot["kappa"] if kappa is not None else (None, None))),
         per_round=tuple(per_round),
         outcome_stable=wilson(int(stable.sum()), int(stable.size), confidence),
         confidence=confidence,
