@@ -224,6 +224,10 @@ class LoadedConfig:
         data.pop("store", None)
         return data
 
+    def provenance(self, *, structured: bool) -> dict[str, Any]:
+        """What a run records so that later runs stay comparable (judge, rubric, template, schema, policy)."""
+        return run_provenance(self.normalised(), structured=structured)
+
     @property
     def config_hash(self) -> str:
         return canonical_hash(self.normalised())
@@ -235,6 +239,33 @@ class LoadedConfig:
             ident["path"] = str(self.resolve(ident["path"]).resolve())
         ident["chain_of_thought"] = self.config.chain_of_thought
         return canonical_hash(ident)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_provenance(config: dict[str, Any], *, structured: bool) -> dict[str, Any]:
+    """Judge model and version, the rubric in effect (the built-in one when none is configured) and its hash,
+    the prompt template's hash, the schema and the tie policy, from a normalised configuration."""
+    from swapjudge.prompts import default_rubric, template_hash
+
+    judge = config.get("judge") or {}
+    schema = str(config.get("schema") or "forced_choice")
+    allow_tie = schema == "allow_tie"
+    rubric = (config.get("rubric") or {}).get("text") or default_rubric(allow_tie)
+    version = judge.get("version")
+    return {
+        "judge_model": judge.get("model"),
+        "judge_version": None if version is None else str(version),
+        "rubric_text": rubric,
+        "rubric_hash": text_hash(rubric),
+        "template_hash": template_hash(
+            allow_tie=allow_tie, chain_of_thought=bool(config.get("chain_of_thought")), structured=structured
+        ),
+        "schema": schema,
+        "tie_policy": str(config.get("tie_policy") or "half_credit"),
+    }
 
 
 def canonical_hash(data: Any) -> str:

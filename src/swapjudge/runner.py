@@ -66,6 +66,8 @@ class Plan:
     systems: tuple[str, ...]
     skipped_missing: int  # (item, pair) combinations skipped because an answer is missing
     structured: bool
+    # Content hash of the judged pairs (task and both answers of each), independent of file layout and order.
+    pair_set_hash: str = ""
 
 
 def coin_seed(pairs_digest: str, user_seed: str) -> str:
@@ -109,6 +111,7 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
     calls: list[PlannedCall] = []
     skipped = 0
     n_pairs = 0
+    pair_keys: list[tuple[str, ...]] = []
     for it in pairs.items:
         for x, y in combos:
             if x not in it.answers or y not in it.answers:
@@ -123,6 +126,8 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
                 skipped += 1
                 continue
             n_pairs += 1
+            lo, hi = sorted((x, y))
+            pair_keys.append((it.item, lo, hi, _sha(it.prompt), _sha(it.answers[lo]), _sha(it.answers[hi])))
             first = coin_first(seed, it.item, x, y)
             second = y if first == x else x
             orders = [(first, second), (second, first)] if cfg.orders == "both" else [(first, second)]
@@ -156,7 +161,12 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
         systems=tuple(sorted({s for c in combos for s in c})),
         skipped_missing=skipped,
         structured=structured,
+        pair_set_hash=_sha("\n".join("\t".join(k) for k in sorted(pair_keys))),
     )
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # ---- rate limiting -------------------------------------------------------------------------------------
@@ -528,6 +538,7 @@ async def run_async(
                 seed=plan.seed,
                 orders=cfg.orders,
                 total_calls=len(plan.calls),
+                provenance={**loaded.provenance(structured=plan.structured), "pair_set_hash": plan.pair_set_hash},
             )
         else:
             store.mark_running(run_id)
@@ -750,25 +761,33 @@ def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
     return [{**rec, **extra} for rec in store.presentation_records(run_id)]
 
 
-def analyze_run(store: Store, run_id: int) -> list[Any]:
-    """The analysis of a stored run under the policy, gate and systems it was registered with."""
-    from swapjudge.analysis import analyze
+def run_record_set(store: Store, run_id: int) -> Any:
+    """A stored run's calls as a validated `RecordSet` (core fields only). A pair with one usable order (an
+    interrupted run, a failed call, a single-order run) is incomplete rather than an error."""
     from swapjudge.records import records_from_dicts
 
-    info = store.run(run_id)
-    cfg = info.config
     core = ("judge", "round", "item", "first", "second", "verdict", "label")
     rows = [{k: rec[k] for k in core if k in rec} for rec in store.presentation_records(run_id)]
     if not rows:
         raise SwapjudgeError(f"run {run_id} has no stored calls to analyse")
-    # An interrupted or partly failed run has pairs with one order only: those count as incomplete.
-    records = records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
+    return records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
+
+
+def analyze_run(store: Store, run_id: int, records: Any = None, **overrides: Any) -> list[Any]:
+    """The analysis of a stored run under the policy, gate and systems it was registered with (`overrides`
+    replaces any of analyze's keyword arguments, e.g. `a`/`b` to compare two systems of a many-system run)."""
+    from swapjudge.analysis import analyze
+
+    info = store.run(run_id)
+    cfg = info.config
+    if records is None:
+        records = run_record_set(store, run_id)
     pairs_cfg = cfg.get("pairs") or {}
-    return analyze(
-        records,
-        a=pairs_cfg.get("a"),
-        b=pairs_cfg.get("b"),
-        tie_policy=cfg.get("tie_policy", "half_credit"),
-        min_consistency=(cfg.get("gates") or {}).get("min_self_consistency", 0.70),
-        confidence=cfg.get("confidence", 0.95),
-    )
+    settings: dict[str, Any] = {
+        "a": pairs_cfg.get("a"),
+        "b": pairs_cfg.get("b"),
+        "tie_policy": cfg.get("tie_policy", "half_credit"),
+        "min_consistency": (cfg.get("gates") or {}).get("min_self_consistency", 0.70),
+        "confidence": cfg.get("confidence", 0.95),
+    }
+    return analyze(records, **{**settings, **overrides})

@@ -1,0 +1,165 @@
+"""`swapjudge history` and `swapjudge compare`: runs over time, and what moved between two runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
+from swapjudge.config import DEFAULT_STORE
+from swapjudge.errors import SwapjudgeError
+from swapjudge.history import HistoryEntry, RunComparison, compare_runs, history
+from swapjudge.report.wording import pct
+from swapjudge.store import Store
+
+StoreOpt = Annotated[Path | None, typer.Option("--store", help=f"The run store (default ./{DEFAULT_STORE}).")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+
+
+def open_store(path: Path | None) -> Store:
+    p = path or Path.cwd() / DEFAULT_STORE
+    if not p.exists():
+        raise SwapjudgeError(f"{p}: no run store here (give --store PATH)")
+    return Store(p)
+
+
+def _ci(rate: float | None, low: float | None, high: float | None) -> str:
+    if rate is None:
+        return "n/a"
+    return f"{pct(rate)} [{pct(low)}, {pct(high)}]"
+
+
+def _row(e: HistoryEntry) -> dict[str, str]:
+    s = e.setup
+    judge = s.judge + (f" ({s.judge_version})" if s.judge_version else "")
+    row = {"run": str(e.run_id), "started (UTC)": e.started_at.replace("T", " ").removesuffix("+00:00"),
+           "judge": judge, "rubric": (s.rubric_hash or "?")[:8], "template": (s.template_hash or "?")[:8],
+           "pairs set": (s.pair_set_hash or s.pairs_digest)[:8], "orders": s.orders,
+           "policy": s.tie_policy or "?", "consistency": "n/a", "flips to 1st": "n/a", "win rate": "n/a",
+           "gate": "n/a", "flags": "; ".join(e.flags) or "-"}
+    a = e.analysis
+    if a is None:
+        row["flags"] = "; ".join([*e.flags, e.error or ""]).strip("; ")
+        return row
+    c = a.consistency
+    if c is not None:
+        row["consistency"] = _ci(c.rate, c.low, c.high)
+    fd = a.flip_direction
+    if fd.first_share is not None:
+        p = "" if fd.p_value is None else f" p={fd.p_value:.2g}"
+        row["flips to 1st"] = f"{pct(fd.first_share)} of {fd.first + fd.second}{p}"
+    if a.win_rate is not None:
+        if a.withheld:
+            row["win rate"] = "withheld"
+        else:
+            h = a.win_rate.headline
+            row["win rate"] = f"{a.win_rate.a} vs {a.win_rate.b}: {_ci(h.value, h.low, h.high)}"
+    row["gate"] = "passed" if a.gate.passed else "FAILED"
+    return row
+
+
+def _markdown_table(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(r[c].replace("|", "\\|") for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+@app.command("history")
+@user_errors
+def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.text) -> None:
+    """List the store's runs over time with what each was measured under (judge, rubric, template, pairs) and
+    its swap-consistency, flip direction, win rate and gate verdict. A run that did not measure the swap under
+    its own judge, rubric and template is flagged."""
+    with open_store(store) as st:
+        entries = history(st)
+    if output is OutputFormat.json:
+        print(json.dumps([e.to_dict() for e in entries], indent=2, allow_nan=False))
+        return
+    rows = [_row(e) for e in entries]
+    if output is OutputFormat.markdown:
+        print("# Run history\n\n" + _markdown_table(rows), end="")
+        return
+    if not rows:
+        stdout.print("the store holds no runs")
+        return
+    # One short block per run: a terminal is too narrow for every column side by side.
+    blocks = []
+    for r in rows:
+        lines = [f"run {r['run']}  {r['started (UTC)']}  {r['judge']}",
+                 f"  measured under: rubric {r['rubric']}  template {r['template']}  pair set {r['pairs set']}"
+                 f"  orders {r['orders']}  tie policy {r['policy']}",
+                 f"  swap-consistency {r['consistency']}  flips toward slot 1 {r['flips to 1st']}",
+                 f"  win rate {r['win rate']}  gate {r['gate']}"]
+        if r["flags"] != "-":
+            lines.append(f"  flag: {r['flags']}")
+        blocks.append("\n".join(lines))
+    stdout.print("\n\n".join(blocks), highlight=False, markup=False)
+
+
+def _fmt(x: dict[str, Any] | None) -> str:
+    return "n/a" if not x else _ci(x["rate"], x["low"], x["high"])
+
+
+def _compare_lines(cmp: RunComparison) -> list[str]:
+    d = cmp.to_dict()
+    lines = [f"run {cmp.a.run_id} -> run {cmp.b.run_id}", "", "What changed:"]
+    if not cmp.changes:
+        lines.append("  nothing: same judge, rubric, template, schema, policy and pairs")
+    for c in cmp.changes:
+        lines.append(f"  {c.what}: {c.before} -> {c.after}")
+    if cmp.rubric_diff:
+        lines += ["", "Rubric edit:"] + [f"  {line}" for line in cmp.rubric_diff]
+    lines += ["", "How the judge moved (each run's figure with its interval):"]
+    names = {"consistency": "swap-consistency", "first_slot_rate": "first-slot rate", "tie_rate": "tie rate",
+             "accuracy": "accuracy (right in both orders)"}
+    for key, label in names.items():
+        m: dict[str, Any] = d["behaviour"].get(key) or {}
+        before, after = m.get("before"), m.get("after")
+        if not before and not after:
+            continue
+        diff = m.get("difference")
+        delta = "" if diff is None else f"  ({diff * 100:+.1f} points)"
+        lines.append(f"  {label}: {_fmt(before)} -> {_fmt(after)}{delta}")
+    t = cmp.consistency_test
+    lines += ["", f"Paired on the {t.pairs} pairs both runs judged completely (McNemar exact):"]
+    p = "n/a" if t.p_value is None else f"{t.p_value:.3g}"
+    lines.append(f"  consistent in both {t.both}, only run {cmp.a.run_id} {t.only_a}, only run {cmp.b.run_id} "
+                 f"{t.only_b}, neither {t.neither}; p = {p}")
+    if cmp.accuracy_test is not None:
+        at = cmp.accuracy_test
+        p = "n/a" if at.p_value is None else f"{at.p_value:.3g}"
+        lines.append(f"  right in both orders ({at.pairs} labelled pairs): both {at.both}, only run {cmp.a.run_id} "
+                     f"{at.only_a}, only run {cmp.b.run_id} {at.only_b}, neither {at.neither}; p = {p}")
+    if cmp.flags:
+        lines += ["", "Flags:"] + [f"  {f}" for f in cmp.flags]
+    return lines
+
+
+@app.command("compare")
+@user_errors
+def compare_command(
+    run_a: Annotated[int, typer.Argument(help="The earlier run (see `swapjudge history`).", show_default=False)],
+    run_b: Annotated[int, typer.Argument(help="The later run.", show_default=False)],
+    store: StoreOpt = None,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """What changed between two runs (judge, rubric, template, pairs) and how the judge's behaviour moved
+    (consistency, first-slot rate, tie rate, accuracy on labelled pairs), with intervals and McNemar's exact
+    test on the pairs both runs judged."""
+    with open_store(store) as st:
+        cmp = compare_runs(st, run_a, run_b)
+    if output is OutputFormat.json:
+        print(json.dumps(cmp.to_dict(), indent=2, allow_nan=False))
+        return
+    lines = _compare_lines(cmp)
+    if output is OutputFormat.markdown:
+        body = "\n".join(lines[2:])
+        print(f"# Run {run_a} vs run {run_b}\n\n```\n{body}\n```\n", end="")
+        return
+    stdout.print("\n".join(lines), highlight=False, markup=False)
