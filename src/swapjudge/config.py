@@ -106,14 +106,18 @@ class PairsConfig(BaseModel):
     path: str
     a: str | None = None
     b: str | None = None
-    plan: Literal["two", "all", "baseline"] | None = None
+    plan: Literal["two", "all", "baseline", "releases"] | None = None
     baseline: str | None = None
     systems: list[str] | None = None
+    # Release plan: each release judged against the previous one and against the pinned baseline.
+    releases: list[str] | None = None
 
     @model_validator(mode="after")
     def _plan(self) -> PairsConfig:
         if self.plan is None:
-            if self.a is not None or self.b is not None:
+            if self.releases is not None:
+                self.plan = "releases"
+            elif self.a is not None or self.b is not None:
                 self.plan = "two"
             elif self.baseline is not None:
                 self.plan = "baseline"
@@ -128,6 +132,17 @@ class PairsConfig(BaseModel):
             raise ValueError(f"`a`/`b` are for two systems; plan is {self.plan!r}")
         if self.plan == "baseline" and not self.baseline:
             raise ValueError("plan 'baseline' needs `baseline`")
+        if self.plan == "releases":
+            if not self.releases or len(self.releases) < 2:
+                raise ValueError("plan 'releases' needs `releases`: at least two releases, oldest first")
+            if len(set(self.releases)) != len(self.releases):
+                raise ValueError("`releases` names a release twice")
+            if self.systems is not None:
+                raise ValueError("`systems` is for plans 'all' and 'baseline'; a release plan uses `releases`")
+            if self.baseline is None:
+                self.baseline = self.releases[0]  # pinned: the oldest release unless named
+        elif self.releases is not None:
+            raise ValueError(f"`releases` is for plan 'releases'; plan is {self.plan!r}")
         return self
 
 
@@ -222,6 +237,8 @@ class LoadedConfig:
         data = self.config.model_dump(mode="json", by_alias=True)
         data["rubric"] = {"text": self.rubric_text} if self.rubric_text is not None else None
         data.pop("store", None)
+        if data["pairs"].get("releases") is None:
+            data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         return data
 
     def provenance(self, *, structured: bool) -> dict[str, Any]:

@@ -82,12 +82,32 @@ def coin_first(seed: str, item: str, x: str, y: str) -> str:
     return lo if bit == 0 else hi
 
 
+def release_pairs(releases: Sequence[str], baseline: str) -> list[tuple[str, str]]:
+    """(older, newer) for each release against the previous one, then against the pinned baseline (a pair
+    already in the first chain is judged once)."""
+    out = list(itertools.pairwise(releases))
+    seen = {frozenset(p) for p in out}
+    for r in releases:
+        if r != baseline and frozenset((baseline, r)) not in seen:
+            out.append((baseline, r))
+            seen.add(frozenset((baseline, r)))
+    return out
+
+
 def system_pairs(loaded: LoadedConfig, pairs: PairsFile) -> list[tuple[str, str]]:
     cfg = loaded.config.pairs
     available = pairs.systems
     if cfg.plan == "two":
         assert cfg.a is not None and cfg.b is not None
         return [(cfg.a, cfg.b)]
+    if cfg.plan == "releases":
+        assert cfg.releases is not None and cfg.baseline is not None
+        named = [*cfg.releases, *([] if cfg.baseline in cfg.releases else [cfg.baseline])]
+        unknown = [s for s in named if s not in available]
+        if unknown:
+            raise InputError(f"release(s) not in any answer: {', '.join(unknown)}", path=str(pairs.path),
+                             field="answers")
+        return release_pairs(cfg.releases, cfg.baseline)
     systems = cfg.systems or available
     unknown = [s for s in systems if s not in available]
     if unknown:

@@ -7,12 +7,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
 from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
-from swapjudge.config import DEFAULT_STORE
+from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.errors import SwapjudgeError
 from swapjudge.history import HistoryEntry, RunComparison, compare_runs, history
+from swapjudge.pairs_input import load_pairs
+from swapjudge.releases import ReleaseReport, ReleaseStep, release_report
 from swapjudge.report.wording import pct
+from swapjudge.runner import run_record_set
 from swapjudge.store import Store
 
 StoreOpt = Annotated[Path | None, typer.Option("--store", help=f"The run store (default ./{DEFAULT_STORE}).")]
@@ -163,3 +167,77 @@ def compare_command(
         print(f"# Run {run_a} vs run {run_b}\n\n```\n{body}\n```\n", end="")
         return
     stdout.print("\n".join(lines), highlight=False, markup=False)
+
+
+def _wr(step: ReleaseStep) -> str:
+    a = step.analysis
+    if a.win_rate is None:
+        return "n/a"
+    if a.withheld:
+        return "withheld (gate)"
+    h = a.win_rate.headline
+    return _ci(h.value, h.low, h.high)
+
+
+def _release_rows(rep: ReleaseReport) -> list[dict[str, str]]:
+    prev = {s.newer: s for s in rep.previous}
+    base = {s.newer: s for s in rep.against_baseline}
+    rows = []
+    for p in rep.properties:
+        sp, sb = prev.get(p.release), base.get(p.release)
+        cons = sp.analysis.consistency if sp is not None else None
+        rows.append({
+            "release": p.release + (" (baseline)" if p.release == rep.baseline else ""),
+            "chars": f"{p.chars_mean:.0f}", "words": f"{p.words_mean:.1f}", "headers": f"{p.headers_mean:.2f}",
+            "bullets": f"{p.bullets_mean:.2f}",
+            "vs previous": "-" if sp is None else f"{_wr(sp)} vs {sp.older}",
+            "consistency": "-" if cons is None else pct(cons.rate),
+            "vs baseline": "-" if sb is None else _wr(sb),
+            "longer answer won": "-" if sb is None else pct(sb.longer_won.rate),
+        })
+    return rows
+
+
+@app.command("releases")
+@user_errors
+def releases_command(
+    config: Annotated[Path, typer.Argument(help="A run configuration with a release plan.", show_default=False)],
+    store: Annotated[Path | None, typer.Option("--store", help="The run store (default: the configuration's).")]
+    = None,
+    run_id: Annotated[int | None, typer.Option("--run", help="The run to report (default: the latest run of "
+                                                              "this configuration).")] = None,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Release over release with a pinned baseline: each release against the previous one and against the
+    baseline side by side, with answer length and formatting per release. Judge first with `swapjudge run`."""
+    loaded = load_config(config)
+    pcfg = loaded.config.pairs
+    if pcfg.plan != "releases" or pcfg.releases is None or pcfg.baseline is None:
+        raise SwapjudgeError(f"{config}: not a release plan (set `pairs.releases: [v1, v2, ...]`)")
+    pairs = load_pairs(loaded.pairs_path)
+    path = loaded.store_path(store)
+    with open_store(path) as st:
+        if run_id is None:
+            mine = [r for r in st.runs() if r.config_hash == loaded.config_hash and r.pairs_digest == pairs.digest]
+            if not mine:
+                raise SwapjudgeError(f"{path}: no run of {config} yet: judge first with `swapjudge run {config}`")
+            run_id = mine[-1].id
+        records = run_record_set(st, run_id)
+    cfg = loaded.config
+    rep = release_report(records, pairs, pcfg.releases, pcfg.baseline, tie_policy=cfg.tie_policy,
+                         min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
+    if output is OutputFormat.json:
+        print(json.dumps({"run": run_id, **rep.to_dict()}, indent=2, allow_nan=False))
+        return
+    rows = _release_rows(rep)
+    if output is OutputFormat.markdown:
+        print(f"# Releases (run {run_id})\n\n{rep.summary}.\n\n" + _markdown_table(rows), end="")
+        return
+    table = Table(box=None, header_style="bold", title=f"run {run_id}: {cfg.tie_policy} win rate of each release",
+                  title_justify="left")
+    for col in rows[0]:
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(*r.values())
+    stdout.print(table)
+    stdout.print(rep.summary + ".", highlight=False)
