@@ -183,6 +183,14 @@ class RunConfig(BaseModel):
     store: str | None = None
     confidence: float = Field(default=0.95, gt=0, lt=1)
     prices: dict[str, Price] = Field(default_factory=dict)
+    # Adaptive swapping: make the swapped call only when the first verdict's probability is below this.
+    adaptive_swap: float | None = Field(default=None, gt=0.5, le=1.0)
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> RunConfig:
+        if self.adaptive_swap is not None and self.orders != "both":
+            raise ValueError("`adaptive_swap` skips some swapped calls: it needs orders [ab, ba]")
+        return self
 
     @field_validator("orders", mode="before")
     @classmethod
@@ -237,6 +245,8 @@ class LoadedConfig:
         data = self.config.model_dump(mode="json", by_alias=True)
         data["rubric"] = {"text": self.rubric_text} if self.rubric_text is not None else None
         data.pop("store", None)
+        if data.get("adaptive_swap") is None:
+            data.pop("adaptive_swap", None)
         if data["pairs"].get("releases") is None:
             data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         return data

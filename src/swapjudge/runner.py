@@ -249,6 +249,7 @@ class RunStats:
     unparsed: int = 0
     spend_usd: float = 0.0
     spend_known: bool = True
+    adaptive_skipped: int = 0  # swapped calls not made (adaptive swapping), stored as inferred records
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -521,6 +522,56 @@ def _identical_record(call: PlannedCall) -> CallRecord:
     )
 
 
+def verdict_confidence(verdict: str | None, probabilities: dict[str, float] | None) -> float | None:
+    """The probability of the verdict given, normalised over the verdict options; None when unknown."""
+    if verdict is None or not probabilities or verdict not in probabilities:
+        return None
+    total = sum(v for v in probabilities.values() if v > 0)
+    return None if total <= 0 else probabilities[verdict] / total
+
+
+def _adaptive_second_calls(
+    store: Store, run_id: int, calls: list[PlannedCall], threshold: float, stats: RunStats
+) -> list[PlannedCall]:
+    """Adaptive swapping: the swapped call is made only when the pair's first verdict is less confident than
+    `threshold` (or its confidence is unknown). A call not made is stored as an inferred record that agrees with
+    the first verdict (source `inferred`), so the analysis knows which pairs were not swapped."""
+    first = {
+        (c["round"], c["item"], c["first"], c["second"]): c
+        for c in store.calls(run_id)
+        if c["order_index"] == 0 and c["error"] is None
+    }
+    make: list[PlannedCall] = []
+    inferred: list[CallRecord] = []
+    mirror = {"first": "second", "second": "first", "tie": "tie"}
+    for c in calls:
+        head = first.get((c.round, c.item, c.second, c.first))
+        conf = None if head is None else verdict_confidence(head["verdict"], head["probabilities"])
+        if head is None or conf is None or conf < threshold:
+            make.append(c)
+            continue
+        inferred.append(
+            CallRecord(
+                item=c.item,
+                first=c.first,
+                second=c.second,
+                order_index=c.order_index,
+                verdict=mirror[head["verdict"]],
+                source="inferred",
+                label=c.label,
+                prompt_hash=c.request.prompt_hash,
+                raw=f"(not called: the first order's verdict had confidence {conf:.3f} >= {threshold:g}; "
+                "assumed to agree)",
+                cost_usd=0.0,
+            )
+        )
+    if inferred:
+        store.record_calls(run_id, inferred)
+    stats.adaptive_skipped += len(inferred)
+    stats.to_call -= len(inferred)
+    return make
+
+
 def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
     pairs = load_pairs(loaded.pairs_path)
     structured = loaded.config.judge.structured_output and supports_structured(loaded.config.judge.backend)
@@ -576,28 +627,41 @@ async def run_async(
             store.record_calls(run_id, [_cached_record(c, cache[c.request.prompt_hash]) for c in hits])
         stats.cached = len(hits)
         pending = [c for c in pending if c.request.prompt_hash not in cache]
-        groups: dict[str, list[PlannedCall]] = {}
-        for c in pending:
-            groups.setdefault(c.request.prompt_hash, []).append(c)
         stats.to_call = len(pending)
+        threshold = cfg.adaptive_swap
+        phases = [pending] if threshold is None else [
+            [c for c in pending if c.order_index == 0], [c for c in pending if c.order_index != 0]]
         interrupted = False
-        if groups:
-            try:
-                interrupted = await _execute(
-                    loaded,
-                    store,
-                    run_id,
-                    list(groups.values()),
-                    stats,
-                    judge=judge,
-                    console=console,
-                    progress=progress,
-                    handle_sigint=handle_sigint,
-                )
-            except BaseException:
-                # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable.
-                store.finish_run(run_id, "incomplete")
-                raise
+        own_judge = judge is None and len(phases) > 1 and any(phases)
+        active = create_judge(_resolved_judge_config(loaded)) if own_judge else judge
+        try:
+            for phase, calls in enumerate(phases):
+                if interrupted:
+                    break
+                if phase == 1 and threshold is not None:
+                    calls = _adaptive_second_calls(store, run_id, calls, threshold, stats)
+                groups: dict[str, list[PlannedCall]] = {}
+                for c in calls:
+                    groups.setdefault(c.request.prompt_hash, []).append(c)
+                if groups:
+                    interrupted = await _execute(
+                        loaded,
+                        store,
+                        run_id,
+                        list(groups.values()),
+                        stats,
+                        judge=active,
+                        console=console,
+                        progress=progress,
+                        handle_sigint=handle_sigint,
+                    )
+        except BaseException:
+            # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable.
+            store.finish_run(run_id, "incomplete")
+            raise
+        finally:
+            if own_judge and active is not None:
+                await active.aclose()
         status = "interrupted" if interrupted else ("done" if stats.failed == 0 else "incomplete")
         store.finish_run(run_id, status)
         return RunOutcome(
@@ -810,4 +874,38 @@ def analyze_run(store: Store, run_id: int, records: Any = None, **overrides: Any
         "min_consistency": (cfg.get("gates") or {}).get("min_self_consistency", 0.70),
         "confidence": cfg.get("confidence", 0.95),
     }
-    return analyze(records, **{**settings, **overrides})
+    analyses = analyze(records, **{**settings, **overrides})
+    threshold = cfg.get("adaptive_swap")
+    if threshold is not None:
+        analyses = [_adaptive_note(store, run_id, a, float(threshold), {**settings, **overrides}) for a in analyses]
+    return analyses
+
+
+def _adaptive_note(store: Store, run_id: int, analysis: Any, threshold: float, settings: dict[str, Any]) -> Any:
+    """Say how many pairs adaptive swapping left unswapped, and the consistency measured on the swapped ones."""
+    import dataclasses
+
+    from swapjudge.analysis import analyze
+    from swapjudge.records import records_from_dicts
+
+    recs = store.presentation_records(run_id)
+    unswapped = {(r["round"], r["item"], frozenset((r["first"], r["second"]))) for r in recs
+                 if r["source"] == "inferred"}
+    if not unswapped:
+        return analysis
+    core = ("judge", "round", "item", "first", "second", "verdict", "label")
+    rows = [{k: r[k] for k in core if k in r} for r in recs
+            if (r["round"], r["item"], frozenset((r["first"], r["second"]))) not in unswapped]
+    swapped_rate = None
+    swapped_pairs = 0
+    if rows:
+        swapped = records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
+        with contextlib.suppress(SwapjudgeError):  # e.g. one of the two systems left only in unswapped pairs
+            for only in analyze(swapped, **settings):
+                if only.judge == analysis.judge and only.consistency is not None:
+                    swapped_rate, swapped_pairs = only.consistency.rate, only.consistency.pairs
+    measured = "n/a" if swapped_rate is None else f"{swapped_rate:.1%}"
+    note = (f"adaptive swapping: {len(unswapped)} pair(s) were judged in one order only (first verdict's confidence "
+            f">= {threshold:g}); their second verdict is assumed to agree, so swap-consistency counts them as "
+            f"consistent (an upper bound); on the {swapped_pairs} swapped pair(s) it is {measured}")
+    return dataclasses.replace(analysis, notes=(*analysis.notes, note))

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from swapjudge.adaptive import THRESHOLDS, adaptive_offline
 from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
 from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.errors import SwapjudgeError
@@ -241,3 +242,52 @@ def releases_command(
         table.add_row(*r.values())
     stdout.print(table)
     stdout.print(rep.summary + ".", highlight=False)
+
+
+@app.command("adaptive")
+@user_errors
+def adaptive_command(
+    run_id: Annotated[int, typer.Argument(help="A run judged in both orders with verdict probabilities.",
+                                          show_default=False)],
+    store: StoreOpt = None,
+    thresholds: Annotated[str, typer.Option("--thresholds", help="Comma-separated confidence thresholds.")]
+    = ",".join(f"{t:g}" for t in THRESHOLDS),
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Adaptive swapping, offline: at each threshold, how many swapped calls a run would have saved by making
+    the second order only when the first verdict's confidence is below it, and how many flips it would have
+    missed (an unswapped pair is assumed consistent)."""
+    try:
+        levels = [float(x) for x in thresholds.split(",") if x.strip()]
+    except ValueError:
+        raise SwapjudgeError(f"--thresholds: not a list of numbers: {thresholds!r}") from None
+    if not levels or any(not 0 < t <= 1 for t in levels):
+        raise SwapjudgeError("--thresholds: give numbers in (0, 1], e.g. 0.7,0.9")
+    with open_store(store) as st:
+        st.run(run_id)
+        result = adaptive_offline(st.calls(run_id), levels)
+    if result.pairs == 0:
+        raise SwapjudgeError(f"run {run_id} has no pair with both orders judged")
+    if result.without_confidence == result.pairs:
+        raise SwapjudgeError(f"run {run_id}: no call carries verdict probabilities (use a backend that returns "
+                             "them, e.g. `logprobs: true` on an OpenAI-compatible server)")
+    if output is OutputFormat.json:
+        print(json.dumps({"run": run_id, **result.to_dict()}, indent=2, allow_nan=False))
+        return
+    c = result.consistency
+    head = (f"run {run_id}: {result.pairs} pairs judged in both orders, swap-consistency "
+            f"{_ci(c.rate, c.low, c.high)}, {result.thresholds[0].flips} inconsistent; "
+            f"{result.without_confidence} without a verdict probability (always swapped)")
+    rows = [{"threshold": f"{t.threshold:g}", "calls saved": f"{t.calls_saved} ({pct(t.saved_share)})",
+             "flips missed": f"{t.flips_missed} of {t.flips} ({pct(t.missed_share)})",
+             "consistency reported": pct(t.consistency_reported)} for t in result.thresholds]
+    if output is OutputFormat.markdown:
+        print(f"# Adaptive swapping (run {run_id})\n\n{head}\n\n" + _markdown_table(rows), end="")
+        return
+    table = Table(box=None, header_style="bold")
+    for col in rows[0]:
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*r.values())
+    stdout.print(head, highlight=False)
+    stdout.print(table)
