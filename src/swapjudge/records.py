@@ -33,6 +33,8 @@ CORE_SCHEMA: dict[str, Any] = {
     "label": pl.String,
 }
 KEY = ("judge", "round", "item", "first", "second")
+# Provenance the analysis reads even when extras are skipped: the tie policy a run was registered with.
+REGISTERED_POLICY = "registered_tie_policy"
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,14 @@ class RecordSet:
     single_order: bool = False
     # the pairing computed during validation, reused by the analysis so it is built once
     pairs: PairTable | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def registered_tie_policy(self) -> str | None:
+        """The tie policy the run behind these records was registered with (exports of a stored run carry it)."""
+        if REGISTERED_POLICY not in self.frame.columns:
+            return None
+        values = self.frame.get_column(REGISTERED_POLICY).drop_nulls().unique().to_list()
+        return str(values[0]) if len(values) == 1 else None
 
     @property
     def judges(self) -> list[str]:
@@ -78,7 +88,8 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
     frame = _slow_frame(data, str(path), is_csv)
     if not extras:
-        frame = frame.select([*CORE_SCHEMA, "_line"])
+        kept = [*CORE_SCHEMA, "_line", *([REGISTERED_POLICY] if REGISTERED_POLICY in frame.columns else [])]
+        frame = frame.select(kept)
     _raise_problems(frame, str(path), allow_unpaired)
     return RecordSet(frame.drop("_line"), str(path), _is_single_order(frame))
 
@@ -110,7 +121,10 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
                 raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=present, infer_schema_length=None)
             else:
                 # a fixed schema skips the full-file type inference, the costliest step of the read
-                raw = pl.read_ndjson(io.BytesIO(data), schema=CORE_SCHEMA)
+                schema = {**CORE_SCHEMA, REGISTERED_POLICY: pl.String}
+                raw = pl.read_ndjson(io.BytesIO(data), schema=schema)
+                if raw.get_column(REGISTERED_POLICY).null_count() == raw.height:
+                    raw = raw.drop(REGISTERED_POLICY)
         if any(col not in raw.columns for col in REQUIRED):
             return None
         return _normalise(raw)

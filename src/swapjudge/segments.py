@@ -9,7 +9,7 @@ between the two calls (latency, raw text) is refused with the pair it differs on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -107,8 +107,12 @@ def segment_analyses(records: RecordSet | pl.DataFrame, by: str, *, judge: str |
                 if calls.height == 0:
                     continue
             pa, pb = pair if pair is not None and set(pair) <= seen else (None, None)
-            results += analyze(calls, judge=name, a=pa, b=pb, tie_policy=tie_policy,
-                               min_consistency=min_consistency, confidence=confidence)
+            found = analyze(calls, judge=name, a=pa, b=pb, tie_policy=tie_policy,
+                            min_consistency=min_consistency, confidence=confidence)
+            if pair is None:
+                # a segment that happens to hold two systems must not get a win rate the whole file has not
+                found = [replace(x, pair=None, cross_table=None, win_rate=None, decision=None) for x in found]
+            results += found
         if results:
             segments.append(Segment(value, tuple(results)))
     return SegmentedAnalysis(by, tuple(overall), tuple(segments))
