@@ -18,7 +18,7 @@ from judge_server import JudgeServer
 from runner_helpers import write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.history import NEVER_MEASURED, STALE_SWAP, compare_runs, history, mcnemar
+from swapjudge.history import NEVER_MEASURED, STALE_SWAP, compare_runs, history, mcnemar  # variants' McNemar
 from swapjudge.prompts import FORCED_CHOICE_RUBRIC, template_hash
 from swapjudge.runner import run
 from swapjudge.store import _SCHEMA, PROVENANCE_COLUMNS, SCHEMA_VERSION, Store
@@ -39,7 +39,7 @@ def test_mcnemar_exact_on_hand_counts() -> None:
     assert (t.pairs, t.both, t.only_a, t.only_b, t.neither) == (13, 4, 4, 2, 3)
     # exact two-sided binomial of 4 of 6 discordant pairs against 1/2: 2 * P(X >= 4) = 2 * 22/64
     assert t.p_value == pytest.approx(44 / 64)
-    assert t.difference == pytest.approx(-2 / 13)
+    assert t.difference == pytest.approx(2 / 13)  # consistency under a minus under b
 
 
 def test_store_schema_1_is_migrated_with_provenance(tmp_path: Path) -> None:

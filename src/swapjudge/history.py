@@ -13,15 +13,15 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from swapjudge.analysis import JudgeAnalysis
 from swapjudge.errors import SwapjudgeError
 from swapjudge.pairs import Outcome, PairTable, build_pairs
 from swapjudge.records import RecordSet
-from swapjudge.stats import Proportion, binomial_p, wilson
+from swapjudge.stats import Proportion, wilson
 from swapjudge.store import RunInfo, Store
+from swapjudge.variants import McNemar, mcnemar
 
 STALE_SWAP = "position preference last measured under another template"
 NEVER_MEASURED = "position preference never measured: no run of this store judged both orders"
@@ -198,38 +198,6 @@ def history(store: Store) -> list[HistoryEntry]:
 
 
 # ---- comparing two runs --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class McNemar:
-    """Per-pair consistency under runs a and b over the pairs both judged completely: McNemar's exact test, an
-    exact two-sided binomial test of the discordant pairs (consistent under one run only) against 1/2."""
-
-    pairs: int
-    both: int
-    only_a: int
-    only_b: int
-    neither: int
-    p_value: float | None
-
-    @property
-    def difference(self) -> float | None:
-        """Rate under b minus rate under a on the shared pairs."""
-        return None if self.pairs == 0 else (self.only_b - self.only_a) / self.pairs
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pairs": self.pairs, "both": self.both, "only_a": self.only_a, "only_b": self.only_b,
-                "neither": self.neither, "difference": self.difference, "p_value": self.p_value}
-
-
-def mcnemar(a: np.ndarray, b: np.ndarray) -> McNemar:
-    """McNemar's exact test from two boolean vectors over the same pairs."""
-    x, y = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    if x.shape != y.shape:
-        raise ValueError("both runs must cover the same pairs")
-    only_a, only_b = int(np.sum(x & ~y)), int(np.sum(~x & y))
-    return McNemar(int(x.size), int(np.sum(x & y)), only_a, only_b, int(np.sum(~x & ~y)),
-                   binomial_p(only_a, only_a + only_b))
 
 
 _PAIR_KEY = ["round", "item", "x", "y"]
