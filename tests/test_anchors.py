@@ -3,13 +3,23 @@ flagged, a stable one is not), the rubric renderer and the strict score parser."
 
 from __future__ import annotations
 
+import json
 import random
+import re
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from scipy import stats
+from typer.testing import CliRunner
 
+from conftest import write_jsonl
+from judge_server import JudgeServer
 from swapjudge.anchors import Exemplar, Level, Scale, check_anchors, parse_score, render_rubric, score_distribution
+from swapjudge.anchors_run import run_anchors
+from swapjudge.cli import app
 from swapjudge.errors import SwapjudgeError
 
 SCALE = Scale((
@@ -95,3 +105,75 @@ def test_a_stable_judge_is_not_flagged() -> None:
     assert off.flagged and len(off.reasons) == 2
     same = check_anchors(pinned, pinned, SCALE)
     assert same.p_value is None and same.mean_shift == 0 and not same.flagged
+
+
+# ---- through a real HTTP server on 127.0.0.1 (OpenAI wire format) --------------------------------------
+
+
+class ScoringServer(JudgeServer):
+    """Grades an answer by the quality level written in it (`quality: N`), plus `offset` levels (capped to the
+    scale): offset 0 is a stable judge, offset 1 a judge that drifted up by one level."""
+
+    def __init__(self, offset: int = 0) -> None:
+        super().__init__()
+        self.offset = offset
+
+    def handle(self, path: str, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
+        user = body["messages"][1]["content"]
+        code = re.match(r"Boundary code: (\w+)", user).group(1)  # type: ignore[union-attr]
+        answer = re.search(rf"<<<ANSWER {code}>>>\n(.*?)\n<<<END ANSWER {code}>>>", user, re.S).group(1)  # type: ignore[union-attr]
+        level = int(re.search(r"quality: (\d)", answer).group(1))  # type: ignore[union-attr]
+        with self.lock:
+            self.total += 1
+        text = f"Score: {min(5, max(1, level + self.offset))}"
+        payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+        return 200, {}, json.dumps(payload).encode()
+
+
+def _anchors_setup(directory: Path, url: str) -> Path:
+    rng = random.Random(11)
+    levels = [rng.choice([1, 2, 2, 3, 3, 3, 4, 4, 5]) for _ in range(40)]
+    write_jsonl(directory / "reference.jsonl", [
+        {"item": f"r{i:02d}", "prompt": f"Task {i}", "answer": f"An answer, quality: {lv}"}
+        for i, lv in enumerate(levels)])
+    cfg = {"judge": {"backend": "openai", "model": "grader", "base_url": url, "max_concurrency": 4},
+           "criteria": "Judge correctness first.", "scale": {lv.score: lv.description for lv in SCALE.levels},
+           "exemplars": [{"name": "low", "task": "Add 2 and 3.", "answer": "It is 6. quality: 1", "score": 1},
+                         {"name": "mid", "task": "Add 2 and 3.", "answer": "5, I think. quality: 3", "score": 3}],
+           "reference": "reference.jsonl", "pinned": "pinned.jsonl", "tolerance": 0.5}
+    path = directory / "anchors.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_anchors_through_a_judge_server(tmp_path: Path) -> None:
+    cli = CliRunner()
+    with ScoringServer(offset=0) as server:
+        cfg = _anchors_setup(tmp_path, server.openai_url)
+        missing = cli.invoke(app, ["anchors", str(cfg)])
+        assert missing.exit_code == 2 and "pinned.jsonl" in missing.stderr  # a missing pinned file: one clear line
+        # the first run sets the pin: no pinned scores yet, this run's scores are written out
+        cfg_text = cfg.read_text().replace("pinned: pinned.jsonl\n", "")
+        cfg.write_text(cfg_text)
+        out = cli.invoke(app, ["anchors", str(cfg), "-o", str(tmp_path / "pinned.jsonl")], catch_exceptions=False)
+        assert out.exit_code == 0, out.output
+        # 40 answers + 2 exemplars; the failed run made no call
+        assert "no pinned scores" in out.stdout and server.total == 42
+        stable = cli.invoke(app, ["anchors", str(cfg), "--pinned", str(tmp_path / "pinned.jsonl"), "-f", "json"],
+                            catch_exceptions=False)
+    assert stable.exit_code == 0, stable.output
+    data = json.loads(stable.stdout)
+    assert data["flagged"] is False and data["check"]["mean_shift"] == 0 and data["unparsed"] == 0
+    assert sum(data["distribution"]["counts"].values()) == 40
+    assert data["exemplars"] == {"low": {"stated": 1, "scored": 1}, "mid": {"stated": 3, "scored": 3}}
+    with ScoringServer(offset=1) as drifted:
+        cfg.write_text(cfg_text.replace(server.openai_url, drifted.openai_url))
+        res = run_anchors(cfg, pinned=tmp_path / "pinned.jsonl")
+        moved = cli.invoke(app, ["anchors", str(cfg), "--pinned", str(tmp_path / "pinned.jsonl")],
+                           catch_exceptions=False)
+    assert res.flagged and res.check is not None and res.check.mean_shift is not None
+    pinned = [json.loads(line)["score"] for line in (tmp_path / "pinned.jsonl").read_text().splitlines()]
+    assert res.check.mean_shift == pytest.approx(sum(p < 5 for p in pinned) / len(pinned))
+    assert moved.exit_code == 1  # flagged
+    assert "FLAG: the reference set's mean score moved +" in moved.stdout
+    assert "FLAG: exemplar 'low' scored 2, its stated score is 1" in moved.stdout

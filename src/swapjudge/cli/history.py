@@ -291,3 +291,51 @@ def adaptive_command(
         table.add_row(*r.values())
     stdout.print(head, highlight=False)
     stdout.print(table)
+
+
+@app.command("anchors")
+@user_errors
+def anchors_command(
+    config: Annotated[Path, typer.Argument(help="Anchored scoring configuration (YAML).", show_default=False)],
+    pinned: Annotated[Path | None, typer.Option("--pinned", help="Pinned reference scores (JSONL item, score); "
+                                                                  "default: the configuration's `pinned`.")] = None,
+    out: Annotated[Path | None, typer.Option("-o", "--output", help="Write this run's reference scores "
+                                                                    "(JSONL), e.g. to pin them.")] = None,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
+    distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
+    from swapjudge.anchors_run import run_anchors
+    from swapjudge.cli.run import _write_atomic
+
+    res = run_anchors(config, pinned=pinned)
+    if out is not None:
+        _write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
+                                   if v is not None))
+    if output is OutputFormat.json:
+        print(json.dumps(res.to_dict(), indent=2, allow_nan=False))
+    else:
+        d = res.distribution
+        lines = [f"reference set: {d.n} scored ({res.unparsed} unparsable), rubric {res.rubric_hash[:12]}",
+                 "distribution: " + ", ".join(f"{lv}: {c}" for lv, c in zip(d.levels, d.counts, strict=True))
+                 + f"; mean {d.mean:.2f}, median {d.median:g}",
+                 f"scale compression (two most common levels {d.top_levels}): "
+                 f"{_ci(d.compression.rate, d.compression.low, d.compression.high)}",
+                 "exemplars: " + ", ".join(f"{k} {s} (stated {a})" for k, (a, s) in res.exemplars.items())]
+        c = res.check
+        if c is None:
+            lines.append("no pinned scores: nothing to compare (write these with -o and pin them)")
+        else:
+            p = "n/a" if c.p_value is None else f"{c.p_value:.3g}"
+            lines.append(f"against the pinned scores ({c.items} items): mean shift {c.mean_shift:+.2f} levels, "
+                         f"{c.moved.k} moved ({c.up} up, {c.down} down), Wilcoxon p = {p}")
+        lines += [f"FLAG: {r}" for r in (c.reasons if c is not None else ())]
+        if res.flagged and c is None:
+            lines.append("FLAG: an exemplar did not get its stated score")
+        text = "\n".join(lines)
+        if output is OutputFormat.markdown:
+            print(f"# Anchored scoring\n\n```\n{text}\n```\n", end="")
+        else:
+            stdout.print(text, highlight=False, markup=False)
+    if res.flagged:
+        raise typer.Exit(1)
