@@ -150,6 +150,9 @@ def test_each_step_wins_while_the_baseline_chain_shows_the_drift(tmp_path: Path)
     data = json.loads(res.stdout)
     assert [s["win_rate"]["value"] for s in data["against_baseline"]] == pytest.approx(base)
     assert data["properties"][-1]["chars_mean"] == pytest.approx(chars[-1])
-    text = cli.invoke(app, ["releases", str(cfg)], catch_exceptions=False)
+    text = cli.invoke(app, ["releases", str(cfg), "--html", str(tmp_path / "chains.html")], catch_exceptions=False)
     assert "every release beat its predecessor" in text.stdout
+    page = (tmp_path / "chains.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "data:image/svg+xml;base64," in page
+    assert "100.0% [91.2%, 100.0%]" in page or f"{base[-1]:.1%}" in page
     assert loaded.config.pairs.plan == "releases"

@@ -207,6 +207,8 @@ def releases_command(
     = None,
     run_id: Annotated[int | None, typer.Option("--run", help="The run to report (default: the latest run of "
                                                               "this configuration).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write an HTML page with the chains plotted "
+                                                             "(needs the [report] extra).")] = None,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Release over release with a pinned baseline: each release against the previous one and against the
@@ -227,6 +229,11 @@ def releases_command(
     cfg = loaded.config
     rep = release_report(records, pairs, pcfg.releases, pcfg.baseline, tie_policy=cfg.tie_policy,
                          min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
+    if html is not None:
+        from swapjudge.cli.run import _write_atomic
+        from swapjudge.report.releases import render_releases_html
+
+        _write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
     if output is OutputFormat.json:
         print(json.dumps({"run": run_id, **rep.to_dict()}, indent=2, allow_nan=False))
         return
