@@ -56,10 +56,19 @@ def test_store_schema_1_is_migrated_with_provenance(tmp_path: Path) -> None:
     con.execute("INSERT INTO runs (config_hash, judge_hash, judge, config_json, config_path, pairs_digest, seed, "
                 "orders, total_calls, started_at, status) VALUES ('c2', 'j', 'openai:gpt-x', ?, NULL, 'd', 's', "
                 "'both', 2, '2026-01-02T00:00:00+00:00', 'done')", (json.dumps({**config, "rubric": None}),))
+    for item, a_first, b_first in (("1", "first", "second"), ("2", "first", "first")):
+        for first, second, verdict, order in (("a", "b", a_first, 0), ("b", "a", b_first, 1)):
+            con.execute("INSERT INTO calls (run_id, item, first, second, order_index, verdict, source, created_at) "
+                        "VALUES (1, ?, ?, ?, ?, ?, 'api', '2026-01-01')", (item, first, second, order, verdict))
     con.commit()
     con.close()
     with Store(db) as st:
         first, second = st.runs()
+        entries = history(st)
+    # the migrated run's stored calls are analysed under its registered policy: one consistent pair of two
+    assert entries[0].analysis is not None and entries[0].analysis.consistency is not None
+    assert entries[0].analysis.consistency.rate == pytest.approx(0.5)
+    assert entries[0].setup.tie_policy == "exclude" and entries[1].error is not None  # run 2 has no calls
     assert first.judge_model == "gpt-x" and first.judge_version == "2024-05"
     assert first.rubric_text == "Old rubric." and first.rubric_hash == _sha("Old rubric.")
     assert first.schema == "allow_tie" and first.tie_policy == "exclude"
