@@ -227,3 +227,18 @@ def test_cli_history_and_compare(four_runs: Path) -> None:
     assert bad.exit_code == 2 and "no run 9" in bad.stderr
     missing = cli.invoke(app, ["history", "--store", str(four_runs.parent / "nope.db")])
     assert missing.exit_code == 2 and "no run store" in missing.stderr
+
+
+def test_compare_says_when_the_pairs_changed(four_runs: Path) -> None:
+    directory = four_runs.parent
+    rows = [json.loads(line) for line in (directory / "pairs.jsonl").read_text().splitlines()]
+    rows[0]["answers"]["b"] = "a rewritten answer b0"
+    write_jsonl(directory / "pairs.jsonl", rows)
+    run(load_config(directory / "r2.yaml"), progress=False)  # run 5: run 2's setup on the edited pairs
+    with Store(four_runs) as st:
+        cmp = compare_runs(st, 2, 5)
+        entries = history(st)
+    assert [c.what for c in cmp.changes] == ["pairs"]
+    assert any(f.startswith("the pairs differ between the runs") for f in cmp.flags)
+    assert cmp.consistency_test.pairs == 10 and cmp.consistency_test.only_a == cmp.consistency_test.only_b == 0
+    assert entries[4].flags == ()

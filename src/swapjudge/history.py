@@ -172,7 +172,10 @@ def _flags(setup: Setup, measured: bool, earlier: list[HistoryEntry]) -> tuple[s
         return ()
     same = [e for e in earlier if e.measured_swap and e.setup.swap_key == setup.swap_key]
     if same:
-        return (f"position preference taken from run {same[-1].run_id} (same judge, rubric and template)",)
+        last_same = same[-1].setup
+        pairs_same = (last_same.pair_set_hash or last_same.pairs_digest) == (setup.pair_set_hash or setup.pairs_digest)
+        task = "" if pairs_same else "; measured on other pairs"
+        return (f"position preference taken from run {same[-1].run_id} (same judge, rubric and template{task})",)
     others = [e for e in earlier if e.measured_swap]
     if not others:
         return (NEVER_MEASURED,)
@@ -315,6 +318,9 @@ def compare_runs(store: Store, run_a: int, run_b: int) -> RunComparison:
     assert la.records is not None and lb.records is not None
     cons, acc = paired_tests(_pairs_of(la.records), _pairs_of(lb.records))
     flags = list(eb.flags)
+    if (la.info.pair_set_hash or la.info.pairs_digest) != (lb.info.pair_set_hash or lb.info.pairs_digest):
+        flags.append("the pairs differ between the runs: the paired test matches pairs by item and systems, "
+                     "whose texts may have changed")
     if not eb.measured_swap and ea.measured_swap:
         what = eb.setup.differences(ea.setup)
         if what and not any(f.startswith(STALE_SWAP) for f in flags):
