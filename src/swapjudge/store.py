@@ -268,7 +268,9 @@ class Store:
     ) -> int:
         """Register a run. `provenance` holds PROVENANCE_COLUMNS values; those left out are derived from the
         configuration (the pair set's hash then stays unknown)."""
-        prov = {**_provenance_of_stored(config), **(provenance or {})}
+        prov = dict(provenance or {})
+        if set(PROVENANCE_COLUMNS) - {"pair_set_hash"} - set(prov):
+            prov = {**_provenance_of_stored(config), **prov}
         unknown = set(prov) - set(PROVENANCE_COLUMNS)
         if unknown:
             raise ValueError(f"unknown provenance field(s): {', '.join(sorted(unknown))}")
