@@ -632,9 +632,12 @@ async def run_async(
         phases = [pending] if threshold is None else [
             [c for c in pending if c.order_index == 0], [c for c in pending if c.order_index != 0]]
         interrupted = False
+        # Adaptive runs make two passes with one judge (a local model is loaded once).
         own_judge = judge is None and len(phases) > 1 and any(phases)
-        active = create_judge(_resolved_judge_config(loaded)) if own_judge else judge
+        active = judge
         try:
+            if own_judge:
+                active = create_judge(_resolved_judge_config(loaded))
             for phase, calls in enumerate(phases):
                 if interrupted:
                     break
