@@ -128,3 +128,13 @@ def test_adaptive_needs_both_orders(tmp_path: Path) -> None:
         load_config(cfg)
     plain = load_config(write_config(tmp_path, base_url="http://127.0.0.1:9/v1", name="plain.yaml"))
     assert "adaptive_swap" not in plain.normalised()  # absent unless used: configurations hash as before
+
+
+def test_adaptive_command_needs_probabilities(tmp_path: Path) -> None:
+    write_pairs(tmp_path, 4)
+    with JudgeServer(policy="better") as server:
+        outcome = run(load_config(write_config(tmp_path, base_url=server.openai_url)), progress=False)
+    res = CliRunner().invoke(app, ["adaptive", str(outcome.run_id), "--store", str(tmp_path / "swapjudge.db")])
+    assert res.exit_code == 2 and "no call carries verdict probabilities" in res.stderr
+    res = CliRunner().invoke(app, ["adaptive", "1", "--store", str(tmp_path / "swapjudge.db"), "--thresholds", "x"])
+    assert res.exit_code == 2 and "--thresholds" in res.stderr

@@ -177,3 +177,13 @@ def test_anchors_through_a_judge_server(tmp_path: Path) -> None:
     assert moved.exit_code == 1  # flagged
     assert "FLAG: the reference set's mean score moved +" in moved.stdout
     assert "FLAG: exemplar 'low' scored 2, its stated score is 1" in moved.stdout
+
+
+def test_anchors_config_errors(tmp_path: Path) -> None:
+    cfg = _anchors_setup(tmp_path, "http://127.0.0.1:9/v1")
+    cfg.write_text(cfg.read_text().replace("backend: openai", "backend: anthropic"))
+    res = CliRunner().invoke(app, ["anchors", str(cfg)])
+    assert res.exit_code == 2 and "judge.backend" in res.stderr
+    cfg.write_text(cfg.read_text().replace("tolerance: 0.5", "tolerance: -1"))
+    res = CliRunner().invoke(app, ["anchors", str(cfg)])
+    assert res.exit_code == 2 and "tolerance" in res.stderr

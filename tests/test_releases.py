@@ -20,7 +20,7 @@ from conftest import write_jsonl
 from judge_server import JudgeServer, frame_answers
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.errors import ConfigError
+from swapjudge.errors import ConfigError, InputError
 from swapjudge.pairs_input import load_pairs
 from swapjudge.releases import answer_properties, release_report
 from swapjudge.runner import release_pairs, run, run_record_set
@@ -156,3 +156,20 @@ def test_each_step_wins_while_the_baseline_chain_shows_the_drift(tmp_path: Path)
     assert page.startswith("<!DOCTYPE html>") and "data:image/svg+xml;base64," in page
     assert "100.0% [91.2%, 100.0%]" in page or f"{base[-1]:.1%}" in page
     assert loaded.config.pairs.plan == "releases"
+
+
+def test_releases_command_errors(tmp_path: Path) -> None:
+    _chain(tmp_path)
+    cfg = _config(tmp_path, "http://127.0.0.1:9/v1")
+    cli = CliRunner()
+    (tmp_path / "releases.db").touch()
+    res = cli.invoke(app, ["releases", str(cfg)])
+    assert res.exit_code == 2 and "no run of" in res.stderr and "swapjudge run" in res.stderr
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump({"judge": {"backend": "replay", "path": "x.jsonl"},
+                                     "pairs": {"path": "pairs.jsonl", "a": "v1", "b": "v2"}}))
+    res = cli.invoke(app, ["releases", str(plain)])
+    assert res.exit_code == 2 and "not a release plan" in res.stderr
+    cfg.write_text(cfg.read_text().replace("- v5", "- v9"))
+    with pytest.raises(InputError, match=r"release\(s\) not in any answer: v9"):
+        run(load_config(cfg), progress=False)
