@@ -106,14 +106,18 @@ class PairsConfig(BaseModel):
     path: str
     a: str | None = None
     b: str | None = None
-    plan: Literal["two", "all", "baseline"] | None = None
+    plan: Literal["two", "all", "baseline", "releases"] | None = None
     baseline: str | None = None
     systems: list[str] | None = None
+    # Release plan: each release judged against the previous one and against the pinned baseline.
+    releases: list[str] | None = None
 
     @model_validator(mode="after")
     def _plan(self) -> PairsConfig:
         if self.plan is None:
-            if self.a is not None or self.b is not None:
+            if self.releases is not None:
+                self.plan = "releases"
+            elif self.a is not None or self.b is not None:
                 self.plan = "two"
             elif self.baseline is not None:
                 self.plan = "baseline"
@@ -128,6 +132,17 @@ class PairsConfig(BaseModel):
             raise ValueError(f"`a`/`b` are for two systems; plan is {self.plan!r}")
         if self.plan == "baseline" and not self.baseline:
             raise ValueError("plan 'baseline' needs `baseline`")
+        if self.plan == "releases":
+            if not self.releases or len(self.releases) < 2:
+                raise ValueError("plan 'releases' needs `releases`: at least two releases, oldest first")
+            if len(set(self.releases)) != len(self.releases):
+                raise ValueError("`releases` names a release twice")
+            if self.systems is not None:
+                raise ValueError("`systems` is for plans 'all' and 'baseline'; a release plan uses `releases`")
+            if self.baseline is None:
+                self.baseline = self.releases[0]  # pinned: the oldest release unless named
+        elif self.releases is not None:
+            raise ValueError(f"`releases` is for plan 'releases'; plan is {self.plan!r}")
         return self
 
 
@@ -168,6 +183,14 @@ class RunConfig(BaseModel):
     store: str | None = None
     confidence: float = Field(default=0.95, gt=0, lt=1)
     prices: dict[str, Price] = Field(default_factory=dict)
+    # Adaptive swapping: make the swapped call only when the first verdict's probability is below this.
+    adaptive_swap: float | None = Field(default=None, gt=0.5, le=1.0)
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> RunConfig:
+        if self.adaptive_swap is not None and self.orders != "both":
+            raise ValueError("`adaptive_swap` skips some swapped calls: it needs orders [ab, ba]")
+        return self
 
     @field_validator("orders", mode="before")
     @classmethod
@@ -222,7 +245,15 @@ class LoadedConfig:
         data = self.config.model_dump(mode="json", by_alias=True)
         data["rubric"] = {"text": self.rubric_text} if self.rubric_text is not None else None
         data.pop("store", None)
+        if data.get("adaptive_swap") is None:
+            data.pop("adaptive_swap", None)
+        if data["pairs"].get("releases") is None:
+            data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         return data
+
+    def provenance(self, *, structured: bool) -> dict[str, Any]:
+        """What a run records so that later runs stay comparable (judge, rubric, template, schema, policy)."""
+        return run_provenance(self.normalised(), structured=structured)
 
     @property
     def config_hash(self) -> str:
@@ -235,6 +266,33 @@ class LoadedConfig:
             ident["path"] = str(self.resolve(ident["path"]).resolve())
         ident["chain_of_thought"] = self.config.chain_of_thought
         return canonical_hash(ident)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_provenance(config: dict[str, Any], *, structured: bool) -> dict[str, Any]:
+    """Judge model and version, the rubric in effect (the built-in one when none is configured) and its hash,
+    the prompt template's hash, the schema and the tie policy, from a normalised configuration."""
+    from swapjudge.prompts import default_rubric, template_hash
+
+    judge = config.get("judge") or {}
+    schema = str(config.get("schema") or "forced_choice")
+    allow_tie = schema == "allow_tie"
+    rubric = (config.get("rubric") or {}).get("text") or default_rubric(allow_tie)
+    version = judge.get("version")
+    return {
+        "judge_model": judge.get("model"),
+        "judge_version": None if version is None else str(version),
+        "rubric_text": rubric,
+        "rubric_hash": text_hash(rubric),
+        "template_hash": template_hash(
+            allow_tie=allow_tie, chain_of_thought=bool(config.get("chain_of_thought")), structured=structured
+        ),
+        "schema": schema,
+        "tie_policy": str(config.get("tie_policy") or "half_credit"),
+    }
 
 
 def canonical_hash(data: Any) -> str:

@@ -117,6 +117,15 @@ def prompt_hash(system: str, user: str, *, structured: bool, allow_tie: bool) ->
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def template_hash(*, allow_tie: bool, chain_of_thought: bool, structured: bool) -> str:
+    """The prompt template's hash: the scaffolding around rubric, task and answers (not their content), so a
+    template change is told apart from a rubric edit; position preference is re-measured when either moves."""
+    system = render_system("{rubric}", allow_tie=allow_tie, chain_of_thought=chain_of_thought, structured=structured)
+    user = render_user("{task}", "{first}", "{second}", allow_tie=allow_tie)
+    blob = json.dumps([PROMPT_VERSION, system, user, structured, allow_tie, SLOT_LABELS, TIE_LABEL], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
 def render_request(
     *,
     task: str,

@@ -66,6 +66,8 @@ class Plan:
     systems: tuple[str, ...]
     skipped_missing: int  # (item, pair) combinations skipped because an answer is missing
     structured: bool
+    # Content hash of the judged pairs (task and both answers of each), independent of file layout and order.
+    pair_set_hash: str = ""
 
 
 def coin_seed(pairs_digest: str, user_seed: str) -> str:
@@ -80,12 +82,32 @@ def coin_first(seed: str, item: str, x: str, y: str) -> str:
     return lo if bit == 0 else hi
 
 
+def release_pairs(releases: Sequence[str], baseline: str) -> list[tuple[str, str]]:
+    """(older, newer) for each release against the previous one, then against the pinned baseline (a pair
+    already in the first chain is judged once)."""
+    out = list(itertools.pairwise(releases))
+    seen = {frozenset(p) for p in out}
+    for r in releases:
+        if r != baseline and frozenset((baseline, r)) not in seen:
+            out.append((baseline, r))
+            seen.add(frozenset((baseline, r)))
+    return out
+
+
 def system_pairs(loaded: LoadedConfig, pairs: PairsFile) -> list[tuple[str, str]]:
     cfg = loaded.config.pairs
     available = pairs.systems
     if cfg.plan == "two":
         assert cfg.a is not None and cfg.b is not None
         return [(cfg.a, cfg.b)]
+    if cfg.plan == "releases":
+        assert cfg.releases is not None and cfg.baseline is not None
+        named = [*cfg.releases, *([] if cfg.baseline in cfg.releases else [cfg.baseline])]
+        unknown = [s for s in named if s not in available]
+        if unknown:
+            raise InputError(f"release(s) not in any answer: {', '.join(unknown)}", path=str(pairs.path),
+                             field="answers")
+        return release_pairs(cfg.releases, cfg.baseline)
     systems = cfg.systems or available
     unknown = [s for s in systems if s not in available]
     if unknown:
@@ -109,6 +131,7 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
     calls: list[PlannedCall] = []
     skipped = 0
     n_pairs = 0
+    pair_keys: list[tuple[str, ...]] = []
     for it in pairs.items:
         for x, y in combos:
             if x not in it.answers or y not in it.answers:
@@ -123,6 +146,8 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
                 skipped += 1
                 continue
             n_pairs += 1
+            lo, hi = sorted((x, y))
+            pair_keys.append((it.item, lo, hi, _sha(it.prompt), _sha(it.answers[lo]), _sha(it.answers[hi])))
             first = coin_first(seed, it.item, x, y)
             second = y if first == x else x
             orders = [(first, second), (second, first)] if cfg.orders == "both" else [(first, second)]
@@ -156,7 +181,12 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
         systems=tuple(sorted({s for c in combos for s in c})),
         skipped_missing=skipped,
         structured=structured,
+        pair_set_hash=_sha("\n".join("\t".join(k) for k in sorted(pair_keys))),
     )
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # ---- rate limiting -------------------------------------------------------------------------------------
@@ -219,6 +249,7 @@ class RunStats:
     unparsed: int = 0
     spend_usd: float = 0.0
     spend_known: bool = True
+    adaptive_skipped: int = 0  # swapped calls not made (adaptive swapping), stored as inferred records
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -494,6 +525,56 @@ def _identical_record(call: PlannedCall) -> CallRecord:
     )
 
 
+def verdict_confidence(verdict: str | None, probabilities: dict[str, float] | None) -> float | None:
+    """The probability of the verdict given, normalised over the verdict options; None when unknown."""
+    if verdict is None or not probabilities or verdict not in probabilities:
+        return None
+    total = sum(v for v in probabilities.values() if v > 0)
+    return None if total <= 0 else probabilities[verdict] / total
+
+
+def _adaptive_second_calls(
+    store: Store, run_id: int, calls: list[PlannedCall], threshold: float, stats: RunStats
+) -> list[PlannedCall]:
+    """Adaptive swapping: the swapped call is made only when the pair's first verdict is less confident than
+    `threshold` (or its confidence is unknown). A call not made is stored as an inferred record that agrees with
+    the first verdict (source `inferred`), so the analysis knows which pairs were not swapped."""
+    first = {
+        (c["round"], c["item"], c["first"], c["second"]): c
+        for c in store.calls(run_id)
+        if c["order_index"] == 0 and c["error"] is None
+    }
+    make: list[PlannedCall] = []
+    inferred: list[CallRecord] = []
+    mirror = {"first": "second", "second": "first", "tie": "tie"}
+    for c in calls:
+        head = first.get((c.round, c.item, c.second, c.first))
+        conf = None if head is None else verdict_confidence(head["verdict"], head["probabilities"])
+        if head is None or conf is None or conf < threshold:
+            make.append(c)
+            continue
+        inferred.append(
+            CallRecord(
+                item=c.item,
+                first=c.first,
+                second=c.second,
+                order_index=c.order_index,
+                verdict=mirror[head["verdict"]],
+                source="inferred",
+                label=c.label,
+                prompt_hash=c.request.prompt_hash,
+                raw=f"(not called: the first order's verdict had confidence {conf:.3f} >= {threshold:g}; "
+                "assumed to agree)",
+                cost_usd=0.0,
+            )
+        )
+    if inferred:
+        store.record_calls(run_id, inferred)
+    stats.adaptive_skipped += len(inferred)
+    stats.to_call -= len(inferred)
+    return make
+
+
 def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
     pairs = load_pairs(loaded.pairs_path)
     structured = loaded.config.judge.structured_output and supports_structured(loaded.config.judge.backend)
@@ -531,6 +612,7 @@ async def run_async(
                 seed=plan.seed,
                 orders=cfg.orders,
                 total_calls=len(plan.calls),
+                provenance={**loaded.provenance(structured=plan.structured), "pair_set_hash": plan.pair_set_hash},
             )
         else:
             store.mark_running(run_id)
@@ -548,28 +630,44 @@ async def run_async(
             store.record_calls(run_id, [_cached_record(c, cache[c.request.prompt_hash]) for c in hits])
         stats.cached = len(hits)
         pending = [c for c in pending if c.request.prompt_hash not in cache]
-        groups: dict[str, list[PlannedCall]] = {}
-        for c in pending:
-            groups.setdefault(c.request.prompt_hash, []).append(c)
         stats.to_call = len(pending)
+        threshold = cfg.adaptive_swap
+        phases = [pending] if threshold is None else [
+            [c for c in pending if c.order_index == 0], [c for c in pending if c.order_index != 0]]
         interrupted = False
-        if groups:
-            try:
-                interrupted = await _execute(
-                    loaded,
-                    store,
-                    run_id,
-                    list(groups.values()),
-                    stats,
-                    judge=judge,
-                    console=console,
-                    progress=progress,
-                    handle_sigint=handle_sigint,
-                )
-            except BaseException:
-                # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable.
-                store.finish_run(run_id, "incomplete")
-                raise
+        # Adaptive runs make two passes with one judge (a local model is loaded once).
+        own_judge = judge is None and len(phases) > 1 and any(phases)
+        active = judge
+        try:
+            if own_judge:
+                active = create_judge(_resolved_judge_config(loaded))
+            for phase, calls in enumerate(phases):
+                if interrupted:
+                    break
+                if phase == 1 and threshold is not None:
+                    calls = _adaptive_second_calls(store, run_id, calls, threshold, stats)
+                groups: dict[str, list[PlannedCall]] = {}
+                for c in calls:
+                    groups.setdefault(c.request.prompt_hash, []).append(c)
+                if groups:
+                    interrupted = await _execute(
+                        loaded,
+                        store,
+                        run_id,
+                        list(groups.values()),
+                        stats,
+                        judge=active,
+                        console=console,
+                        progress=progress,
+                        handle_sigint=handle_sigint,
+                    )
+        except BaseException:
+            # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable.
+            store.finish_run(run_id, "incomplete")
+            raise
+        finally:
+            if own_judge and active is not None:
+                await active.aclose()
         status = "interrupted" if interrupted else ("done" if stats.failed == 0 else "incomplete")
         store.finish_run(run_id, status)
         return RunOutcome(
@@ -753,25 +851,67 @@ def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
     return [{**rec, **extra} for rec in store.presentation_records(run_id)]
 
 
-def analyze_run(store: Store, run_id: int) -> list[Any]:
-    """The analysis of a stored run under the policy, gate and systems it was registered with."""
-    from swapjudge.analysis import analyze
+def run_record_set(store: Store, run_id: int) -> Any:
+    """A stored run's calls as a validated `RecordSet` (core fields only). A pair with one usable order (an
+    interrupted run, a failed call, a single-order run) is incomplete rather than an error."""
     from swapjudge.records import records_from_dicts
 
-    info = store.run(run_id)
-    cfg = info.config
     core = ("judge", "round", "item", "first", "second", "verdict", "label")
     rows = [{k: rec[k] for k in core if k in rec} for rec in store.presentation_records(run_id)]
     if not rows:
         raise SwapjudgeError(f"run {run_id} has no stored calls to analyse")
-    # An interrupted or partly failed run has pairs with one order only: those count as incomplete.
-    records = records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
+    return records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
+
+
+def analyze_run(store: Store, run_id: int, records: Any = None, **overrides: Any) -> list[Any]:
+    """The analysis of a stored run under the policy, gate and systems it was registered with (`overrides`
+    replaces any of analyze's keyword arguments, e.g. `a`/`b` to compare two systems of a many-system run)."""
+    from swapjudge.analysis import analyze
+
+    info = store.run(run_id)
+    cfg = info.config
+    if records is None:
+        records = run_record_set(store, run_id)
     pairs_cfg = cfg.get("pairs") or {}
-    return analyze(
-        records,
-        a=pairs_cfg.get("a"),
-        b=pairs_cfg.get("b"),
-        tie_policy=cfg.get("tie_policy", "half_credit"),
-        min_consistency=(cfg.get("gates") or {}).get("min_self_consistency", 0.70),
-        confidence=cfg.get("confidence", 0.95),
-    )
+    settings: dict[str, Any] = {
+        "a": pairs_cfg.get("a"),
+        "b": pairs_cfg.get("b"),
+        "tie_policy": cfg.get("tie_policy", "half_credit"),
+        "min_consistency": (cfg.get("gates") or {}).get("min_self_consistency", 0.70),
+        "confidence": cfg.get("confidence", 0.95),
+    }
+    analyses = analyze(records, **{**settings, **overrides})
+    threshold = cfg.get("adaptive_swap")
+    if threshold is not None:
+        analyses = [_adaptive_note(store, run_id, a, float(threshold), {**settings, **overrides}) for a in analyses]
+    return analyses
+
+
+def _adaptive_note(store: Store, run_id: int, analysis: Any, threshold: float, settings: dict[str, Any]) -> Any:
+    """Say how many pairs adaptive swapping left unswapped, and the consistency measured on the swapped ones."""
+    import dataclasses
+
+    from swapjudge.analysis import analyze
+    from swapjudge.records import records_from_dicts
+
+    recs = store.presentation_records(run_id)
+    unswapped = {(r["round"], r["item"], frozenset((r["first"], r["second"]))) for r in recs
+                 if r["source"] == "inferred"}
+    if not unswapped:
+        return analysis
+    core = ("judge", "round", "item", "first", "second", "verdict", "label")
+    rows = [{k: r[k] for k in core if k in r} for r in recs
+            if (r["round"], r["item"], frozenset((r["first"], r["second"]))) not in unswapped]
+    swapped_rate = None
+    swapped_pairs = 0
+    if rows:
+        swapped = records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
+        with contextlib.suppress(SwapjudgeError):  # e.g. one of the two systems left only in unswapped pairs
+            for only in analyze(swapped, **settings):
+                if only.judge == analysis.judge and only.consistency is not None:
+                    swapped_rate, swapped_pairs = only.consistency.rate, only.consistency.pairs
+    measured = "n/a" if swapped_rate is None else f"{swapped_rate:.1%}"
+    note = (f"adaptive swapping: {len(unswapped)} pair(s) were judged in one order only (first verdict's confidence "
+            f">= {threshold:g}); their second verdict is assumed to agree, so swap-consistency counts them as "
+            f"consistent (an upper bound); on the {swapped_pairs} swapped pair(s) it is {measured}")
+    return dataclasses.replace(analysis, notes=(*analysis.notes, note))

@@ -18,7 +18,20 @@ from typing import Any
 
 from swapjudge.errors import SwapjudgeError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+
+# Run provenance added in schema 2 (run history): what makes two runs comparable. Added to a store made by
+# schema 1 with ALTER TABLE and filled from each run's stored configuration (pair_set_hash stays unknown there).
+PROVENANCE_COLUMNS: tuple[str, ...] = (
+    "judge_model",
+    "judge_version",
+    "rubric_text",
+    "rubric_hash",
+    "template_hash",
+    "schema",
+    "tie_policy",
+    "pair_set_hash",
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -140,9 +153,37 @@ class RunInfo:
     stored_calls: int = 0
     failed_calls: int = 0
     cost_usd: float = 0.0
+    judge_model: str | None = None
+    judge_version: str | None = None
+    rubric_text: str | None = None
+    rubric_hash: str | None = None
+    template_hash: str | None = None
+    schema: str | None = None
+    tie_policy: str | None = None
+    pair_set_hash: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _provenance_of_stored(config: dict[str, Any]) -> dict[str, Any]:
+    """Provenance derived from a stored configuration; whether the verdict was asked for as JSON follows the
+    backend's support, as the runner decides it (plain text when the backend cannot be loaded here)."""
+    from swapjudge.config import run_provenance
+
+    if not config:
+        return {}
+    judge = config.get("judge") or {}
+    structured = False
+    if judge.get("structured_output", True) and judge.get("backend"):
+        from swapjudge.errors import ConfigError
+        from swapjudge.judges.registry import supports_structured
+
+        try:
+            structured = supports_structured(str(judge["backend"]))
+        except ConfigError:
+            structured = False
+    return run_provenance(config, structured=structured)
 
 
 def _dumps(value: Any) -> str | None:
@@ -166,9 +207,39 @@ class Store:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(_SCHEMA)
-            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            self._migrate()
         except sqlite3.DatabaseError as err:
             raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
+
+    def _migrate(self) -> None:
+        """Bring a store of an older schema up to this one, in one transaction (a kill leaves the old file)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = SCHEMA_VERSION if row is None else row[0]
+        have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
+        missing = [c for c in PROVENANCE_COLUMNS if c not in have]
+        # Runs registered by an older swapjudge in a current file still get their provenance filled in.
+        unfilled = not missing and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone()
+        if not missing and not unfilled and row is not None and version == SCHEMA_VERSION:
+            return
+        if version not in ("1", SCHEMA_VERSION):
+            raise SwapjudgeError(f"{self.path}: store schema {version} is newer than this swapjudge ({SCHEMA_VERSION})")
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for col in missing:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
+            todo = db.execute("SELECT id, config_json FROM runs WHERE rubric_hash IS NULL").fetchall()
+            for run_id, config_json in todo:
+                prov = _provenance_of_stored(json.loads(config_json))
+                if not prov:
+                    continue
+                sets = ", ".join(f"{k}=?" for k in prov)
+                db.execute(f"UPDATE runs SET {sets} WHERE id=?", (*prov.values(), run_id))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -193,10 +264,21 @@ class Store:
         seed: str,
         orders: str,
         total_calls: int,
+        provenance: dict[str, Any] | None = None,
     ) -> int:
+        """Register a run. `provenance` holds PROVENANCE_COLUMNS values; those left out are derived from the
+        configuration (the pair set's hash then stays unknown)."""
+        prov = dict(provenance or {})
+        if set(PROVENANCE_COLUMNS) - {"pair_set_hash"} - set(prov):
+            prov = {**_provenance_of_stored(config), **prov}
+        unknown = set(prov) - set(PROVENANCE_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown provenance field(s): {', '.join(sorted(unknown))}")
+        cols = ", ".join(PROVENANCE_COLUMNS)
+        marks = ",".join("?" * len(PROVENANCE_COLUMNS))
         cur = self._db.execute(
             "INSERT INTO runs (config_hash, judge_hash, judge, config_json, config_path, pairs_digest, seed,"
-            " orders, total_calls, started_at, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'running')",
+            f" orders, total_calls, started_at, status, {cols}) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', {marks})",
             (
                 config_hash,
                 judge_hash,
@@ -208,6 +290,7 @@ class Store:
                 orders,
                 total_calls,
                 _now(),
+                *(prov.get(c) for c in PROVENANCE_COLUMNS),
             ),
         )
         assert cur.lastrowid is not None
@@ -245,6 +328,7 @@ class Store:
             stored_calls=row[13] or 0,
             failed_calls=row[14] or 0,
             cost_usd=row[15] or 0.0,
+            **dict(zip(PROVENANCE_COLUMNS, row[16:], strict=True)),
         )
 
     _RUN_SELECT = (
@@ -252,8 +336,9 @@ class Store:
         " r.seed, r.orders, r.total_calls, r.started_at, r.ended_at, r.status,"
         " (SELECT COUNT(*) FROM calls c WHERE c.run_id=r.id AND c.error IS NULL),"
         " (SELECT COUNT(*) FROM calls c WHERE c.run_id=r.id AND c.error IS NOT NULL),"
-        " (SELECT SUM(c.cost_usd) FROM calls c WHERE c.run_id=r.id AND c.source='api')"
-        " FROM runs r"
+        " (SELECT SUM(c.cost_usd) FROM calls c WHERE c.run_id=r.id AND c.source='api'), "
+        + ", ".join(f"r.{c}" for c in PROVENANCE_COLUMNS)
+        + " FROM runs r"
     )
 
     def runs(self) -> list[RunInfo]:
