@@ -640,7 +640,7 @@ async def run_async(
         active = judge
         try:
             if own_judge:
-                active = create_judge(_resolved_judge_config(loaded))
+                active = create_judge(resolved_judge_config(loaded))
             for phase, calls in enumerate(phases):
                 if interrupted:
                     break

@@ -230,10 +230,10 @@ def releases_command(
     rep = release_report(records, pairs, pcfg.releases, pcfg.baseline, tie_policy=cfg.tie_policy,
                          min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
     if html is not None:
-        from swapjudge.cli.run import _write_atomic
         from swapjudge.report.releases import render_releases_html
+        from swapjudge.review import write_atomic
 
-        _write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
+        write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
     if output is OutputFormat.json:
         print(json.dumps({"run": run_id, **rep.to_dict()}, indent=2, allow_nan=False))
         return
@@ -313,11 +313,11 @@ def anchors_command(
     """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
     distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
     from swapjudge.anchors_run import run_anchors
-    from swapjudge.cli.run import _write_atomic
+    from swapjudge.review import write_atomic
 
     res = run_anchors(config, pinned=pinned)
     if out is not None:
-        _write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
+        write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
                                    if v is not None))
     if output is OutputFormat.json:
         print(json.dumps(res.to_dict(), indent=2, allow_nan=False))
