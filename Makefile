@@ -28,7 +28,12 @@ $(VENV)/.models: $(VENV)/.installed
 run: $(VENV)/.models
 	$(PY) examples/local_audit.py examples/local_llmbar.yaml || test $$? -eq 1
 
-test: $(VENV)/.installed
+# Headless Chromium for the HTML report tests (Debian package; needs root or an existing install).
+.chromium:
+	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+	touch $@
+
+test: $(VENV)/.installed .chromium
 	$(VENV)/bin/pytest
 	$(PY) $(SHARED)/checks/contract.py $(CURDIR)/$(VENV)/bin/swapjudge
 
@@ -38,6 +43,8 @@ lint: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) bench/bench_analyze.py
+	$(PY) bench/bench_rank.py
+	$(PY) bench/bench_runner.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache .chromium

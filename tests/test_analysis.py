@@ -158,3 +158,28 @@ def test_real_devbench_haiku_counts():
     assert (r.outcomes.toward_first, r.outcomes.toward_second) == (15, 849)
     assert r.flip_direction.p_value < 1e-100
     assert r.consistency.band == "high"
+
+
+def test_registered_tie_policy_is_the_default_and_a_change_is_said(tmp_path):
+    rows = [dict(r, registered_tie_policy="exclude") for r in contract_300()]
+    path = write_jsonl(tmp_path / "r.jsonl", rows)
+    for extras in (True, False):
+        recs = load_records(path, extras=extras)
+        assert recs.registered_tie_policy == "exclude"
+        [default] = analyze(recs, a="B", b="A")
+        assert default.win_rate.policy.value == "exclude" and not default.notes
+        [other] = analyze(recs, a="B", b="A", tie_policy="half_credit")
+        assert "registered with exclude" in other.notes[-1]
+    out = subprocess.run([*CLI, "analyze", str(path), "--a", "B", "--b", "A", "--tie-policy", "no_credit",
+                          "--format", "json"], capture_output=True, text=True)
+    data = json.loads(out.stdout)
+    assert data["win_rate"]["policy"] == "no_credit"
+    assert any("registered with exclude" in n for n in data["notes"])
+
+
+def test_several_rounds_are_flagged():
+    rows = [dict(r, round=k) for k in (1, 2) for r in contract_400()]
+    r = one(rows, min_consistency=0.5)
+    assert r.outcomes.total == 800
+    assert any("2 rounds" in note for note in r.notes)
+    assert not any("rounds" in note for note in one(contract_400(), min_consistency=0.5).notes)

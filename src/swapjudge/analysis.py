@@ -6,6 +6,7 @@ imported judgments, live runs and human review sheets go through the same code.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ from swapjudge.policy import (
     win_rate,
 )
 from swapjudge.probes.identical import IdenticalProbe, identical_probe
-from swapjudge.records import RecordSet
+from swapjudge.records import RecordSet, select_judges
 from swapjudge.swap import (
     Consistency,
     CrossTable,
@@ -140,7 +141,7 @@ def calculate(pairs: int, consistent: int, *, to_first: int | None = None, to_se
 
 
 def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,
-            b: str | None = None, tie_policy: TiePolicy | str = TiePolicy.half_credit,
+            b: str | None = None, tie_policy: TiePolicy | str | None = None,
             min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95) -> list[JudgeAnalysis]:
     """Analyse records, one result per judge (only `judge` when given)."""
     frame = records.frame if isinstance(records, RecordSet) else records
@@ -148,20 +149,23 @@ def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: s
         raise SwapjudgeError(f"--confidence must be between 0 and 1, got {confidence}")
     if not 0 <= min_consistency <= 1:
         raise SwapjudgeError(f"--min-consistency must be between 0 and 1, got {min_consistency}")
-    judges = sorted(frame.get_column("judge").unique().to_list())
-    if judge is not None:
-        if judge not in judges:
-            raise SwapjudgeError(f"no records for judge {judge!r}; judges in the file: "
-                                 + ", ".join(repr(j) for j in judges))
-        judges = [judge]
-    policy = TiePolicy(tie_policy)
+    judges = select_judges(frame, judge)
+    # the policy fixed before the run wins unless one is asked for; asking for another one is said out loud
+    registered = records.registered_tie_policy if isinstance(records, RecordSet) else None
+    policy = TiePolicy(tie_policy or registered or TiePolicy.half_credit)
+    policy_note = (f"this analysis uses the {policy.value} tie policy, but the run was registered with "
+                   f"{registered}: its headline differs from the one fixed before the run"
+                   if registered and registered != policy.value else None)
     # validation already paired the calls; build the pairs only for a frame that came without them
     pairs_all = records.pairs if isinstance(records, RecordSet) and records.pairs is not None else build_pairs(frame)
     results = []
     for name in judges:
         pairs = PairTable(pairs_all.frame.filter(pl.col("judge") == name))
         calls = frame.filter(pl.col("judge") == name)
-        results.append(_analyze_judge(name, pairs, calls, a, b, policy, min_consistency, confidence))
+        result = _analyze_judge(name, pairs, calls, a, b, policy, min_consistency, confidence)
+        if policy_note:
+            result = dataclasses.replace(result, notes=(*result.notes, policy_note))
+        results.append(result)
     return results
 
 
@@ -206,6 +210,11 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
         notes.append(SINGLE_ORDER_NOTE)
     elif counts.incomplete:
         notes.append(f"{counts.incomplete} pair(s) without two usable verdicts are shown and left out of every rate")
+    rounds = pairs.frame.get_column("round").n_unique()
+    if rounds > 1:
+        notes.append(f"{rounds} rounds: each round's pairs count separately, so intervals treat repeats of the same "
+                     "items as independent and are too narrow; `swapjudge probe repeat` measures round-to-round "
+                     "agreement")
     verdicts = verdict_split(pair_calls.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy(), confidence)
     gate_result = gate(cons.rate if cons else None, min_consistency)
     result: dict[str, Any] = {}

@@ -7,7 +7,6 @@ to name the exact file, line and field. A clean file never pays for the slow pat
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterable, Mapping
@@ -17,8 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.errors import InputError
+from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.pairs import PairTable, build_pairs
+from swapjudge.textfiles import csv_rows, decode_text, json_lines, read_bytes
 
 VERDICT_VALUES = ("first", "second", "tie")
 REQUIRED = ("item", "first", "second", "verdict")
@@ -33,6 +33,8 @@ CORE_SCHEMA: dict[str, Any] = {
     "label": pl.String,
 }
 KEY = ("judge", "round", "item", "first", "second")
+# Provenance the analysis reads even when extras are skipped: the tie policy a run was registered with.
+REGISTERED_POLICY = "registered_tie_policy"
 
 
 @dataclass(frozen=True)
@@ -47,11 +49,30 @@ class RecordSet:
     pairs: PairTable | None = field(default=None, compare=False, repr=False)
 
     @property
+    def registered_tie_policy(self) -> str | None:
+        """The tie policy the run behind these records was registered with (exports of a stored run carry it)."""
+        if REGISTERED_POLICY not in self.frame.columns:
+            return None
+        values = self.frame.get_column(REGISTERED_POLICY).drop_nulls().unique().to_list()
+        return str(values[0]) if len(values) == 1 else None
+
+    @property
     def judges(self) -> list[str]:
         return sorted(self.frame.get_column("judge").unique().to_list())
 
     def __len__(self) -> int:
         return self.frame.height
+
+
+def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
+    """The judges of validated records, sorted; only `judge` when given (an error naming the others if absent)."""
+    judges = sorted(frame.get_column("judge").unique().to_list())
+    if judge is None:
+        return judges
+    if judge not in judges:
+        raise SwapjudgeError(f"no records for judge {judge!r}; judges in the file: "
+                             + ", ".join(repr(j) for j in judges))
+    return [judge]
 
 
 def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
@@ -63,12 +84,7 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     analysis says) or `allow_unpaired` is set (the lonely call then makes its pair incomplete).
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
+    data = read_bytes(path)
     is_csv = path.suffix.lower() in (".csv", ".tsv")
     frame = _fast_frame(data, is_csv, extras)
     if frame is not None and not _missing_verdict_keys(data, frame, is_csv):
@@ -78,7 +94,8 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
     frame = _slow_frame(data, str(path), is_csv)
     if not extras:
-        frame = frame.select([*CORE_SCHEMA, "_line"])
+        kept = [*CORE_SCHEMA, "_line", *([REGISTERED_POLICY] if REGISTERED_POLICY in frame.columns else [])]
+        frame = frame.select(kept)
     _raise_problems(frame, str(path), allow_unpaired)
     return RecordSet(frame.drop("_line"), str(path), _is_single_order(frame))
 
@@ -110,7 +127,10 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
                 raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=present, infer_schema_length=None)
             else:
                 # a fixed schema skips the full-file type inference, the costliest step of the read
-                raw = pl.read_ndjson(io.BytesIO(data), schema=CORE_SCHEMA)
+                schema = {**CORE_SCHEMA, REGISTERED_POLICY: pl.String}
+                raw = pl.read_ndjson(io.BytesIO(data), schema=schema)
+                if raw.get_column(REGISTERED_POLICY).null_count() == raw.height:
+                    raw = raw.drop(REGISTERED_POLICY)
         if any(col not in raw.columns for col in REQUIRED):
             return None
         return _normalise(raw)
@@ -183,10 +203,7 @@ def _missing_verdict_keys(data: bytes, frame: pl.DataFrame, is_csv: bool) -> boo
 
 
 def _slow_frame(data: bytes, path: str, is_csv: bool) -> pl.DataFrame:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text (byte {err.start})", path=path) from None
+    text = decode_text(data, path)
     rows = list(_csv_rows(text, path) if is_csv else _jsonl_rows(text, path))
     if not rows:
         raise InputError("no records", path=path)
@@ -194,29 +211,14 @@ def _slow_frame(data: bytes, path: str, is_csv: bool) -> pl.DataFrame:
 
 
 def _jsonl_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON ({err.msg} at column {err.colno})", path=path, line=number) from None
+    for number, obj in json_lines(text, path):
         if not isinstance(obj, dict):
             raise InputError("a record must be a JSON object", path=path, line=number)
         yield _parse_row(obj, path, number)
 
 
 def _csv_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=_separator(text.encode()[:4096]))
-    header = reader.fieldnames or []
-    for col in REQUIRED:
-        if col not in header:
-            raise InputError("missing column", path=path, line=1, field=col)
-    previous = 1
-    for row in reader:
-        number, previous = previous + 1, reader.line_num
-        if None in row:
-            raise InputError("more cells than header columns", path=path, line=number)
+    for number, row in csv_rows(text, path, required=REQUIRED, delimiter=_separator(text.encode()[:4096])):
         obj = {k: (None if v == "" and k in ("verdict", "label", "round") else v) for k, v in row.items()}
         yield _parse_row(obj, path, number)
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import swapjudge.cli.importers  # noqa: F401  (registers import)
-from swapjudge.cli import core  # noqa: F401  (registers calc, analyze)
-from swapjudge.cli import models as _models  # noqa: F401  (registers models list|install|verify)
+# Each module registers its commands on import; the order here is the order of `swapjudge --help`.
+from swapjudge.cli import core, run, rank, report, importers, probes, history, models  # noqa: F401  # isort: skip
 from swapjudge.cli.app import app
 
 

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from swapjudge.errors import SwapjudgeError
 
@@ -19,7 +20,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
 )
 
 stdout = Console(soft_wrap=False)
@@ -43,7 +44,7 @@ def user_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except SwapjudgeError as err:
-            stderr.print(f"[bold red]error:[/] {err}", markup=True, highlight=False)
+            stderr.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, highlight=False)
             raise typer.Exit(err.exit_code) from None
         except KeyboardInterrupt:
             stderr.print("interrupted")

@@ -57,8 +57,9 @@ def analyze(
     judge: Annotated[str | None, typer.Option("--judge", help="Analyse this judge only.")] = None,
     a: Annotated[str | None, typer.Option("--a", help="System whose win rate is reported.")] = None,
     b: Annotated[str | None, typer.Option("--b", help="The system it is compared against.")] = None,
-    tie_policy: Annotated[TiePolicy, typer.Option("--tie-policy", help="What a split pair is worth.")]
-    = TiePolicy.half_credit,
+    tie_policy: Annotated[TiePolicy | None, typer.Option(
+        "--tie-policy", help="What a split pair is worth. Default: the policy the run was registered with "
+                             "(exports of a stored run carry it), else half_credit.", show_default=False)] = None,
     min_consistency: Annotated[float, typer.Option(
         "--min-consistency", help="Gate: below this swap-consistency no win rate is reported (exit 1).")]
     = DEFAULT_MIN_CONSISTENCY,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,8 +35,10 @@ def _formats_help() -> str:
     lines = []
     for fmt in FORMATS.values():
         flags = ", ".join(_OPTION_FLAGS[o] for o in fmt.options)
-        lines.append(f"[bold]{fmt.name}[/]: {fmt.summary}. Options: {flags}.")
-    return "\n\n".join(lines)
+        # help is rendered as Markdown: bold the name, and file patterns in code spans so their stars stay
+        summary = re.sub(r"\(([^()]*[*/][^()]*)\)", r"(`\1`)", fmt.summary)
+        lines.append(f"- **{fmt.name}**: {summary}. Options: {flags}.")
+    return "\n".join(lines)
 
 
 HELP = (

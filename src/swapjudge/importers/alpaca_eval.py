@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, read_json_array
+from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, read_json_array, read_paths
 
 FORMAT = "alpaca-eval"
 OrderChoice = Literal["recorded", "as-stored"]
@@ -142,9 +142,4 @@ def read_file(imp: FileImport, *, order: OrderChoice = "recorded", judge_name: s
 def import_alpaca_eval(paths: Sequence[Path], *, order: OrderChoice = "recorded",
                        judge_name: str | None = None) -> ImportResult:
     """Presentation records (one per annotation) from AlpacaEval annotation JSON files."""
-    imports = []
-    for path in paths:
-        imp = FileImport(Path(path), FORMAT)
-        read_file(imp, order=order, judge_name=judge_name)
-        imports.append(imp)
-    return finish(imports, pair_check=False)
+    return finish(read_paths(paths, FORMAT, read_file, order=order, judge_name=judge_name), pair_check=False)

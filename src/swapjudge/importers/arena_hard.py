@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, pair_key, read_jsonl
+from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, pair_key, read_jsonl, read_paths
 
 FORMAT = "arena-hard"
 
@@ -94,9 +94,4 @@ def read_file(imp: FileImport, *, baseline: str | None = None, judge_name: str |
 def import_arena_hard(paths: Sequence[Path], *, baseline: str | None = None,
                       judge_name: str | None = None) -> ImportResult:
     """Presentation records (two per row) from arena-hard-auto model judgment JSONL files."""
-    imports = []
-    for path in paths:
-        imp = FileImport(Path(path), FORMAT)
-        read_file(imp, baseline=baseline, judge_name=judge_name)
-        imports.append(imp)
-    return finish(imports)
+    return finish(read_paths(paths, FORMAT, read_file, baseline=baseline, judge_name=judge_name))

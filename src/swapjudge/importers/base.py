@@ -13,11 +13,11 @@ import json
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Concatenate, Literal, ParamSpec, TextIO
 
 from swapjudge.errors import InputError
 
@@ -274,6 +274,20 @@ def check_pairs(imports: Sequence[FileImport]) -> None:
         if lonely[id(imp)]:
             imp.notes.append(f"{lonely[id(imp)]} record(s) have no swapped twin: `swapjudge analyze "
                              "--allow-unpaired` counts their pairs as incomplete (else they are an error)")
+
+
+ReadOptions = ParamSpec("ReadOptions")
+
+
+def read_paths(paths: Sequence[Path], format: str, read: Callable[Concatenate[FileImport, ReadOptions], None],
+               *args: ReadOptions.args, **kwargs: ReadOptions.kwargs) -> list[FileImport]:
+    """One FileImport per path, each filled by `read(imp, *args, **kwargs)`; `finish()` them together."""
+    imports = []
+    for path in paths:
+        imp = FileImport(Path(path), format)
+        read(imp, *args, **kwargs)
+        imports.append(imp)
+    return imports
 
 
 def finish(imports: Sequence[FileImport], *, pair_check: bool = True) -> ImportResult:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swapjudge.errors import InputError
-from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, read_csv
+from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, read_csv, read_paths
 
 FORMAT = "csv"
 TARGETS = {"first": "first", "second": "second", "tie": "tie", "null": None, "none": None}
@@ -93,9 +93,4 @@ def read_file(imp: FileImport, columns: CsvColumns, mapping: Mapping[str, str | 
 def import_csv(paths: Sequence[Path], *, columns: CsvColumns, mapping: Mapping[str, str | None],
                judge_name: str | None = None, delimiter: str | None = None) -> ImportResult:
     """Presentation records (one per row) from any table of judge calls."""
-    imports = []
-    for path in paths:
-        imp = FileImport(Path(path), FORMAT)
-        read_file(imp, columns, mapping, judge_name=judge_name, delimiter=delimiter)
-        imports.append(imp)
-    return finish(imports)
+    return finish(read_paths(paths, FORMAT, read_file, columns, mapping, judge_name=judge_name, delimiter=delimiter))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, pair_key, read_jsonl
+from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, pair_key, read_jsonl, read_paths
 
 FORMAT = "fastchat"
 
@@ -86,9 +86,4 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
 
 def import_fastchat(paths: Sequence[Path], *, judge_name: str | None = None) -> ImportResult:
     """Presentation records (two per row: game 1 and game 2) from FastChat pairwise judgment JSONL files."""
-    imports = []
-    for path in paths:
-        imp = FileImport(Path(path), FORMAT)
-        read_file(imp, judge_name=judge_name)
-        imports.append(imp)
-    return finish(imports)
+    return finish(read_paths(paths, FORMAT, read_file, judge_name=judge_name))

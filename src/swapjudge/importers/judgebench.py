@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from swapjudge.importers.arena_hard import label_verdict
-from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, pair_key, read_jsonl
+from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, pair_key, read_jsonl, read_paths
 
 FORMAT = "judgebench"
 RESPONSE_A, RESPONSE_B = "response_A", "response_B"
@@ -86,9 +86,4 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
 
 def import_judgebench(paths: Sequence[Path], *, judge_name: str | None = None) -> ImportResult:
     """Presentation records (two per pair) from JudgeBench output JSONL files."""
-    imports = []
-    for path in paths:
-        imp = FileImport(Path(path), FORMAT)
-        read_file(imp, judge_name=judge_name)
-        imports.append(imp)
-    return finish(imports)
+    return finish(read_paths(paths, FORMAT, read_file, judge_name=judge_name))

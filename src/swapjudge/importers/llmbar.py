@@ -26,6 +26,7 @@ from swapjudge.importers.base import (
     make_record,
     pair_key,
     read_json_array,
+    read_paths,
 )
 
 FORMAT = "llmbar"
@@ -96,9 +97,4 @@ def read_file(imp: FileImport, *, round_choice: RoundChoice = "last", judge_name
 def import_llmbar(paths: Sequence[Path], *, round_choice: RoundChoice = "last",
                   judge_name: str | None = None) -> ImportResult:
     """Presentation records (two per instance: swap = False, swap = True) from LLMBar result.json files."""
-    imports = []
-    for path in paths:
-        imp = FileImport(Path(path), FORMAT)
-        read_file(imp, round_choice=round_choice, judge_name=judge_name)
-        imports.append(imp)
-    return finish(imports)
+    return finish(read_paths(paths, FORMAT, read_file, round_choice=round_choice, judge_name=judge_name))

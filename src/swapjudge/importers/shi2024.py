@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, read_csv, read_jsonl
+from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, read_csv, read_jsonl, read_paths
 
 FORMAT = "shi2024"
 REQUIRED = ("benchmark", "judge", "question_id", "model_first", "model_second", "verdict")
@@ -70,12 +70,7 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
 
 def import_shi2024(paths: Sequence[Path], *, judge_name: str | None = None) -> ImportResult:
     """Presentation records (one per CSV row) from the Shi et al. 2024 verdict tables."""
-    imports = []
-    for path in paths:
-        imp = FileImport(Path(path), FORMAT)
-        read_file(imp, judge_name=judge_name)
-        imports.append(imp)
-    return finish(imports)
+    return finish(read_paths(paths, FORMAT, read_file, judge_name=judge_name))
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ class JudgeRequest:
     verdict_prefix: str = "Verdict: "
     chain_of_thought: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The prompt asks for a JSON verdict `{"winner": label, "reason": ...}` (backends with structured output).
+    structured: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,11 +46,30 @@ class JudgeReply:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
+    # Input tokens written to a provider's prompt cache (billed above the plain input price by some).
+    cache_write_tokens: int | None = None
     cost_usd: float | None = None
     # P(first), P(second) (and P(tie)) when the backend exposes token probabilities.
     probabilities: dict[str, float] | None = None
     error: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+
+
+class TransientJudgeError(Exception):
+    """A failure worth retrying (rate limit, server error, timeout). `retry_after` is the server's hint."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status = status
+
+
+class PermanentJudgeError(Exception):
+    """A failure of this one call that retrying will not fix (e.g. a 400): recorded, the run goes on."""
+
+
+class FatalJudgeError(Exception):
+    """A failure that will hit every call (missing key, 401/403, unknown model): the run stops."""
 
 
 @runtime_checkable

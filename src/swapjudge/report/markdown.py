@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from swapjudge.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.wording import flip_sentence, headline, interval, judge_name, pct
+
+if TYPE_CHECKING:
+    from swapjudge.report.build import ReportInputs, SegmentRow
 
 
 def _escape(text: str) -> str:
@@ -72,3 +76,43 @@ def render_calculation(calc: Calculation) -> str:
     if calc.decision is not None:
         lines += ["", f"_Decision help: {calc.decision.sentence()}._"]
     return "\n".join(lines) + "\n"
+
+
+def render_segments(field: str, segments: Sequence[SegmentRow]) -> str:
+    """Per-segment consistency and win rate as one table."""
+    lines = [f"| {_escape(field)} | pairs | swap-consistency | win rate | gate |", "|---|---:|---:|---:|---|"]
+    for value, a in segments:
+        c, w = a.consistency, a.win_rate
+        cons = "n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"
+        rate = "withheld" if a.withheld else ("" if w is None else
+                                               f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})")
+        lines.append(f"| {_escape(value)} | {a.outcomes.complete:,} | {cons} | {rate} | "
+                     f"{'passed' if a.gate.passed else 'FAILED'} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_report(inputs: ReportInputs) -> str:
+    """The pull-request summary of a report: each judge's table, its segments, the unsettled pairs, the source."""
+    parts = []
+    for analysis in inputs.analyses:
+        parts.append(render_analysis(analysis))
+        segments = inputs.segments_for(analysis)
+        if inputs.segment_field and segments:
+            parts.append(render_segments(inputs.segment_field, segments))
+    queue = inputs.queue
+    if queue.height:
+        counts = queue.get_column("outcome").value_counts()
+        by = {row["outcome"]: row["count"] for row in counts.to_dicts()}
+        parts.append(f"{queue.height:,} pairs to read (flips toward slot 1 / slot 2: {by.get('flip_first', 0)} / "
+                     f"{by.get('flip_second', 0)}; half-ties: {by.get('half_tie_first', 0)} / "
+                     f"{by.get('half_tie_second', 0)}): `swapjudge review queue`.\n")
+    prov = inputs.source.provenance
+    facts = [f"source `{_escape(inputs.source.name)}`"]
+    for key in ("config_hash", "sha256"):
+        if prov.get(key):
+            facts.append(f"{key} `{str(prov[key])[:12]}`")
+    facts.append(f"tie policy {inputs.settings.get('tie_policy')}")
+    if inputs.policy_mismatch:
+        facts.append(f"**{_escape(inputs.policy_mismatch)}**")
+    parts.append("<sub>" + " · ".join(facts) + f" · generated {inputs.generated_at}</sub>\n")
+    return "\n".join(parts)

@@ -1,0 +1,348 @@
+"""`swapjudge history` and `swapjudge compare`: runs over time, and what moved between two runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from swapjudge.adaptive import THRESHOLDS, adaptive_offline
+from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
+from swapjudge.config import DEFAULT_STORE, load_config
+from swapjudge.errors import SwapjudgeError
+from swapjudge.history import HistoryEntry, RunComparison, compare_runs, history
+from swapjudge.pairs_input import load_pairs
+from swapjudge.releases import ReleaseReport, ReleaseStep, release_report
+from swapjudge.report.wording import pct
+from swapjudge.runner import run_record_set
+from swapjudge.store import Store
+
+StoreOpt = Annotated[Path | None, typer.Option("--store", help=f"The run store (default ./{DEFAULT_STORE}).")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+
+
+def open_store(path: Path | None) -> Store:
+    p = path or Path.cwd() / DEFAULT_STORE
+    if not p.exists():
+        raise SwapjudgeError(f"{p}: no run store here (give --store PATH)")
+    return Store(p)
+
+
+def _ci(rate: float | None, low: float | None, high: float | None) -> str:
+    if rate is None:
+        return "n/a"
+    return f"{pct(rate)} [{pct(low)}, {pct(high)}]"
+
+
+def _row(e: HistoryEntry) -> dict[str, str]:
+    s = e.setup
+    judge = s.judge + (f" ({s.judge_version})" if s.judge_version else "")
+    row = {"run": str(e.run_id), "started (UTC)": e.started_at.replace("T", " ").removesuffix("+00:00"),
+           "judge": judge, "rubric": (s.rubric_hash or "?")[:8], "template": (s.template_hash or "?")[:8],
+           "pairs set": (s.pair_set_hash or s.pairs_digest)[:8], "orders": s.orders,
+           "policy": s.tie_policy or "?", "consistency": "n/a", "flips to 1st": "n/a", "win rate": "n/a",
+           "gate": "n/a", "flags": "; ".join(e.flags) or "-"}
+    a = e.analysis
+    if a is None:
+        row["flags"] = "; ".join([*e.flags, e.error or ""]).strip("; ")
+        return row
+    c = a.consistency
+    if c is not None:
+        row["consistency"] = _ci(c.rate, c.low, c.high)
+    fd = a.flip_direction
+    if fd.first_share is not None:
+        p = "" if fd.p_value is None else f" p={fd.p_value:.2g}"
+        row["flips to 1st"] = f"{pct(fd.first_share)} of {fd.first + fd.second}{p}"
+    if a.win_rate is not None:
+        if a.withheld:
+            row["win rate"] = "withheld"
+        else:
+            h = a.win_rate.headline
+            row["win rate"] = f"{a.win_rate.a} vs {a.win_rate.b}: {_ci(h.value, h.low, h.high)}"
+    row["gate"] = "passed" if a.gate.passed else "FAILED"
+    return row
+
+
+def _markdown_table(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(r[c].replace("|", "\\|") for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+@app.command("history")
+@user_errors
+def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.text) -> None:
+    """List the store's runs over time with what each was measured under (judge, rubric, template, pairs) and
+    its swap-consistency, flip direction, win rate and gate verdict. A run that did not measure the swap under
+    its own judge, rubric and template is flagged."""
+    with open_store(store) as st:
+        entries = history(st)
+    if output is OutputFormat.json:
+        print(json.dumps([e.to_dict() for e in entries], indent=2, allow_nan=False))
+        return
+    rows = [_row(e) for e in entries]
+    if output is OutputFormat.markdown:
+        print("# Run history\n\n" + _markdown_table(rows), end="")
+        return
+    if not rows:
+        stdout.print("the store holds no runs")
+        return
+    # One short block per run: a terminal is too narrow for every column side by side.
+    blocks = []
+    for r in rows:
+        lines = [f"run {r['run']}  {r['started (UTC)']}  {r['judge']}",
+                 f"  measured under: rubric {r['rubric']}  template {r['template']}  pair set {r['pairs set']}"
+                 f"  orders {r['orders']}  tie policy {r['policy']}",
+                 f"  swap-consistency {r['consistency']}  flips toward slot 1 {r['flips to 1st']}",
+                 f"  win rate {r['win rate']}  gate {r['gate']}"]
+        if r["flags"] != "-":
+            lines.append(f"  flag: {r['flags']}")
+        blocks.append("\n".join(lines))
+    stdout.print("\n\n".join(blocks), highlight=False, markup=False)
+
+
+def _fmt(x: dict[str, Any] | None) -> str:
+    return "n/a" if not x else _ci(x["rate"], x["low"], x["high"])
+
+
+def _compare_lines(cmp: RunComparison) -> list[str]:
+    d = cmp.to_dict()
+    lines = [f"run {cmp.a.run_id} -> run {cmp.b.run_id}", "", "What changed:"]
+    if not cmp.changes:
+        lines.append("  nothing: same judge, rubric, template, schema, policy and pairs")
+    for c in cmp.changes:
+        lines.append(f"  {c.what}: {c.before} -> {c.after}")
+    if cmp.rubric_diff:
+        lines += ["", "Rubric edit:"] + [f"  {line}" for line in cmp.rubric_diff]
+    lines += ["", "How the judge moved (each run's figure with its interval):"]
+    names = {"consistency": "swap-consistency", "first_slot_rate": "first-slot rate", "tie_rate": "tie rate",
+             "accuracy": "accuracy (right in both orders)"}
+    for key, label in names.items():
+        m: dict[str, Any] = d["behaviour"].get(key) or {}
+        before, after = m.get("before"), m.get("after")
+        if not before and not after:
+            continue
+        diff = m.get("difference")
+        delta = "" if diff is None else f"  ({diff * 100:+.1f} points)"
+        lines.append(f"  {label}: {_fmt(before)} -> {_fmt(after)}{delta}")
+    t = cmp.consistency_test
+    lines += ["", f"Paired on the {t.pairs} pairs both runs judged completely (McNemar exact):"]
+    p = "n/a" if t.p_value is None else f"{t.p_value:.3g}"
+    lines.append(f"  consistent in both {t.both}, only run {cmp.a.run_id} {t.only_a}, only run {cmp.b.run_id} "
+                 f"{t.only_b}, neither {t.neither}; p = {p}")
+    if cmp.accuracy_test is not None:
+        at = cmp.accuracy_test
+        p = "n/a" if at.p_value is None else f"{at.p_value:.3g}"
+        lines.append(f"  right in both orders ({at.pairs} labelled pairs): both {at.both}, only run {cmp.a.run_id} "
+                     f"{at.only_a}, only run {cmp.b.run_id} {at.only_b}, neither {at.neither}; p = {p}")
+    if cmp.flags:
+        lines += ["", "Flags:"] + [f"  {f}" for f in cmp.flags]
+    return lines
+
+
+@app.command("compare")
+@user_errors
+def compare_command(
+    run_a: Annotated[int, typer.Argument(help="The earlier run (see `swapjudge history`).", show_default=False)],
+    run_b: Annotated[int, typer.Argument(help="The later run.", show_default=False)],
+    store: StoreOpt = None,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """What changed between two runs (judge, rubric, template, pairs) and how the judge's behaviour moved
+    (consistency, first-slot rate, tie rate, accuracy on labelled pairs), with intervals and McNemar's exact
+    test on the pairs both runs judged."""
+    with open_store(store) as st:
+        cmp = compare_runs(st, run_a, run_b)
+    if output is OutputFormat.json:
+        print(json.dumps(cmp.to_dict(), indent=2, allow_nan=False))
+        return
+    lines = _compare_lines(cmp)
+    if output is OutputFormat.markdown:
+        body = "\n".join(lines[2:])
+        print(f"# Run {run_a} vs run {run_b}\n\n```\n{body}\n```\n", end="")
+        return
+    stdout.print("\n".join(lines), highlight=False, markup=False)
+
+
+def _wr(step: ReleaseStep) -> str:
+    a = step.analysis
+    if a.win_rate is None:
+        return "n/a"
+    if a.withheld:
+        return "withheld (gate)"
+    h = a.win_rate.headline
+    return _ci(h.value, h.low, h.high)
+
+
+def _release_rows(rep: ReleaseReport) -> list[dict[str, str]]:
+    prev = {s.newer: s for s in rep.previous}
+    base = {s.newer: s for s in rep.against_baseline}
+    rows = []
+    for p in rep.properties:
+        sp, sb = prev.get(p.release), base.get(p.release)
+        cons = sp.analysis.consistency if sp is not None else None
+        rows.append({
+            "release": p.release + (" (baseline)" if p.release == rep.baseline else ""),
+            "chars": f"{p.chars_mean:.0f}", "words": f"{p.words_mean:.1f}", "headers": f"{p.headers_mean:.2f}",
+            "bullets": f"{p.bullets_mean:.2f}",
+            "vs previous": "-" if sp is None else f"{_wr(sp)} vs {sp.older}",
+            "consistency": "-" if cons is None else pct(cons.rate),
+            "vs baseline": "-" if sb is None else _wr(sb),
+            "longer answer won": "-" if sb is None else pct(sb.longer_won.rate),
+        })
+    return rows
+
+
+@app.command("releases")
+@user_errors
+def releases_command(
+    config: Annotated[Path, typer.Argument(help="A run configuration with a release plan.", show_default=False)],
+    store: Annotated[Path | None, typer.Option("--store", help="The run store (default: the configuration's).")]
+    = None,
+    run_id: Annotated[int | None, typer.Option("--run", help="The run to report (default: the latest run of "
+                                                              "this configuration).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write an HTML page with the chains plotted "
+                                                             "(needs the [report] extra).")] = None,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Release over release with a pinned baseline: each release against the previous one and against the
+    baseline side by side, with answer length and formatting per release. Judge first with `swapjudge run`."""
+    loaded = load_config(config)
+    pcfg = loaded.config.pairs
+    if pcfg.plan != "releases" or pcfg.releases is None or pcfg.baseline is None:
+        raise SwapjudgeError(f"{config}: not a release plan (set `pairs.releases: [v1, v2, ...]`)")
+    pairs = load_pairs(loaded.pairs_path)
+    path = loaded.store_path(store)
+    with open_store(path) as st:
+        if run_id is None:
+            mine = [r for r in st.runs() if r.config_hash == loaded.config_hash and r.pairs_digest == pairs.digest]
+            if not mine:
+                raise SwapjudgeError(f"{path}: no run of {config} yet: judge first with `swapjudge run {config}`")
+            run_id = mine[-1].id
+        records = run_record_set(st, run_id)
+    cfg = loaded.config
+    rep = release_report(records, pairs, pcfg.releases, pcfg.baseline, tie_policy=cfg.tie_policy,
+                         min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
+    if html is not None:
+        from swapjudge.report.releases import render_releases_html
+        from swapjudge.review import write_atomic
+
+        write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
+    if output is OutputFormat.json:
+        print(json.dumps({"run": run_id, **rep.to_dict()}, indent=2, allow_nan=False))
+        return
+    rows = _release_rows(rep)
+    if output is OutputFormat.markdown:
+        print(f"# Releases (run {run_id})\n\n{rep.summary}.\n\n" + _markdown_table(rows), end="")
+        return
+    table = Table(box=None, header_style="bold", title=f"run {run_id}: {cfg.tie_policy} win rate of each release",
+                  title_justify="left")
+    for col in rows[0]:
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(*r.values())
+    stdout.print(table)
+    stdout.print(rep.summary + ".", highlight=False)
+
+
+@app.command("adaptive")
+@user_errors
+def adaptive_command(
+    run_id: Annotated[int, typer.Argument(help="A run judged in both orders with verdict probabilities.",
+                                          show_default=False)],
+    store: StoreOpt = None,
+    thresholds: Annotated[str, typer.Option("--thresholds", help="Comma-separated confidence thresholds.")]
+    = ",".join(f"{t:g}" for t in THRESHOLDS),
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Adaptive swapping, offline: at each threshold, how many swapped calls a run would have saved by making
+    the second order only when the first verdict's confidence is below it, and how many flips it would have
+    missed (an unswapped pair is assumed consistent)."""
+    try:
+        levels = [float(x) for x in thresholds.split(",") if x.strip()]
+    except ValueError:
+        raise SwapjudgeError(f"--thresholds: not a list of numbers: {thresholds!r}") from None
+    if not levels or any(not 0 < t <= 1 for t in levels):
+        raise SwapjudgeError("--thresholds: give numbers in (0, 1], e.g. 0.7,0.9")
+    with open_store(store) as st:
+        st.run(run_id)
+        result = adaptive_offline(st.calls(run_id), levels)
+    if result.pairs == 0:
+        raise SwapjudgeError(f"run {run_id} has no pair with both orders judged")
+    if result.without_confidence == result.pairs:
+        raise SwapjudgeError(f"run {run_id}: no call carries verdict probabilities (use a backend that returns "
+                             "them, e.g. `logprobs: true` on an OpenAI-compatible server)")
+    if output is OutputFormat.json:
+        print(json.dumps({"run": run_id, **result.to_dict()}, indent=2, allow_nan=False))
+        return
+    c = result.consistency
+    head = (f"run {run_id}: {result.pairs} pairs judged in both orders, swap-consistency "
+            f"{_ci(c.rate, c.low, c.high)}, {result.thresholds[0].flips} inconsistent; "
+            f"{result.without_confidence} without a verdict probability (always swapped)")
+    rows = [{"threshold": f"{t.threshold:g}", "calls saved": f"{t.calls_saved} ({pct(t.saved_share)})",
+             "flips missed": f"{t.flips_missed} of {t.flips} ({pct(t.missed_share)})",
+             "consistency reported": pct(t.consistency_reported)} for t in result.thresholds]
+    if output is OutputFormat.markdown:
+        print(f"# Adaptive swapping (run {run_id})\n\n{head}\n\n" + _markdown_table(rows), end="")
+        return
+    table = Table(box=None, header_style="bold")
+    for col in rows[0]:
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*r.values())
+    stdout.print(head, highlight=False)
+    stdout.print(table)
+
+
+@app.command("anchors")
+@user_errors
+def anchors_command(
+    config: Annotated[Path, typer.Argument(help="Anchored scoring configuration (YAML).", show_default=False)],
+    pinned: Annotated[Path | None, typer.Option("--pinned", help="Pinned reference scores (JSONL item, score); "
+                                                                  "default: the configuration's `pinned`.")] = None,
+    out: Annotated[Path | None, typer.Option("-o", "--output", help="Write this run's reference scores "
+                                                                    "(JSONL), e.g. to pin them.")] = None,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
+    distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
+    from swapjudge.anchors_run import run_anchors
+    from swapjudge.review import write_atomic
+
+    res = run_anchors(config, pinned=pinned)
+    if out is not None:
+        write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
+                                   if v is not None))
+    if output is OutputFormat.json:
+        print(json.dumps(res.to_dict(), indent=2, allow_nan=False))
+    else:
+        d = res.distribution
+        lines = [f"reference set: {d.n} scored ({res.unparsed} unparsable), rubric {res.rubric_hash[:12]}",
+                 "distribution: " + ", ".join(f"{lv}: {c}" for lv, c in zip(d.levels, d.counts, strict=True))
+                 + f"; mean {d.mean:.2f}, median {d.median:g}",
+                 f"scale compression (two most common levels {d.top_levels}): "
+                 f"{_ci(d.compression.rate, d.compression.low, d.compression.high)}",
+                 "exemplars: " + ", ".join(f"{k} {s} (stated {a})" for k, (a, s) in res.exemplars.items())]
+        c = res.check
+        if c is None:
+            lines.append("no pinned scores: nothing to compare (write these with -o and pin them)")
+        else:
+            p = "n/a" if c.p_value is None else f"{c.p_value:.3g}"
+            lines.append(f"against the pinned scores ({c.items} items): mean shift {c.mean_shift:+.2f} levels, "
+                         f"{c.moved.k} moved ({c.up} up, {c.down} down), Wilcoxon p = {p}")
+        lines += [f"FLAG: {r}" for r in (c.reasons if c is not None else ())]
+        if res.flagged and c is None:
+            lines.append("FLAG: an exemplar did not get its stated score")
+        text = "\n".join(lines)
+        if output is OutputFormat.markdown:
+            print(f"# Anchored scoring\n\n```\n{text}\n```\n", end="")
+        else:
+            stdout.print(text, highlight=False, markup=False)
+    if res.flagged:
+        raise typer.Exit(1)

@@ -1,0 +1,60 @@
+"""`swapjudge rank`: many systems, one tie-aware Bradley-Terry fit with item-bootstrap intervals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from swapjudge.battles import OutcomeSource, comparisons_from_records
+from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
+from swapjudge.errors import InputError
+from swapjudge.rank import DEFAULT_ROUNDS, IntervalMethod, Model
+from swapjudge.rank import rank as fit_ranking
+from swapjudge.records import load_records
+from swapjudge.report import rank as render
+
+
+@app.command()
+@user_errors
+def rank(
+    records: Annotated[Path, typer.Argument(help="Presentation records: JSON Lines or CSV (DESIGN 3.1).",
+                                            show_default=False)],
+    judge: Annotated[str | None, typer.Option("--judge", help="Rank by this judge's verdicts.")] = None,
+    model: Annotated[Model, typer.Option("--model", help="Tie model fitted.")] = Model.rao_kupper,
+    outcome: Annotated[OutcomeSource, typer.Option(
+        "--outcome", help="swap: one order-cancelled outcome per pair (a split is a tie); calls: every call "
+                          "as its own battle (arena-hard-auto style, for comparison).")] = OutcomeSource.swap,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=0,
+                                           help="Bootstrap rounds over items (0: no intervals).")]
+    = DEFAULT_ROUNDS,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+    interval: Annotated[IntervalMethod, typer.Option(
+        "--interval", help="Score intervals: bootstrap percentiles, or BCa (bias-corrected, accelerated).")]
+    = IntervalMethod.percentile,
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
+    = 0.95,
+    output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+    = OutputFormat.text,
+) -> None:
+    """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
+    if not 0.0 < confidence < 1.0:
+        raise InputError("--confidence must be between 0 and 1")
+    loaded = load_records(records, allow_unpaired=outcome is OutcomeSource.calls)
+    data = comparisons_from_records(loaded, judge=judge, outcome=outcome)
+    if len(data.systems) < 2:
+        raise InputError("fewer than two systems to rank", path=loaded.source)
+    result = fit_ranking(data, model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
+    name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
+    if output is OutputFormat.json:
+        payload = {"judge": name, "outcome": outcome.value, **result.to_dict()}
+        print(json.dumps(payload, indent=2, allow_nan=False))
+    elif output is OutputFormat.markdown:
+        print(render.render_markdown(result, judge=name or None, outcome=outcome.value), end="")
+    else:
+        # Piped output has no terminal to fit: print the table whole rather than at rich's default 80 columns.
+        console = stdout if stdout.is_terminal else Console(width=160, soft_wrap=False)
+        console.print(render.render_text(result, judge=name or None, outcome=outcome.value))

@@ -1,0 +1,165 @@
+"""`swapjudge report` (HTML and Markdown) and `swapjudge review queue|sheet|tally`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from swapjudge.cli.app import app, stderr, user_errors
+from swapjudge.errors import SwapjudgeError
+from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.report.source import ReportSource, load_source
+from swapjudge.review import (
+    QUEUE_FIELDS,
+    attach_texts,
+    load_pair_items,
+    make_sheet,
+    review_queue,
+    tally,
+    write_atomic,
+    write_sheet,
+    write_table,
+)
+
+review_app = typer.Typer(name="review", help="Human review: the queue of unsettled pairs, blind review sheets.",
+                         no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.add_typer(review_app, name="review")
+
+SourceArg = Annotated[Path, typer.Argument(help="Presentation records (JSONL or CSV) or a run store (SQLite).",
+                                           show_default=False)]
+RunOpt = Annotated[int | None, typer.Option("--run", help="Run id in a store (default: the latest run).")]
+PairsOpt = Annotated[Path | None, typer.Option(
+    "--pairs", help="Pairs file ({item, prompt, answers: {system: text}}) to show answer texts from.")]
+JudgeOpt = Annotated[str | None, typer.Option("--judge", help="Report on this judge only.")]
+AOpt = Annotated[str | None, typer.Option("--a", help="System whose win rate is reported.")]
+BOpt = Annotated[str | None, typer.Option("--b", help="The system it is compared against.")]
+UnpairedOpt = Annotated[bool, typer.Option(
+    "--allow-unpaired", help="Count a pair judged in one order only as incomplete instead of an error.")]
+
+
+def _source(path: Path, run: int | None, pairs: Path | None, allow_unpaired: bool) -> ReportSource:
+    source = load_source(path, run=run, allow_unpaired=allow_unpaired)
+    if pairs is None:
+        return source
+    records = replace(source.records, frame=attach_texts(source.frame, load_pair_items(pairs)))
+    return ReportSource(records, source.name, {**source.provenance, "pairs_file": str(pairs)})
+
+
+@app.command("report")
+@user_errors
+def report_command(
+    source: SourceArg,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.")] = None,
+    markdown_out: Annotated[Path | None, typer.Option(
+        "--markdown", help="Write the compact Markdown summary (for a pull-request comment) here.")] = None,
+    judge: JudgeOpt = None,
+    a: AOpt = None,
+    b: BOpt = None,
+    tie_policy: Annotated[TiePolicy | None, typer.Option(
+        "--tie-policy", help="What a split pair is worth (default: the run's registered policy, else half_credit).",
+        show_default=False)] = None,
+    min_consistency: Annotated[float | None, typer.Option(
+        "--min-consistency", help="Gate: below this swap-consistency no win rate is reported, exit 1 "
+        f"(default: the run's registered gate, else {DEFAULT_MIN_CONSISTENCY}).", show_default=False)] = None,
+    segment: Annotated[str | None, typer.Option(
+        "--segment", help="A record field (e.g. task) to analyse each value of separately.")] = None,
+    pairs: PairsOpt = None,
+    max_pairs: Annotated[int, typer.Option(
+        "--max-pairs", min=0, help="Show at most this many unsettled pairs in full in the HTML.")] = 1000,
+    run: RunOpt = None,
+    allow_unpaired: UnpairedOpt = False,
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")] = 0.95,
+) -> None:
+    """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a
+    Markdown summary. Exits 1 (after writing) when a judge fails the self-consistency gate."""
+    if html_out is None and markdown_out is None:
+        raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")
+    from swapjudge.report.build import prepare_report
+
+    loaded = _source(source, run, pairs, allow_unpaired)
+    inputs = prepare_report(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
+                            confidence=confidence, segment=segment)
+    if html_out is not None:
+        from swapjudge.report.html import render_html
+
+        write_atomic(html_out, render_html(inputs, max_pairs=max_pairs))
+        stderr.print(f"wrote {html_out}", highlight=False, markup=False)
+    if markdown_out is not None:
+        from swapjudge.report.markdown import render_report
+
+        write_atomic(markdown_out, render_report(inputs))
+        stderr.print(f"wrote {markdown_out}", highlight=False, markup=False)
+    failed = [x for x in inputs.analyses if not x.gate.passed]
+    if failed:
+        for x in failed:
+            stderr.print(f"gate: {x.judge or '(unnamed judge)'}: {x.gate.reason}", highlight=False, markup=False)
+        raise typer.Exit(1)
+
+
+@review_app.command("queue")
+@user_errors
+def queue_command(
+    source: SourceArg,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Queue file: .jsonl or .csv.")],
+    judge: JudgeOpt = None,
+    a: AOpt = None,
+    b: BOpt = None,
+    pairs: PairsOpt = None,
+    run: RunOpt = None,
+    allow_unpaired: UnpairedOpt = False,
+) -> None:
+    """The pairs that flipped or half-tied, with both answers (when known) and both raw judge replies."""
+    if (a is None) != (b is None):
+        raise SwapjudgeError("give both --a and --b, or neither")
+    loaded = _source(source, run, pairs, allow_unpaired)
+    if judge is not None and judge not in loaded.records.judges:
+        raise SwapjudgeError(f"no records for judge {judge!r}; judges: "
+                             + ", ".join(repr(j) for j in loaded.records.judges))
+    queue = review_queue(loaded.frame, judge=judge, a=a, b=b)
+    write_table(queue, output, QUEUE_FIELDS)
+    stderr.print(f"wrote {queue.height:,} pairs to {output}", highlight=False, markup=False)
+
+
+@review_app.command("sheet")
+@user_errors
+def sheet_command(
+    pairs: Annotated[Path, typer.Argument(help="Pairs file: {item, prompt, answers: {system: text}, label}.",
+                                          show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The blind sheet (CSV) for reviewers.")],
+    key: Annotated[Path, typer.Option("--key", help="The key (CSV): which system sat where. Keep it apart.")],
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the coin and the shuffle.")] = None,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Also write a printable HTML sheet.")] = None,
+    a: AOpt = None,
+    b: BOpt = None,
+) -> None:
+    """A blind review sheet: each pair twice (the second time swapped), shuffled, no system names."""
+    if (a is None) != (b is None):
+        raise SwapjudgeError("give both --a and --b, or neither")
+    sheet = make_sheet(load_pair_items(pairs), seed=seed, a=a, b=b, source=str(pairs))
+    write_sheet(sheet, output, key)
+    if html_out is not None:
+        from swapjudge.report.sheet_html import render_sheet
+
+        write_atomic(html_out, render_sheet(sheet))
+    stderr.print(f"wrote {len(sheet.tasks):,} tasks to {output} and the key to {key} (seed {sheet.seed})",
+                 highlight=False)
+
+
+@review_app.command("tally")
+@user_errors
+def tally_command(
+    filled: Annotated[Path, typer.Argument(help="The filled sheet (CSV, `choice` = left, right or tie).",
+                                           show_default=False)],
+    key: Annotated[Path, typer.Option("--key", help="The key written with the sheet.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Presentation records: .jsonl or .csv.")],
+    reviewer: Annotated[str, typer.Option(
+        "--reviewer", help="Judge name for rows whose `reviewer` cell is empty.")] = "reviewer",
+) -> None:
+    """Turn a filled sheet into presentation records with the reviewer as the judge (analyse them like any
+    judge's: `swapjudge analyze records.jsonl`)."""
+    records = tally(filled, key, reviewer=reviewer)
+    write_table(records, output)
+    stderr.print(f"wrote {len(records):,} records to {output}", highlight=False, markup=False)

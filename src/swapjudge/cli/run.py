@@ -1,0 +1,192 @@
+"""`swapjudge run`, `swapjudge runs` and `swapjudge export`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
+from swapjudge.config import DEFAULT_STORE, load_config
+from swapjudge.errors import SwapjudgeError
+from swapjudge.review import write_atomic, write_table
+from swapjudge.runner import DryRunEstimate, RunOutcome, analyze_run, estimate, run, run_records
+from swapjudge.store import Store
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option("--store", help=f"The run store (default: the configuration's `store`, else ./{DEFAULT_STORE})."),
+]
+
+
+def _money(value: float | None) -> str:
+    return "unknown (no price for this model: add it under `prices:`)" if value is None else f"${value:,.4f}"
+
+
+def _print_estimate(est: DryRunEstimate) -> None:
+    lines = [
+        f"dry run: {est.pairs:,} pairs, orders {est.orders}, {est.planned_calls:,} planned calls",
+        f"  identical answers (no call, counted as ties): {est.identical:,}",
+        f"  already stored by an unfinished run:           {est.already_stored:,}",
+        f"  served from the store's cache:                 {est.cached:,}",
+        f"  calls to make:                                 {est.calls_to_make:,}",
+        f"  estimated tokens (~4 characters per token):    {est.input_tokens:,} in, {est.output_tokens:,} out",
+        f"  verdict format: {'structured JSON' if est.structured else 'final label line'}",
+        f"  estimated cost ({est.model}): {_money(est.cost_usd)}",
+    ]
+    if est.prompt_cache_saving_usd is not None:
+        lines.append(
+            f"  of which prompt caching saves: {_money(est.prompt_cache_saving_usd)} "
+            f"(shared prefix ~{est.shared_prefix_tokens:,} tokens, cached after the first call)"
+        )
+    if est.store_cache_saving_usd is not None and est.cached:
+        lines.append(f"  the store's cache saves: {_money(est.store_cache_saving_usd)}")
+    if est.orders == "random":
+        lines.append("  random order: one call per pair, so swap-consistency will NOT be measured")
+    stdout.print("\n".join(lines), highlight=False)
+
+
+def _summary(outcome: RunOutcome) -> str:
+    s = outcome.stats
+    spend = f"${s.spend_usd:,.4f}" if s.spend_known else "unknown (no price for this model)"
+    return (
+        f"run {outcome.run_id}{' (resumed)' if outcome.resumed else ''}: {s.planned:,} calls planned; "
+        f"{s.already_stored:,} already stored, {s.identical:,} identical (ties, no call), "
+        f"{s.cached:,} from cache, {s.made:,} made ({s.http_attempts:,} HTTP attempts), {s.failed:,} failed, "
+        f"{s.unparsed:,} without a parsable verdict; spend {spend}; {outcome.elapsed_s:.1f} s"
+    )
+
+
+@app.command("run")
+@user_errors
+def run_command(
+    config: Annotated[Path, typer.Argument(help="Run configuration (YAML).", show_default=False)],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count calls, tokens and cost; call nothing.")] = False,
+    store: StoreOpt = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
+    output: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="How to print the analysis.")
+    ] = OutputFormat.text,
+) -> None:
+    """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
+    command again resumes an unfinished run and makes only the missing calls; replies are cached."""
+    loaded = load_config(config)
+    if dry_run:
+        _print_estimate(estimate(loaded, store_path=store))
+        return
+    outcome = run(loaded, store_path=store, console=stderr, progress=progress, handle_sigint=True)
+    stderr.print(_summary(outcome), highlight=False)
+    if outcome.interrupted:
+        stderr.print(
+            f"interrupted: every finished call is stored in {outcome.store_path}. Resume with: swapjudge run {config}",
+            highlight=False,
+        )
+        raise typer.Exit(130)
+    with Store(outcome.store_path) as st:
+        analyses = analyze_run(st, outcome.run_id)
+    dicts = [a.to_dict() for a in analyses]
+    payload: dict[str, Any] = dicts[0] if len(dicts) == 1 else {"judges": dicts}
+    payload = {
+        **payload,
+        "run": {
+            "id": outcome.run_id,
+            "config_hash": loaded.config_hash,
+            "store": str(outcome.store_path),
+            "orders": outcome.orders,
+            "coin_seed": outcome.seed,
+            "tie_policy": loaded.config.tie_policy,
+            "stats": outcome.stats.to_dict(),
+        },
+    }
+    report = outcome.store_path.parent / f"swapjudge-run-{outcome.run_id}.analysis.json"
+    write_atomic(report, json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    if output is OutputFormat.json:
+        print(json.dumps(payload, indent=2, allow_nan=False))
+    elif output is OutputFormat.markdown:
+        from swapjudge.report import markdown
+
+        print(markdown.render_analyses(analyses), end="")
+    else:
+        from swapjudge.report import text
+
+        if outcome.orders == "random":
+            stdout.print(
+                "[bold]random order mode[/]: one call per pair, so swap-consistency is not measured "
+                "and any preference for a slot goes straight into the figures."
+            )
+        text.print_analyses(stdout, analyses)
+    stderr.print(f"analysis written to {report}", highlight=False)
+    if outcome.stats.failed:
+        stderr.print(
+            f"{outcome.stats.failed} call(s) failed after retries (pairs incomplete). Run the same "
+            f"command again to retry only those: swapjudge run {config}",
+            highlight=False,
+        )
+        raise typer.Exit(2)
+    failed = [a for a in analyses if not a.gate.passed]
+    if failed:
+        for a in failed:
+            stderr.print(f"gate: {a.judge or '(unnamed judge)'}: {a.gate.reason}", highlight=False)
+        raise typer.Exit(1)
+
+
+def _open_existing(store: Path | None) -> Store:
+    path = store or Path.cwd() / DEFAULT_STORE
+    if not path.exists():
+        raise SwapjudgeError(f"{path}: no run store here (give --store PATH)")
+    return Store(path)
+
+
+@app.command("runs")
+@user_errors
+def runs_command(
+    store: StoreOpt = None,
+    output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
+) -> None:
+    """List the runs in the store."""
+    with _open_existing(store) as st:
+        infos = st.runs()
+    if output is OutputFormat.json:
+        print(json.dumps([{k: v for k, v in i.to_dict().items() if k != "config"} for i in infos], indent=2))
+        return
+    table = Table(box=None, header_style="bold")
+    for col in ("run", "started (UTC)", "status", "judge", "calls", "failed", "spend", "config"):
+        table.add_column(col, overflow="fold")
+    for i in infos:
+        table.add_row(
+            str(i.id),
+            i.started_at.replace("T", " ").removesuffix("+00:00"),
+            i.status,
+            i.judge,
+            f"{i.stored_calls:,}/{i.total_calls:,}",
+            str(i.failed_calls),
+            f"${i.cost_usd:,.4f}",
+            i.config_hash[:10],
+        )
+    stdout.print(table)
+
+
+@app.command("export")
+@user_errors
+def export_command(
+    run_id: Annotated[int | None, typer.Argument(help="Run id (see `swapjudge runs`).", show_default=False)] = None,
+    latest: Annotated[bool, typer.Option("--latest", help="Export the latest run.")] = False,
+    out: Annotated[
+        Path, typer.Option("-o", "--output", help="Output file: .jsonl or .csv.", show_default=False)
+    ] = Path("-"),
+    store: StoreOpt = None,
+) -> None:
+    """Write a run's presentation records (DESIGN 3.1, labels included when the pairs carry them)."""
+    if (run_id is None) == (not latest):
+        raise SwapjudgeError("give a run id or --latest (one of them)")
+    if str(out) == "-":
+        raise SwapjudgeError("give the output file with -o FILE (.jsonl or .csv)")
+    with _open_existing(store) as st:
+        rid = st.latest_run().id if latest else run_id
+        assert rid is not None
+        rows = run_records(st, rid)
+    write_table(rows, out)
+    stderr.print(f"run {rid}: {len(rows):,} records written to {out}", highlight=False)

@@ -1,0 +1,352 @@
+"""The run configuration (YAML, DESIGN 3.5), validated before the first judge call.
+
+Relative paths are resolved against the configuration file's directory. The configuration hash is computed
+from the validated, normalised settings plus the rubric text, so the same judging setup always hashes the same
+whatever the key order or spelling of defaults in the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from swapjudge.errors import ConfigError
+
+Backend = str  # openai | anthropic | local | replay | any name registered in judges.registry
+TiePolicy = Literal["half_credit", "exclude", "no_credit", "separate"]
+Schema = Literal["forced_choice", "allow_tie"]
+
+DEFAULT_STORE = "swapjudge.db"
+
+# Judge settings that do not change what the judge answers: left out of the judge hash so that changing
+# concurrency or rate limits never invalidates the cache.
+RUNTIME_ONLY_JUDGE_KEYS = frozenset(
+    {
+        "name",
+        "api_key_env",
+        "max_concurrency",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "timeout_s",
+        "max_retries",
+        "backoff_s",
+        "max_backoff_s",
+    }
+)
+
+
+class Price(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+
+
+class JudgeConfig(BaseModel):
+    """Which judge to call and how. Backend-specific extra keys are allowed and passed to the backend."""
+
+    model_config = ConfigDict(extra="allow")
+
+    backend: Backend
+    model: str | None = None
+    name: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    # Ask for a JSON verdict through the API's structured output (json_schema / forced tool use).
+    structured_output: bool = True
+    logprobs: bool = False
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=5, ge=0, le=50)
+    backoff_s: float = Field(default=1.0, ge=0)
+    max_backoff_s: float = Field(default=60.0, ge=0)
+    # Replay backend: the records file acting as the judge (relative to the configuration file).
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _model_needed(self) -> JudgeConfig:
+        if self.backend in ("openai", "anthropic", "local") and not self.model:
+            raise ValueError(f"backend {self.backend!r} needs `model`")
+        if self.backend == "replay" and not self.path:
+            raise ValueError("backend 'replay' needs `path` (a presentation records file)")
+        return self
+
+    @property
+    def judge_name(self) -> str:
+        return self.name or (f"{self.backend}:{self.model}" if self.model else self.backend)
+
+    def extra(self) -> dict[str, Any]:
+        """Backend-specific keys not declared above (e.g. options of the local backend)."""
+        return dict(self.model_extra or {})
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that decide what the judge answers (the cache key's judge part)."""
+        data = self.model_dump(mode="json")
+        return {k: v for k, v in sorted(data.items()) if k not in RUNTIME_ONLY_JUDGE_KEYS}
+
+
+class PairsConfig(BaseModel):
+    """The pairs file and the pair plan: two systems, all pairs, or every system against a baseline."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    a: str | None = None
+    b: str | None = None
+    plan: Literal["two", "all", "baseline", "releases"] | None = None
+    baseline: str | None = None
+    systems: list[str] | None = None
+    # Release plan: each release judged against the previous one and against the pinned baseline.
+    releases: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _plan(self) -> PairsConfig:
+        if self.plan is None:
+            if self.releases is not None:
+                self.plan = "releases"
+            elif self.a is not None or self.b is not None:
+                self.plan = "two"
+            elif self.baseline is not None:
+                self.plan = "baseline"
+            else:
+                self.plan = "all"
+        if self.plan == "two":
+            if not self.a or not self.b:
+                raise ValueError("plan 'two' needs both `a` and `b`")
+            if self.a == self.b:
+                raise ValueError("`a` and `b` must be different systems")
+        elif self.a is not None or self.b is not None:
+            raise ValueError(f"`a`/`b` are for two systems; plan is {self.plan!r}")
+        if self.plan == "baseline" and not self.baseline:
+            raise ValueError("plan 'baseline' needs `baseline`")
+        if self.plan == "releases":
+            if not self.releases or len(self.releases) < 2:
+                raise ValueError("plan 'releases' needs `releases`: at least two releases, oldest first")
+            if len(set(self.releases)) != len(self.releases):
+                raise ValueError("`releases` names a release twice")
+            if self.systems is not None:
+                raise ValueError("`systems` is for plans 'all' and 'baseline'; a release plan uses `releases`")
+            if self.baseline is None:
+                self.baseline = self.releases[0]  # pinned: the oldest release unless named
+        elif self.releases is not None:
+            raise ValueError(f"`releases` is for plan 'releases'; plan is {self.plan!r}")
+        return self
+
+
+class RubricConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = None
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> RubricConfig:
+        if (self.path is None) == (self.text is None):
+            raise ValueError("give exactly one of `path` or `text`")
+        return self
+
+
+class Gates(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_self_consistency: float = Field(default=0.70, ge=0, le=1)
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    protocol: Literal["pairwise"] = "pairwise"
+    orders: Literal["both", "random"] = "both"
+    schema_: Schema = Field(default="forced_choice", alias="schema")
+    tie_policy: TiePolicy = "half_credit"
+    gates: Gates = Field(default_factory=Gates)
+    judge: JudgeConfig
+    rubric: RubricConfig | None = None
+    pairs: PairsConfig
+    chain_of_thought: bool = False
+    # Identical answers in both slots are a tie by construction: no call unless asked for.
+    judge_identical: bool = False
+    seed: str = ""
+    store: str | None = None
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    # Adaptive swapping: make the swapped call only when the first verdict's probability is below this.
+    adaptive_swap: float | None = Field(default=None, gt=0.5, le=1.0)
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> RunConfig:
+        if self.adaptive_swap is not None and self.orders != "both":
+            raise ValueError("`adaptive_swap` skips some swapped calls: it needs orders [ab, ba]")
+        return self
+
+    @field_validator("orders", mode="before")
+    @classmethod
+    def _orders(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            if sorted(str(v).lower() for v in value) == ["ab", "ba"]:
+                return "both"
+            raise ValueError("orders must be [ab, ba] (both orders) or `random` (one coin-flipped order)")
+        return value
+
+    @field_validator("rubric", mode="before")
+    @classmethod
+    def _rubric(cls, value: Any) -> Any:
+        # A one-line string naming a file is a path; anything else is the rubric itself.
+        if isinstance(value, str):
+            looks_like_path = "\n" not in value and value.strip().lower().endswith((".md", ".txt", ".rubric"))
+            return {"path": value} if looks_like_path else {"text": value}
+        return value
+
+    @property
+    def allow_tie(self) -> bool:
+        return self.schema_ == "allow_tie"
+
+
+class LoadedConfig:
+    """A validated configuration with its paths resolved and the rubric read."""
+
+    def __init__(self, config: RunConfig, *, source: Path, rubric_text: str | None) -> None:
+        self.config = config
+        self.source = source
+        self.base_dir = source.parent
+        self.rubric_text = rubric_text
+
+    def resolve(self, path: str) -> Path:
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    @property
+    def pairs_path(self) -> Path:
+        return self.resolve(self.config.pairs.path)
+
+    def store_path(self, override: str | Path | None = None) -> Path:
+        """The store: CLI override, else the configured path (relative to the config), else the cwd."""
+        if override is not None:
+            return Path(override)
+        if self.config.store:
+            return self.resolve(self.config.store)
+        return Path.cwd() / DEFAULT_STORE
+
+    def normalised(self) -> dict[str, Any]:
+        """The settled configuration as stored with the run (rubric text inlined, defaults spelled out)."""
+        data = self.config.model_dump(mode="json", by_alias=True)
+        data["rubric"] = {"text": self.rubric_text} if self.rubric_text is not None else None
+        data.pop("store", None)
+        if data.get("adaptive_swap") is None:
+            data.pop("adaptive_swap", None)
+        if data["pairs"].get("releases") is None:
+            data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
+        return data
+
+    def provenance(self, *, structured: bool) -> dict[str, Any]:
+        """What a run records so that later runs stay comparable (judge, rubric, template, schema, policy)."""
+        return run_provenance(self.normalised(), structured=structured)
+
+    @property
+    def config_hash(self) -> str:
+        return canonical_hash(self.normalised())
+
+    @property
+    def judge_hash(self) -> str:
+        ident = self.config.judge.identity()
+        if ident.get("path"):
+            ident["path"] = str(self.resolve(ident["path"]).resolve())
+        ident["chain_of_thought"] = self.config.chain_of_thought
+        return canonical_hash(ident)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_provenance(config: dict[str, Any], *, structured: bool) -> dict[str, Any]:
+    """Judge model and version, the rubric in effect (the built-in one when none is configured) and its hash,
+    the prompt template's hash, the schema and the tie policy, from a normalised configuration."""
+    from swapjudge.prompts import default_rubric, template_hash
+
+    judge = config.get("judge") or {}
+    schema = str(config.get("schema") or "forced_choice")
+    allow_tie = schema == "allow_tie"
+    rubric = (config.get("rubric") or {}).get("text") or default_rubric(allow_tie)
+    version = judge.get("version")
+    return {
+        "judge_model": judge.get("model"),
+        "judge_version": None if version is None else str(version),
+        "rubric_text": rubric,
+        "rubric_hash": text_hash(rubric),
+        "template_hash": template_hash(
+            allow_tie=allow_tie, chain_of_thought=bool(config.get("chain_of_thought")), structured=structured
+        ),
+        "schema": schema,
+        "tie_policy": str(config.get("tie_policy") or "half_credit"),
+    }
+
+
+def canonical_hash(data: Any) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _key_of(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("function-after",)]
+    return ".".join(parts).replace("schema_", "schema") or "(top level)"
+
+
+def parse_config(data: Any, *, source: Path) -> LoadedConfig:
+    """Validate a configuration mapping. Errors name the file and the key."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the configuration must be a mapping of keys to values")
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = _key_of(tuple(first["loc"]))
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        more = len(err.errors()) - 1
+        tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        raise ConfigError(f"{source}: key `{key}`: {msg}{tail}") from None
+    loaded = LoadedConfig(config, source=source, rubric_text=None)
+    rubric_text: str | None = None
+    if config.rubric is not None:
+        if config.rubric.text is not None:
+            rubric_text = config.rubric.text
+        else:
+            assert config.rubric.path is not None
+            rpath = loaded.resolve(config.rubric.path)
+            try:
+                rubric_text = rpath.read_text(encoding="utf-8")
+            except OSError as err:
+                raise ConfigError(f"{source}: key `rubric`: cannot read {rpath}: {err.strerror}") from None
+        if not rubric_text.strip():
+            raise ConfigError(f"{source}: key `rubric`: the rubric is empty")
+    loaded.rubric_text = rubric_text
+    return loaded
+
+
+def load_config(path: str | Path) -> LoadedConfig:
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"{source}: cannot read the configuration: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{source}{where}: {problem}") from None
+    return parse_config(data, source=source)

@@ -1,0 +1,57 @@
+"""Prices per model (USD per million tokens) for cost estimates and spend; overridable in the configuration.
+
+The built-in table is a convenience, correct when written (list prices, no batch discounts): put the prices
+you pay under `prices:` in the run configuration. A model with no price gets no cost (None), never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from swapjudge.config import Price
+
+DEFAULT_PRICES: dict[str, Price] = {
+    "gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
+    "gpt-4o": Price(input=2.50, output=10.00, cached_input=1.25),
+    "gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
+    "gpt-4.1-mini": Price(input=0.40, output=1.60, cached_input=0.10),
+    "gpt-4.1-nano": Price(input=0.10, output=0.40, cached_input=0.025),
+    "claude-3-haiku": Price(input=0.25, output=1.25, cached_input=0.03, cache_write=0.30),
+    "claude-3-5-haiku": Price(input=0.80, output=4.00, cached_input=0.08, cache_write=1.00),
+    "claude-haiku-4-5": Price(input=1.00, output=5.00, cached_input=0.10, cache_write=1.25),
+    "claude-sonnet-4": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
+    "claude-sonnet-4-5": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
+    "claude-opus-4-1": Price(input=15.00, output=75.00, cached_input=1.50, cache_write=18.75),
+}
+
+
+def price_for(model: str | None, overrides: Mapping[str, Price] | None = None) -> Price | None:
+    """Exact name first (configuration, then built-in), then the longest built-in prefix (dated names)."""
+    if not model:
+        return None
+    if overrides and model in overrides:
+        return overrides[model]
+    if model in DEFAULT_PRICES:
+        return DEFAULT_PRICES[model]
+    prefixes = [name for name in DEFAULT_PRICES if model.startswith(name + "-")]
+    return DEFAULT_PRICES[max(prefixes, key=len)] if prefixes else None
+
+
+def call_cost(
+    price: Price | None,
+    *,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    cached_input_tokens: int | None = None,
+    cache_write_tokens: int | None = None,
+) -> float | None:
+    """Cost of one call. `input_tokens` is the whole prompt, cache reads and writes included."""
+    if price is None or input_tokens is None or output_tokens is None:
+        return None
+    cached = cached_input_tokens or 0
+    written = cache_write_tokens or 0
+    plain = max(0, input_tokens - cached - written)
+    cost = plain * price.input + output_tokens * price.output
+    cost += cached * (price.cached_input if price.cached_input is not None else price.input)
+    cost += written * (price.cache_write if price.cache_write is not None else price.input)
+    return cost / 1_000_000

@@ -1,0 +1,251 @@
+"""Length/verbosity probe: does the judge prefer the longer answer?
+
+Swapping cannot remove this effect: the length travels with the answer, not with the slot, so both orders see
+the same longer answer and a judge that likes length is consistently, not inconsistently, wrong. The swap
+measures position bias only; this probe measures what the answer carries with it.
+
+Per pair the order-cancelled outcome is 1 for a consistent win of x, 0 for a consistent win of y and 1/2 for a
+split (consistent tie, flip or half-tie: the judge did not prefer either answer once order is cancelled);
+incomplete pairs are left out. Splits enter as 1/2 (the half-credit reading of DESIGN 3.3) because dropping them
+inflates the effect; `splits="exclude"` fits on consistent wins only.
+
+- slope: logistic regression of the outcome on the length difference d = len(x) - len(y), without intercept,
+  so the model is the same whichever answer is called x: P(longer wins) = sigmoid(slope * |d|). Reported per
+  `per` units (default 100), with a robust interval and a Wald p-value (see probes/logit.py).
+- prefer_longer: among pairs whose lengths differ by more than `threshold`, the share of consistent wins that
+  went to the longer answer (Wilson interval, exact binomial test against 1/2), and the half-credit share
+  over all such complete pairs (splits worth 1/2; t interval over pairs).
+- matched: the pairs whose lengths differ by at most `tolerance`: swap-consistency and, when two systems are
+  compared, the win rate (DESIGN 3.3 policies) on that slice, where length cannot explain the result.
+- length_controlled (optional, two systems a and b): AlpacaEval-2-style length-controlled win rate. Fit
+  P(a beats b) = sigmoid(theta + phi * tanh(d_ab / sd(d_ab))) with d_ab = len(a) - len(b) over complete pairs
+  (splits 1/2); the length-controlled win rate is sigmoid(theta), the predicted preference at equal length,
+  with the interval sigmoid(theta +- z * se). Unlike AlpacaEval 2 there is no per-instruction difficulty term.
+
+A length effect is confounded with quality when the better system also writes longer answers; the matched
+slice and labels (agreement) are the checks that separate the two.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from swapjudge.pairs import Outcome
+from swapjudge.policy import TiePolicy, WinRate, win_rate
+from swapjudge.probes.logit import fit_logit
+from swapjudge.stats import Proportion, binomial_p, mean_interval, wilson
+from swapjudge.swap import Consistency, consistency, count_outcomes
+
+SWAP_CANNOT_REMOVE = ("Swapping cannot remove a length preference: the length travels with the answer, not the "
+                      "slot, so both orders see the same longer answer. A consistent verdict can still be a verdict "
+                      "for length.")
+
+
+class LengthUnit(enum.StrEnum):
+    chars = "chars"
+    tokens = "tokens"  # whitespace-separated words: model-free and reproducible
+
+
+class SplitHandling(enum.StrEnum):
+    half = "half"
+    exclude = "exclude"
+
+
+def text_length(text: str, unit: LengthUnit | str = LengthUnit.chars) -> int:
+    return len(text.split()) if LengthUnit(unit) is LengthUnit.tokens else len(text)
+
+
+def order_cancelled_score(outcome: np.ndarray) -> np.ndarray:
+    """1 for a consistent x win, 0 for a consistent y win, 1/2 for every other complete pair, NaN if incomplete."""
+    score = np.full(outcome.shape, 0.5)
+    score[outcome == Outcome.X_WINS] = 1.0
+    score[outcome == Outcome.Y_WINS] = 0.0
+    score[outcome == Outcome.INCOMPLETE] = np.nan
+    return score
+
+
+@dataclass(frozen=True)
+class LengthSlope:
+    """Change in log-odds that x wins per `per` units of length difference (x minus y)."""
+
+    per: int
+    slope: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    se_model: float | None
+    pairs: int
+    reason: str | None = None  # why there is no slope, when there is none
+
+    @property
+    def odds_ratio(self) -> float | None:
+        return None if self.slope is None else float(np.exp(self.slope))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"per": self.per, "slope": self.slope, "low": self.low, "high": self.high, "p_value": self.p_value,
+                "odds_ratio": self.odds_ratio, "se_model": self.se_model, "pairs": self.pairs, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class LengthControlled:
+    a: str
+    b: str
+    value: float | None
+    low: float | None
+    high: float | None
+    raw: float | None  # the plain half-credit win rate of a on the same pairs, for comparison
+    pairs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "value": self.value, "low": self.low, "high": self.high,
+                "raw_half_credit": self.raw, "pairs": self.pairs}
+
+
+@dataclass(frozen=True)
+class LengthProbe:
+    judge: str | None
+    unit: LengthUnit
+    splits: SplitHandling
+    threshold: int
+    tolerance: int
+    pairs: int  # complete pairs with both texts known
+    missing_texts: int  # pairs left out because a text was not found
+    mean_abs_difference: float | None
+    slope: LengthSlope
+    prefer_longer: Proportion  # consistent wins of the longer answer among consistent wins, |d| > threshold
+    prefer_longer_p_value: float | None
+    prefer_longer_splits: int  # splits among the pairs with |d| > threshold
+    prefer_longer_half_credit: tuple[float | None, float | None, float | None]
+    matched_pairs: int
+    matched_consistency: Consistency | None
+    matched_win_rate: WinRate | None
+    length_controlled: LengthControlled | None
+    note: str = SWAP_CANNOT_REMOVE
+
+    def to_dict(self) -> dict[str, Any]:
+        hc = self.prefer_longer_half_credit
+        return {
+            "judge": self.judge, "unit": self.unit.value, "splits": self.splits.value,
+            "threshold": self.threshold, "tolerance": self.tolerance,
+            "pairs": self.pairs, "missing_texts": self.missing_texts,
+            "mean_abs_difference": self.mean_abs_difference,
+            "slope": self.slope.to_dict(),
+            "prefer_longer": {**self.prefer_longer.to_dict(), "p_value": self.prefer_longer_p_value,
+                              "splits": self.prefer_longer_splits,
+                              "half_credit": {"value": hc[0], "low": hc[1], "high": hc[2]}},
+            "matched": {"pairs": self.matched_pairs,
+                        "consistency": self.matched_consistency.to_dict() if self.matched_consistency else None,
+                        "win_rate": self.matched_win_rate.to_dict() if self.matched_win_rate else None},
+            "length_controlled": self.length_controlled.to_dict() if self.length_controlled else None,
+            "note": self.note,
+        }
+
+
+def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confidence: float = 0.95) -> LengthSlope:
+    """Logistic slope of the order-cancelled score on the length difference, without intercept."""
+    keep = ~np.isnan(score)
+    if not np.any(diff[keep] != 0):
+        return LengthSlope(per, None, None, None, None, None, int(keep.sum()), "no pair differs in length")
+    fit = fit_logit((diff[keep] / per)[:, None], score[keep])
+    if fit is None:
+        return LengthSlope(per, None, None, None, None, None, int(keep.sum()),
+                           "no finite slope: the outcome is separated by length (e.g. the longer answer won every "
+                           "pair); see prefer_longer")
+    low, high = fit.interval(0, confidence)
+    return LengthSlope(per, fit.coef[0], low, high, fit.p_value(0), fit.se_model[0], int(keep.sum()))
+
+
+def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, judge: str | None = None,
+                 x: np.ndarray | None = None, y: np.ndarray | None = None, pair: tuple[str, str] | None = None,
+                 unit: LengthUnit | str = LengthUnit.chars, splits: SplitHandling | str = SplitHandling.half,
+                 threshold: int = 100, tolerance: int = 20, per: int = 100, length_controlled: bool = False,
+                 tie_policy: TiePolicy | str = TiePolicy.half_credit, missing_texts: int = 0,
+                 confidence: float = 0.95) -> LengthProbe:
+    """The length probe over pairs (one entry per pair: outcome code, lengths of x and y; x/y the identities,
+    needed for the matched win rate and the length-controlled win rate of `pair` = (a, b))."""
+    splits = SplitHandling(splits)
+    complete = outcome != Outcome.INCOMPLETE
+    outcome, len_x, len_y = outcome[complete], len_x[complete].astype(float), len_y[complete].astype(float)
+    if x is not None and y is not None:
+        x, y = x[complete], y[complete]
+    diff = len_x - len_y
+    score = order_cancelled_score(outcome)
+    decisive = (outcome == Outcome.X_WINS) | (outcome == Outcome.Y_WINS)
+    fit_score = score if splits is SplitHandling.half else np.where(decisive, score, np.nan)
+    slope = length_slope(fit_score, diff, per=per, confidence=confidence)
+
+    apart = np.abs(diff) > threshold
+    longer_won = (apart & (((outcome == Outcome.X_WINS) & (diff > 0)) | ((outcome == Outcome.Y_WINS) & (diff < 0))))
+    n_decisive = int((apart & decisive).sum())
+    k_longer = int(longer_won.sum())
+    # half credit from the longer answer's side: its score is score when x is longer, 1 - score otherwise
+    longer_score = np.where(diff > 0, score, 1 - score)[apart]
+
+    matched = np.abs(diff) <= tolerance
+    m_counts = count_outcomes(outcome[matched])
+    m_cons = consistency(m_counts.consistent, m_counts.complete, confidence) if m_counts.complete else None
+    m_rate = None
+    lc = None
+    if pair is not None and x is not None and y is not None:
+        a, b = pair
+        in_pair = ((x == a) & (y == b)) | ((x == b) & (y == a))
+        a_is_x = x == a
+        a_wins = int(np.sum(matched & in_pair & np.where(a_is_x, outcome == Outcome.X_WINS,
+                                                         outcome == Outcome.Y_WINS)))
+        b_wins = int(np.sum(matched & in_pair & np.where(a_is_x, outcome == Outcome.Y_WINS,
+                                                         outcome == Outcome.X_WINS)))
+        n_in = int((matched & in_pair).sum())
+        if n_in:
+            m_rate = win_rate(a, b, a_wins, b_wins, n_in - a_wins - b_wins, tie_policy, confidence)
+        if length_controlled:
+            lc = _length_controlled(a, b, score[in_pair], np.where(a_is_x, diff, -diff)[in_pair],
+                                    a_is_x[in_pair], confidence)
+    return LengthProbe(
+        judge=judge, unit=LengthUnit(unit), splits=splits, threshold=threshold, tolerance=tolerance,
+        pairs=int(outcome.size), missing_texts=missing_texts,
+        mean_abs_difference=float(np.abs(diff).mean()) if diff.size else None,
+        slope=slope,
+        prefer_longer=wilson(k_longer, n_decisive, confidence),
+        prefer_longer_p_value=binomial_p(k_longer, n_decisive),
+        prefer_longer_splits=int(apart.sum()) - n_decisive,
+        prefer_longer_half_credit=mean_interval(longer_score, confidence),
+        matched_pairs=int(matched.sum()), matched_consistency=m_cons, matched_win_rate=m_rate,
+        length_controlled=lc,
+    )
+
+
+def _length_controlled(a: str, b: str, score_x: np.ndarray, diff_ab: np.ndarray, a_is_x: np.ndarray,
+                       confidence: float) -> LengthControlled:
+    score_a = np.where(a_is_x, score_x, 1 - score_x)
+    raw = float(score_a.mean()) if score_a.size else None
+    sd = float(diff_ab.std()) if diff_ab.size else 0.0
+    length_term = np.tanh(diff_ab / sd) if sd > 0 else np.zeros_like(diff_ab)
+    design = np.column_stack([np.ones_like(diff_ab), length_term])
+    if sd == 0:
+        design = design[:, :1]  # no length variation: the model is the plain win rate
+    fit = fit_logit(design, score_a) if score_a.size else None
+    if fit is None:
+        return LengthControlled(a, b, None, None, None, raw, int(score_a.size))
+    low, high = fit.interval(0, confidence)
+    return LengthControlled(a, b, float(special.expit(fit.coef[0])), float(special.expit(low)),
+                            float(special.expit(high)), raw, int(score_a.size))
+
+
+def lengths_for_pairs(items: np.ndarray, x: np.ndarray, y: np.ndarray, texts: Mapping[tuple[str, str], str],
+                      unit: LengthUnit | str = LengthUnit.chars) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lengths of x and y per pair from texts keyed by (item, system); the third array marks pairs whose two
+    texts were both found."""
+    lx = np.zeros(items.size)
+    ly = np.zeros(items.size)
+    found = np.zeros(items.size, dtype=bool)
+    for i, (item, sx, sy) in enumerate(zip(items, x, y, strict=True)):
+        tx, ty = texts.get((str(item), str(sx))), texts.get((str(item), str(sy)))
+        if tx is not None and ty is not None:
+            lx[i], ly[i], found[i] = text_length(tx, unit), text_length(ty, unit), True
+    return lx, ly, found

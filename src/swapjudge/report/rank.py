@@ -1,0 +1,104 @@
+"""Rendering a Ranking: a rich table for the terminal and a Markdown table; no statistic is computed here."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from swapjudge.rank import Ranking
+
+MODEL_WORDS = {
+    "rao-kupper": "Rao-Kupper (ties from a threshold theta)",
+    "davidson": "Davidson (ties ~ geometric mean of strengths)",
+    "bt-half": "Bradley-Terry, ties as half wins",
+}
+OUTCOME_WORDS = {
+    "swap": "one comparison per pair, order cancelled, a split counted as a tie",
+    "calls": "every call on its own, order not cancelled",
+}
+
+
+def _rank_range(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def _tie_line(ranking: Ranking) -> str:
+    if ranking.tie_parameter is None:
+        return "ties count as half a win for each side"
+    interval = ""
+    if ranking.tie_low is not None and ranking.tie_high is not None and ranking.rounds > 0:
+        interval = f" ({ranking.tie_low:.3f}–{ranking.tie_high:.3f})"
+    return f"tie parameter {ranking.tie_parameter_name} = {ranking.tie_parameter:.3f}{interval}"
+
+
+def summary(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None) -> list[str]:
+    """The sentences printed above and below the table, shared by both renderers."""
+    level = f"{round(ranking.confidence * 100)}%"
+    head = [f"model: {MODEL_WORDS.get(ranking.model.value, ranking.model.value)}; {_tie_line(ranking)}"]
+    what = f"{ranking.comparisons:,} comparisons over {ranking.items:,} items"
+    if outcome:
+        what += f" ({OUTCOME_WORDS.get(outcome, outcome)})"
+    if judge:
+        what = f"judge {judge}: {what}"
+    head.append(what)
+    if ranking.rounds > 0:
+        method = "BCa" if ranking.interval.value == "bca" else "percentile"
+        head.append(f"{level} {method} intervals from {ranking.rounds:,} bootstrap rounds over items "
+                    f"(seed {ranking.seed}); score = centred log-strength, rating = 1000 + 173.7 × score")
+    else:
+        head.append("no bootstrap: no intervals")
+    c = ranking.convergence
+    notes = []
+    if not c.converged:
+        notes.append(f"warning: the point fit did not converge ({c.iterations} iterations, "
+                     f"gradient {c.gradient_norm:.2g})")
+    if c.bootstrap_not_converged:
+        notes.append(f"warning: {c.bootstrap_not_converged} of {c.bootstrap_rounds} bootstrap refits did not "
+                     "converge")
+    if not c.connected:
+        notes.append(f"warning: the comparisons fall into {c.components} groups never compared with each "
+                     "other; scores across groups are not comparable")
+    return head + notes
+
+
+def render_text(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None) -> Group:
+    lines = summary(ranking, judge=judge, outcome=outcome)
+    table = Table(box=None, header_style="dim", pad_edge=False, padding=(0, 2, 0, 0))
+    level = f"{round(ranking.confidence * 100)}% interval"
+    table.add_column("#", justify="right", no_wrap=True)
+    # the one column that may wrap in a narrow terminal
+    table.add_column("system", overflow="fold", min_width=12)
+    for name in ("score", level, "rating", "rating interval", "rank range", "W / T / L", "pairs"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in ranking.rows:
+        table.add_row(str(row.rank), row.system, f"{row.score:+.3f}", f"{row.low:+.3f} … {row.high:+.3f}",
+                      f"{row.rating:.0f}", f"{row.rating_low:.0f}–{row.rating_high:.0f}",
+                      _rank_range(row.rank_low, row.rank_high), f"{row.wins} / {row.ties} / {row.losses}",
+                      f"{row.pairs:,}")
+    parts: list[Text | Table] = [Text(line, style="bold" if i == 0 else "")
+                                 for i, line in enumerate(lines[:3])]
+    parts.append(table)
+    parts += [Text(line, style="yellow") for line in lines[3:]]
+    return Group(*parts)
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_markdown(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None) -> str:
+    lines = summary(ranking, judge=judge, outcome=outcome)
+    level = f"{round(ranking.confidence * 100)}% interval"
+    out = [f"### swapjudge rank{' · ' + _escape(judge) if judge else ''}", ""]
+    out += [f"{_escape(line)}  " for line in lines[:3]] + [""]
+    out += [f"| # | system | score | {level} | rating | rating interval | rank range | W / T / L | pairs |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in ranking.rows:
+        out.append(f"| {row.rank} | {_escape(row.system)} | {row.score:+.3f} | "
+                   f"{row.low:+.3f} … {row.high:+.3f} | "
+                   f"{row.rating:.0f} | {row.rating_low:.0f}–{row.rating_high:.0f} | "
+                   f"{_rank_range(row.rank_low, row.rank_high)} | {row.wins} / {row.ties} / {row.losses} | "
+                   f"{row.pairs:,} |")
+    out += [""] + [f"> {_escape(line)}" for line in lines[3:]]
+    return "\n".join(out).rstrip() + "\n"

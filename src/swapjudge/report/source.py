@@ -1,0 +1,102 @@
+"""What a report is made from: a records frame plus optional provenance, whatever produced them.
+
+A records file (JSONL/CSV) gives the frame and a few facts about the file; a stored run (the runner's SQLite
+store) gives the frame and the run's configuration, its hash, judge, counts, cost and dates. Renderers only see
+`ReportSource`, so a new kind of source plugs in by returning one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from swapjudge.errors import InputError
+from swapjudge.records import RecordSet, load_records
+
+# Optional per-call text columns: the answers shown in slot 1 and slot 2, and the task. A records file may carry
+# them directly; otherwise `review.attach_texts` adds them from a pairs file.
+TEXT_COLUMNS = ("first_text", "second_text", "prompt")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@dataclass(frozen=True)
+class ReportSource:
+    """Records to report on and where they came from. `provenance` is a flat-ish dict of facts to show (keys
+    such as `config`, `config_hash`, `judge`, `prompt`, `calls`, `cost_usd`, `started_at`); empty when unknown."""
+
+    records: RecordSet
+    name: str
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def frame(self) -> pl.DataFrame:
+        return self.records.frame
+
+    @property
+    def has_texts(self) -> bool:
+        return "first_text" in self.frame.columns and "second_text" in self.frame.columns
+
+    @property
+    def has_raw(self) -> bool:
+        return "raw" in self.frame.columns
+
+
+def load_source(path: str | Path, *, allow_unpaired: bool = False, run: int | None = None) -> ReportSource:
+    """A records file (JSONL or CSV) or a run store (SQLite); `run` picks a stored run (default: the latest)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        raise InputError("no such file", path=str(path)) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
+    if head == SQLITE_MAGIC:
+        return _store_source(path, run, allow_unpaired)
+    if run is not None:
+        raise InputError("--run applies to a run store, and this is a records file", path=str(path))
+    records = load_records(path, allow_unpaired=allow_unpaired)
+    return ReportSource(records, str(path), records_provenance(records.frame, path))
+
+
+def records_provenance(frame: pl.DataFrame, path: Path | None = None) -> dict[str, Any]:
+    """Facts about a records file: its digest and date, calls, judges, systems, and the summed usage columns
+    when the records carry them (tokens, cost, latency)."""
+    out: dict[str, Any] = {"kind": "records file"}
+    if path is not None:
+        out["path"] = str(path)
+        out["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        out["modified"] = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
+    out["calls"] = frame.height
+    out["judges"] = sorted(j or "(unnamed)" for j in frame.get_column("judge").unique().to_list())
+    systems = set(frame.get_column("first").unique().to_list()) | set(frame.get_column("second").unique().to_list())
+    out["systems"] = len(systems)
+    for column in ("input_tokens", "output_tokens", "cost_usd", "latency_s"):
+        if column in frame.columns and frame.schema[column].is_numeric():
+            total = frame.get_column(column).sum()
+            out[f"total_{column}"] = total
+    if "prompt_hash" in frame.columns:
+        out["distinct_prompts"] = frame.get_column("prompt_hash").n_unique()
+    return out
+
+
+def _store_source(path: Path, run: int | None, allow_unpaired: bool) -> ReportSource:
+    """A run from the runner's store; needs `swapjudge.store` (the runner's module)."""
+    try:
+        from swapjudge.store import Store  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise InputError("is a run store, and this build of swapjudge has no store module to read it",
+                         path=str(path)) from None
+    from swapjudge.records import records_from_dicts
+
+    with Store(path) as store:
+        info = store.run(run) if run is not None else store.latest_run()
+        rows = store.presentation_records(info.id)
+    records = records_from_dicts(rows, source=f"{path} run {info.id}", allow_unpaired=allow_unpaired)
+    provenance: dict[str, Any] = {"kind": "run store", "path": str(path), **info.to_dict()}
+    return ReportSource(records, f"{path} (run {info.id})", provenance)

@@ -1,0 +1,65 @@
+"""The text files users give (JSON Lines, CSV), read one way: every file names a bad line in the same words."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from swapjudge.errors import InputError
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; a missing or unreadable file is an InputError."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=str(path)) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """UTF-8 text, a byte-order mark dropped; other bytes are an InputError naming the first bad one."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text (byte {err.start})", path=path) from None
+
+
+def read_text(path: Path) -> str:
+    """The file's UTF-8 text; a missing, unreadable or non-UTF-8 file is an InputError."""
+    return decode_text(read_bytes(path), str(path))
+
+
+def json_lines(text: str, path: str) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) for every non-blank line; a line that is not JSON is an InputError naming it."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"not valid JSON ({err.msg} at column {err.colno})", path=path, line=number) from None
+        yield number, value
+
+
+def csv_rows(text: str, path: str, *, required: Iterable[str] = (), delimiter: str = ","
+             ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line where the record starts, row) per CSV record, after checking the header names every `required`
+    column; a row with more cells than the header is an InputError, one with fewer has None in the rest."""
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    header = reader.fieldnames or []
+    for name in required:
+        if name not in header:
+            raise InputError("missing column", path=path, line=1, field=name)
+    previous = 1
+    for row in reader:
+        # a quoted cell may span lines: the record starts just after the previous one ended
+        start, previous = previous + 1, reader.line_num
+        if None in row:
+            raise InputError("more cells than header columns", path=path, line=start)
+        yield start, row

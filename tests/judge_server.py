@@ -1,0 +1,270 @@
+"""A real HTTP judge server on 127.0.0.1 for tests and benchmarks, speaking the OpenAI Chat Completions and
+Anthropic Messages wire formats (stdlib `http.server`, HTTP/1.1 keep-alive, one thread per connection).
+
+It reads the prompt the way a model would: it finds the boundary code, cuts the two answers out of their
+frames and decides by a policy (`first`: always the answer in slot 1; `better`: the answer containing the
+word CORRECT). It counts every request per prompt, and can inject faults per (prompt, attempt).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Fault = str  # "429" | "500" | "timeout" | "malformed" | "garbage" | "garbage_always" | "401"
+
+
+def frame_answers(user: str) -> tuple[str, str] | None:
+    """The two answers as the frame delimits them, or None when the frame is broken."""
+    m = re.match(r"Boundary code: (\w+)\n", user)
+    if not m:
+        return None
+    code = re.escape(m.group(1))
+    out = []
+    for label in ("A", "B"):
+        found = re.findall(rf"<<<ANSWER {label} {code}>>>\n(.*?)\n<<<END ANSWER {label} {code}>>>", user, re.DOTALL)
+        if len(found) != 1:
+            return None
+        out.append(found[0])
+    return out[0], out[1]
+
+
+class JudgeServer:
+    def __init__(
+        self,
+        *,
+        policy: str = "better",
+        delay_s: float = 0.0,
+        faults: Callable[[str, int], Fault | None] | None = None,
+        logprobs: bool = True,
+    ) -> None:
+        self.policy = policy
+        self.delay_s = delay_s
+        self.faults = faults
+        self.logprobs = logprobs
+        self.lock = threading.Lock()
+        self.requests: Counter[str] = Counter()  # per prompt (the first user message), follow-ups included
+        self.first_requests: Counter[str] = Counter()  # per prompt, initial requests only
+        self.bodies: list[dict[str, Any]] = []
+        self.keep_bodies = True
+        self.total = 0
+        self.auth_headers: list[str] = []
+        self.retry_after = "0.2"  # what a 429 says
+        self.times: dict[str, list[float]] = {}  # per prompt: arrival of every initial request
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle on, the body waits for the client's delayed
+            # ACK (~40 ms per response on Linux), a delay of this test server, not of the client under test.
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_GET(self) -> None:
+                payload = json.dumps({"total": server.total}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length))
+                auth = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
+                status, headers, payload = server.handle(self.path, body, auth)
+                if status == -1:  # timeout: hold the connection well past the client's limit
+                    time.sleep(3.0)
+                    status, headers, payload = 500, {}, b"{}"
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(payload)
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # the default 5 drops SYNs when 64 clients connect at once
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def openai_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> JudgeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # ---- the judge ----------------------------------------------------------------------------------------
+
+    def decide(self, user: str, allow_tie: bool) -> str:
+        if self.policy == "first":
+            return "A"
+        if self.policy == "second":
+            return "B"
+        answers = frame_answers(user)
+        if answers is None:
+            return "BROKEN"
+        if self.policy == "longer":
+            return "A" if len(answers[0]) >= len(answers[1]) else "B"
+        a_good, b_good = ("CORRECT" in a for a in answers)
+        if a_good == b_good:
+            return "tie" if allow_tie else "A"
+        return "A" if a_good else "B"
+
+    def handle(self, path: str, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
+        anthropic = path.endswith("/messages")
+        messages = body["messages"]
+        first_user = messages[0]["content"] if anthropic else messages[1]["content"]
+        if isinstance(first_user, list):
+            first_user = "".join(b.get("text", "") for b in first_user)
+        key = hashlib.sha256(first_user.encode()).hexdigest()[:16]
+        followup = len(messages) > (1 if anthropic else 2)
+        with self.lock:
+            self.total += 1
+            self.requests[key] += 1
+            if not followup:
+                self.first_requests[key] += 1
+                self.times.setdefault(key, []).append(time.monotonic())
+            attempt = self.first_requests[key]
+            if self.keep_bodies:
+                self.bodies.append(body)
+                self.auth_headers.append(auth)
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        fault = self.faults(first_user, attempt) if self.faults and not followup else None
+        if fault == "429":
+            return 429, {"retry-after": self.retry_after}, b'{"error": {"message": "rate limited"}}'
+        if fault == "500":
+            return 500, {}, b'{"error": {"message": "server error"}}'
+        if fault == "401":
+            return 401, {}, b'{"error": {"message": "bad key"}}'
+        if fault == "timeout":
+            return -1, {}, b""
+        if fault == "malformed":
+            return 200, {}, b"<html>not json"
+        system = body["system"][0]["text"] if anthropic else messages[0]["content"]
+        allow_tie = "or tie" in system or '"tie"' in system
+        label = self.decide(first_user, allow_tie)
+        structured = ("response_format" in body or "tools" in body) and not followup
+        garbage = fault in ("garbage", "garbage_always") or (
+            followup and self.faults is not None and self.faults(first_user, 0) == "garbage_always"
+        )
+        if garbage:
+            text = "I think both answers have merit. Verdict: A is my pick"
+        elif followup:
+            text = label
+        elif structured:
+            text = json.dumps({"winner": label, "reason": "picked"})
+        else:
+            text = f"Verdict: {label}"
+        usage_in = (len(system) + len(first_user)) // 4
+        if anthropic:
+            content: list[dict[str, Any]]
+            if structured and not garbage:
+                content = [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": body["tools"][0]["name"],
+                        "input": {"winner": label, "reason": "picked"},
+                    }
+                ]
+            else:
+                content = [{"type": "text", "text": text}]
+            payload = {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": content,
+                "stop_reason": "end_turn",
+                "usage": {
+                    "input_tokens": usage_in - len(system) // 4,
+                    "output_tokens": 5,
+                    "cache_read_input_tokens": len(system) // 4,
+                    "cache_creation_input_tokens": 0,
+                },
+            }
+        else:
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+            if body.get("logprobs") and self.logprobs:
+                choice["logprobs"] = {"content": self._logprobs(text, label)}
+            payload = {
+                "id": "c1",
+                "object": "chat.completion",
+                "choices": [choice],
+                "usage": {
+                    "prompt_tokens": usage_in,
+                    "completion_tokens": 5,
+                    "prompt_tokens_details": {"cached_tokens": len(system) // 4},
+                },
+            }
+        return 200, {}, json.dumps(payload).encode()
+
+    @staticmethod
+    def _logprobs(text: str, label: str) -> list[dict[str, Any]]:
+        # Split the text so the label is a token of its own; P(label) = 0.8, the other slot 0.2.
+        idx = text.rfind(label) if label in ("A", "B", "tie") else -1
+        pieces = [text] if idx < 0 else [text[:idx], label, text[idx + len(label) :]]
+        other = "B" if label == "A" else "A"
+        out = []
+        for piece in pieces:
+            if not piece:
+                continue
+            if piece == label:
+                tops = [
+                    {"token": label, "logprob": -0.2231435513},
+                    {"token": other, "logprob": -1.6094379124},
+                ]
+                out.append({"token": piece, "logprob": -0.2231435513, "top_logprobs": tops})
+            else:
+                out.append({"token": piece, "logprob": 0.0, "top_logprobs": [{"token": piece, "logprob": 0.0}]})
+        return out
+
+
+def main() -> None:
+    """Serve until killed (benchmarks run the server in its own process): prints the port on stdout."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--policy", default="better")
+    args = parser.parse_args()
+    server = JudgeServer(policy=args.policy, delay_s=args.delay)
+    server.keep_bodies = False
+    print(server.port, flush=True)
+    sys.stdout.close()
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

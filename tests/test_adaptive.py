@@ -1,0 +1,140 @@
+"""Adaptive swapping: the offline analysis on hand-made calls, and the runner option against a real HTTP judge
+server on 127.0.0.1 that returns verdict log-probabilities (OpenAI wire format)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from judge_server import JudgeServer
+from runner_helpers import stored_calls, write_config, write_pairs
+from swapjudge.adaptive import adaptive_offline
+from swapjudge.cli import app
+from swapjudge.config import load_config
+from swapjudge.errors import ConfigError
+from swapjudge.runner import analyze_run, run, verdict_confidence
+from swapjudge.store import Store
+
+N_ITEMS = 30
+UNSURE = {i for i in range(N_ITEMS) if i % 4 == 0}  # 8 items
+
+
+def _pair(item: str, conf: float | None, consistent: bool) -> list[dict[str, Any]]:
+    probs = None if conf is None else {"first": conf, "second": 1 - conf}
+    head = {"round": 0, "item": item, "first": "a", "second": "b", "order_index": 0, "verdict": "first",
+            "probabilities": probs, "source": "api", "error": None}
+    swap = {**head, "first": "b", "second": "a", "order_index": 1, "probabilities": None,
+            "verdict": "second" if consistent else "first"}
+    return [head, swap]
+
+
+def test_verdict_confidence() -> None:
+    assert verdict_confidence("first", {"first": 0.8, "second": 0.1}) == pytest.approx(0.8 / 0.9)
+    assert verdict_confidence("tie", {"first": 0.2, "second": 0.2, "tie": 0.6}) == pytest.approx(0.6)
+    assert verdict_confidence(None, {"first": 0.8}) is None
+    assert verdict_confidence("first", None) is None
+
+
+def test_offline_calls_saved_and_flips_missed_on_hand_counts() -> None:
+    spec = [(0.65, True), (0.75, False), (0.85, True), (0.92, False), (0.97, True), (None, False)]
+    calls = [c for i, (conf, ok) in enumerate(spec) for c in _pair(f"q{i}", conf, ok)]
+    # an inferred call (an adaptive run's unswapped pair) and a one-order pair are not two-order evidence
+    calls += [{**_pair("x", 0.99, True)[0]}, {**_pair("y", 0.99, True)[1], "source": "inferred"}]
+    res = adaptive_offline(calls)
+    assert res.pairs == 6 and res.without_confidence == 1 and res.consistency.k == 3
+    got = {t.threshold: (t.calls_saved, t.flips_missed) for t in res.thresholds}
+    assert got == {0.6: (5, 2), 0.7: (4, 2), 0.8: (3, 1), 0.9: (2, 1), 0.95: (1, 0)}
+    t06 = res.thresholds[0]
+    assert t06.flips == 3 and t06.saved_share == pytest.approx(5 / 12) and t06.missed_share == pytest.approx(2 / 3)
+    assert t06.consistency_true == pytest.approx(0.5) and t06.consistency_reported == pytest.approx(5 / 6)
+
+
+class UnsureJudge(JudgeServer):
+    """Names the CORRECT answer with probability 0.97, except on every fourth question, where it is unsure
+    (probability 0.6) and names whatever sits in slot 1: those pairs flip."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.local = threading.local()
+
+    def decide(self, user: str, allow_tie: bool) -> str:
+        m = re.search(r"Question (\d+):", user)
+        unsure = m is not None and int(m.group(1)) in UNSURE
+        self.local.p = 0.6 if unsure else 0.97
+        return "A" if unsure else super().decide(user, allow_tie)
+
+    def _logprobs(self, text: str, label: str) -> list[dict[str, Any]]:  # type: ignore[override]
+        p = self.local.p
+        idx = text.rfind(label)
+        other = "B" if label == "A" else "A"
+        tops = [{"token": label, "logprob": math.log(p)}, {"token": other, "logprob": math.log(1 - p)}]
+        return [{"token": text[:idx], "logprob": 0.0, "top_logprobs": []},
+                {"token": label, "logprob": math.log(p), "top_logprobs": tops},
+                {"token": text[idx + 1:], "logprob": 0.0, "top_logprobs": []}]
+
+
+def test_runner_adaptive_option_and_offline_analysis(tmp_path: Path) -> None:
+    write_pairs(tmp_path, N_ITEMS)
+    cli = CliRunner()
+    with UnsureJudge(policy="better") as server:
+        full = write_config(tmp_path, base_url=server.openai_url, name="full.yaml", judge={"logprobs": True})
+        both = run(load_config(full), progress=False)
+        assert both.stats.made == 2 * N_ITEMS and both.stats.adaptive_skipped == 0
+        calls = stored_calls(tmp_path / "swapjudge.db", both.run_id)
+        probs = sorted({round(json.loads(c["probabilities"])["first" if c["verdict"] == "first" else "second"], 3)
+                        for c in calls})
+        assert probs == [0.6, 0.97]
+        # offline, on the two-order run: below 0.6 every pair is skipped and all 8 flips are missed; above it only
+        # the confident pairs are skipped and no flip is missed
+        res = cli.invoke(app, ["adaptive", str(both.run_id), "--store", str(tmp_path / "swapjudge.db"), "-f", "json"],
+                         catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        data = json.loads(res.stdout)
+        assert data["pairs"] == N_ITEMS and data["consistency"]["k"] == N_ITEMS - len(UNSURE)
+        rows = {r["threshold"]: (r["calls_saved"], r["flips_missed"]) for r in data["thresholds"]}
+        sure = N_ITEMS - len(UNSURE)
+        assert rows == {0.6: (N_ITEMS, len(UNSURE)), 0.7: (sure, 0), 0.8: (sure, 0), 0.9: (sure, 0),
+                        0.95: (sure, 0)}
+        # the runner option: the swapped call only for the unsure pairs
+        server.total = 0
+        adaptive = write_config(tmp_path, base_url=server.openai_url, name="adaptive.yaml",
+                                judge={"logprobs": True, "max_tokens": 50}, adaptive_swap=0.9)
+        out = run(load_config(adaptive), progress=False)
+    assert server.total == N_ITEMS + len(UNSURE)
+    assert out.stats.adaptive_skipped == sure and out.stats.made == N_ITEMS + len(UNSURE)
+    calls = stored_calls(tmp_path / "swapjudge.db", out.run_id)
+    inferred = [c for c in calls if c["source"] == "inferred"]
+    assert len(calls) == 2 * N_ITEMS and len(inferred) == sure
+    assert all(c["order_index"] == 1 and c["cost_usd"] == 0.0 for c in inferred)
+    with Store(tmp_path / "swapjudge.db") as st:
+        (analysis,) = analyze_run(st, out.run_id)
+    assert analysis.consistency is not None and analysis.consistency.rate == pytest.approx(sure / N_ITEMS)
+    note = next(n for n in analysis.notes if n.startswith("adaptive swapping"))
+    assert f"{sure} pair(s) were judged in one order only" in note and f"on the {len(UNSURE)} swapped" in note
+    assert "it is 0.0%" in note  # every swapped pair flipped
+
+
+def test_adaptive_needs_both_orders(tmp_path: Path) -> None:
+    write_pairs(tmp_path, 2)
+    cfg = write_config(tmp_path, base_url="http://127.0.0.1:9/v1", orders="random", adaptive_swap=0.9)
+    with pytest.raises(ConfigError, match="adaptive_swap"):
+        load_config(cfg)
+    plain = load_config(write_config(tmp_path, base_url="http://127.0.0.1:9/v1", name="plain.yaml"))
+    assert "adaptive_swap" not in plain.normalised()  # absent unless used: configurations hash as before
+
+
+def test_adaptive_command_needs_probabilities(tmp_path: Path) -> None:
+    write_pairs(tmp_path, 4)
+    with JudgeServer(policy="better") as server:
+        outcome = run(load_config(write_config(tmp_path, base_url=server.openai_url)), progress=False)
+    res = CliRunner().invoke(app, ["adaptive", str(outcome.run_id), "--store", str(tmp_path / "swapjudge.db")])
+    assert res.exit_code == 2 and "no call carries verdict probabilities" in res.stderr
+    res = CliRunner().invoke(app, ["adaptive", "1", "--store", str(tmp_path / "swapjudge.db"), "--thresholds", "x"])
+    assert res.exit_code == 2 and "--thresholds" in res.stderr
