@@ -2,7 +2,8 @@
 
 1. assembles and verifies the default model (once; later runs reuse the verified file);
 2. runs the example configuration (every pair in both orders, stored and resumable, progress shown);
-3. the identical-answer probe: the `output_1` answer of the first 10 pairs in both slots, same scaffolding;
+3. the identical-answer probe (swapjudge.probes.identical_live): a seeded sample of 10 answers, each in both
+   slots, same scaffolding;
 4. prints the audit (accuracy per order against the labels, order-controlled accuracy, swap-consistency with
    its interval, flip direction with its p-value, the probe) and writes the report files under out/.
 
@@ -27,8 +28,7 @@ from swapjudge.config import LoadedConfig, load_config
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.local import LocalJudge, from_config
 from swapjudge.models import PACKAGED_MODELS, ensure_model
-from swapjudge.pairs_input import load_pairs
-from swapjudge.prompts import render_request
+from swapjudge.probes.identical_live import run_identical_async
 from swapjudge.records import records_from_dicts
 from swapjudge.report import markdown, text
 from swapjudge.runner import run_async, run_records
@@ -59,21 +59,11 @@ async def judge_and_probe(loaded: LoadedConfig, judge: LocalJudge, probe_n: int)
         raise SwapjudgeError(f"interrupted; finished calls are stored in {outcome.store_path}: `make run` resumes")
     stderr.print(f"  {outcome.stats.made} calls made, {outcome.stats.cached + outcome.stats.already_stored} reused "
                  f"from the store, {outcome.elapsed_s:.1f} s", highlight=False)
-    stderr.print(f"[bold][3/4][/] identical-answer probe: {probe_n} answers, each in both slots")
-    items = load_pairs(loaded.pairs_path).items[:probe_n]
-    system = cfg.pairs.a or "output_1"
-    probes: list[dict[str, Any]] = []
+    stderr.print(f"[bold][3/4][/] identical-answer probe: {probe_n} answers (seeded sample), each in both slots")
     started = time.perf_counter()
-    for it in items:
-        answer = it.answers[system]
-        request = render_request(task=it.prompt, first=answer, second=answer, rubric=loaded.rubric_text,
-                                 allow_tie=cfg.allow_tie, chain_of_thought=cfg.chain_of_thought, structured=False)
-        reply = await judge.judge(request)
-        probes.append({"judge": cfg.judge.judge_name, "round": 0, "item": it.item, "first": system,
-                       "second": system, "verdict": reply.verdict, "raw": reply.raw,
-                       "probabilities": reply.probabilities})
-    stderr.print(f"  {len(probes)} probe calls, {time.perf_counter() - started:.1f} s", highlight=False)
-    return outcome, probes
+    probe = await run_identical_async(loaded, sample=probe_n, judge=judge)
+    stderr.print(f"  {probe.planned} probe calls, {time.perf_counter() - started:.1f} s", highlight=False)
+    return outcome, list(probe.records)
 
 
 def main() -> int:

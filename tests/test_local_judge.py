@@ -13,8 +13,9 @@ from scipy.stats import binomtest
 from swapjudge.analysis import analyze
 from swapjudge.errors import ConfigError
 from swapjudge.judges.base import Judge, JudgeReply, JudgeRequest
-from swapjudge.judges.local import LocalJudge, from_config, parse_label_line
+from swapjudge.judges.local import LocalJudge, from_config
 from swapjudge.models import TEST_MODEL
+from swapjudge.prompts import parse_followup, parse_reply
 from swapjudge.records import records_from_dicts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,8 +193,15 @@ def test_generation_mode_parses_strictly() -> None:
     first, again = gen.judge_sync(req), gen.judge_sync(req)
     gen.close()
     assert first.raw == again.raw and first.verdict == again.verdict
-    assert first.output_tokens is not None and 0 < first.output_tokens <= 12
-    assert first.verdict == parse_label_line(first.raw, req)
+    # At most 12 tokens of reply plus 8 of the one follow-up asking only for the label.
+    assert first.output_tokens is not None and 0 < first.output_tokens <= 12 + 8
+    # The shared strict parser decides; a reply without a verdict line gets exactly one follow-up.
+    if "\n\n[follow-up]\n" in first.raw:
+        reply_text, followup_text = first.raw.split("\n\n[follow-up]\n")
+        assert parse_reply(reply_text, req).verdict is None
+        assert first.verdict == parse_followup(followup_text, req).verdict
+    else:
+        assert first.verdict == parse_reply(first.raw, req).verdict
     assert first.probabilities is None
 
 
@@ -203,22 +211,6 @@ def test_prompt_longer_than_context_is_a_recorded_failure() -> None:
     small.close()
     assert reply.verdict is None and reply.error is not None
     assert "does not fit the context of 256" in reply.error
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("Verdict: A", "first"),
-        ("Some reasoning.\n**Verdict**: [[B]]", "second"),
-        ("verdict: b.", "second"),
-        ("Verdict: A\nActually B is better.", None),
-        ("Verdict: C", None),
-        ("Verdict: tie", None),
-        ("", None),
-    ],
-)
-def test_parse_label_line(text: str, expected: str | None) -> None:
-    assert parse_label_line(text, request("t", "a", "b")) == expected
 
 
 def test_from_config_rejects_unknown_options() -> None:

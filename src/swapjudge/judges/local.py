@@ -81,22 +81,6 @@ def _last_logits(llm: Llama) -> np.ndarray:
     return np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),))
 
 
-def parse_label_line(text: str, request: JudgeRequest) -> Verdict | None:
-    """Strict: the reply's last non-empty line must be `<prefix><label>` (optionally bold/bracketed)."""
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    if not lines:
-        return None
-    first, second = (label.lower() for label in request.slot_labels)
-    labels: dict[str, Verdict] = {first: "first", second: "second"}
-    if request.allow_tie:
-        labels[request.tie_label.lower()] = "tie"
-    prefix = re.escape(request.verdict_prefix.strip().rstrip(":"))
-    alt = "|".join(re.escape(k) for k in labels)
-    pattern = rf"\s*(?:\*\*)?{prefix}(?:\*\*)?\s*:\s*(?:\*\*)?\[{{0,2}}({alt})\]{{0,2}}(?:\*\*)?\.?\s*"
-    m = re.fullmatch(pattern, lines[-1], flags=re.IGNORECASE)
-    return labels[m.group(1).lower()] if m else None
-
-
 class LocalJudge:
     """A judge backed by a local GGUF model. `model` is a packaged model's name or a GGUF path."""
 
@@ -201,24 +185,29 @@ class LocalJudge:
         return str(self._formatter(messages=messages).prompt)
 
     def prompt_tokens(self, request: JudgeRequest) -> list[int]:
-        """The chat-formatted prompt up to the start of the assistant's reply (template tokens special,
-        message contents plain)."""
-        contents = [request.system, request.user]
+        """The chat-formatted prompt up to the start of the assistant's reply."""
+        return self.chat_tokens([("system", request.system), ("user", request.user)])
+
+    def chat_tokens(self, messages: Sequence[tuple[str, str]]) -> list[int]:
+        """Messages through the model's chat template, ending with the assistant's turn opened. Template text is
+        tokenized with special tokens, message contents as plain text."""
+        contents = [content for _, content in messages]
+        roles = [role for role, _ in messages]
         marks = [_SENTINEL.format(i) for i in range(len(contents))]
-        messages = [{"role": "system", "content": marks[0]}, {"role": "user", "content": marks[1]}]
         try:
-            text = self._render(messages)
+            text = self._render([{"role": r, "content": m} for r, m in zip(roles, marks, strict=True)])
         except Exception:
             text = ""
-        if any(text.count(m) != 1 for m in marks):
-            # A template without a system role: the system text leads the user message instead.
-            marks, contents = marks[1:], [f"{request.system}\n\n{request.user}"]
+        if any(text.count(m) != 1 for m in marks) and roles and roles[0] == "system" and len(roles) > 1:
+            # A template without a system role: the system text leads the first user message instead.
+            contents = [f"{contents[0]}\n\n{contents[1]}", *contents[2:]]
+            roles, marks = roles[1:], marks[1:]
             try:
-                text = self._render([{"role": "user", "content": marks[0]}])
+                text = self._render([{"role": r, "content": m} for r, m in zip(roles, marks, strict=True)])
             except Exception as err:
                 raise SwapjudgeError(f"the model's chat template failed to render: {err}") from None
-            if text.count(marks[0]) != 1:
-                raise SwapjudgeError("the model's chat template does not place the message content once")
+        if any(text.count(m) != 1 for m in marks):
+            raise SwapjudgeError("the model's chat template does not place each message's content once")
         tokens: list[int] = []
         for piece in re.split("(" + "|".join(re.escape(m) for m in marks) + ")", text):
             if piece in marks:
@@ -280,7 +269,8 @@ class LocalJudge:
             prompt = self.prompt_tokens(request)
             labels = self.label_tokens(request) if self.mode == "logprobs" else None
             full = prompt + list(labels.context) if labels is not None else prompt
-            limit = llm.n_ctx() - (1 if labels is not None else self._max_new_tokens(request))
+            # Room for the generated reply (and a possible follow-up turn) in generation mode.
+            limit = llm.n_ctx() - (1 if labels is not None else 2 * self._max_new_tokens(request) + 96)
             if len(full) > limit:
                 return JudgeReply(verdict=None, raw="", input_tokens=len(full), output_tokens=0,
                                   error=f"prompt of {len(full)} tokens does not fit the context of "
@@ -313,28 +303,42 @@ class LocalJudge:
             return self.max_tokens
         return 512 if request.chain_of_thought else 24
 
-    def _generate(self, request: JudgeRequest, logits: np.ndarray, stats: EvalStats,
-                  started: float) -> JudgeReply:
+    def _greedy(self, logits: np.ndarray, max_new: int) -> tuple[str, int]:
+        """Greedy decoding from the evaluated prompt until an end-of-generation token or `max_new` tokens."""
         import llama_cpp
 
         llm = self._llm
         assert llm is not None
         vocab = llm._model.vocab
         out: list[int] = []
-        for _ in range(self._max_new_tokens(request)):
+        for _ in range(max_new):
             token = int(np.argmax(logits))
             if llama_cpp.llama_vocab_is_eog(vocab, token):
                 break
             out.append(token)
             llm.eval([token])
             logits = _last_logits(llm)
-        text = llm.detokenize(out).decode("utf-8", errors="replace")
-        verdict = parse_label_line(text, request)
+        return llm.detokenize(out).decode("utf-8", errors="replace"), len(out)
+
+    def _generate(self, request: JudgeRequest, logits: np.ndarray, stats: EvalStats,
+                  started: float) -> JudgeReply:
+        from swapjudge.prompts import followup_prompt, parse_followup, parse_reply
+
+        text, n_out = self._greedy(logits, self._max_new_tokens(request))
+        parsed = parse_reply(text, request)
+        raw, n_in, n_cached = text, stats.prompt_tokens, stats.reused_tokens
+        if parsed.verdict is None:
+            # One follow-up asking only for the label (as the other backends do); still unparsable: None.
+            tokens = self.chat_tokens([("system", request.system), ("user", request.user), ("assistant", text),
+                                       ("user", followup_prompt(request))])
+            logits2, stats2 = self._evaluate(tokens)
+            text2, n_out2 = self._greedy(logits2, 8)
+            parsed = parse_followup(text2, request)
+            raw = f"{text}\n\n[follow-up]\n{text2}"
+            n_in, n_cached, n_out = n_in + stats2.prompt_tokens, n_cached + stats2.reused_tokens, n_out + n_out2
         return JudgeReply(
-            verdict=verdict, raw=text, latency_s=time.perf_counter() - started,
-            input_tokens=stats.prompt_tokens, output_tokens=len(out), cached_input_tokens=stats.reused_tokens,
-            cost_usd=0.0,
-            settings=self._settings(),
+            verdict=parsed.verdict, raw=raw, latency_s=time.perf_counter() - started, input_tokens=n_in,
+            output_tokens=n_out, cached_input_tokens=n_cached, cost_usd=0.0, settings=self._settings(),
         )
 
     # ---- Judge protocol --------------------------------------------------------------------------------
