@@ -55,3 +55,23 @@ def test_a_judge_that_may_tie_ties_and_the_records_feed_analyze(tmp_path: Path,
     keys = [[(json.loads(x)["item"], json.loads(x)["first"]) for x in Path(f).read_text().splitlines()]
             for f in ("probe.jsonl", "again.jsonl")]
     assert keys[0] == keys[1]
+
+
+@pytest.mark.slow
+def test_live_probe_through_the_local_backend(tmp_path: Path) -> None:
+    """The embedded test model (SmolLM2-135M) judging byte-identical answers: what it does, counted."""
+    write_pairs(tmp_path, 3)
+    cfg = {"protocol": "pairwise", "orders": ["ab", "ba"], "schema": "forced_choice", "tie_policy": "half_credit",
+           "judge": {"backend": "local", "model": "smollm2-135m-instruct-q4_1", "n_threads": 1,
+                     "max_concurrency": 1, "timeout_s": 300},
+           "pairs": {"path": "pairs.jsonl", "a": "good", "b": "bad"}, "store": "swapjudge.db"}
+    (tmp_path / "run.yaml").write_text(json.dumps(cfg), encoding="utf-8")
+    result = run_identical(load_config(tmp_path / "run.yaml"), sample=4)
+    d = result.to_dict()["identical"]
+    verdicts = [r["verdict"] for r in result.records]
+    assert len(verdicts) == 4 and all(r["first"] == r["second"] for r in result.records)
+    # the summary is exactly the stored verdicts, whatever the model chose
+    assert (d["first"], d["second"], d["tie"], d["unparsed"]) == (
+        verdicts.count("first"), verdicts.count("second"), verdicts.count("tie"), verdicts.count(None))
+    # forced choice with log-probability verdicts: the judge always names a slot, so it always "decides"
+    assert d["decided_rate"] == 1.0
