@@ -16,11 +16,10 @@ import statistics
 import time
 from pathlib import Path
 
-from swapjudge.prompts import render_request
-
 from swapjudge.judges.base import JudgeReply, JudgeRequest
 from swapjudge.judges.local import LocalJudge
 from swapjudge.models import DEFAULT_MODEL
+from swapjudge.prompts import render_request
 
 ROOT = Path(__file__).resolve().parent.parent
 
