@@ -58,7 +58,7 @@ class RecordSet:
 
     @property
     def judges(self) -> list[str]:
-        return sorted(self.frame.get_column("judge").unique().to_list())
+        return select_judges(self.frame)
 
     def __len__(self) -> int:
         return self.frame.height
@@ -96,17 +96,22 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     if not extras:
         kept = [*CORE_SCHEMA, "_line", *([REGISTERED_POLICY] if REGISTERED_POLICY in frame.columns else [])]
         frame = frame.select(kept)
-    _raise_problems(frame, str(path), allow_unpaired)
-    return RecordSet(frame.drop("_line"), str(path), _is_single_order(frame))
+    return _checked(frame, str(path), allow_unpaired)
 
 
 def records_from_dicts(rows: Iterable[Mapping[str, Any]], *, source: str = "<records>",
                        allow_unpaired: bool = False) -> RecordSet:
     """Validate in-memory records (the runner, importers and tests use this); errors name the row number."""
     parsed = [_parse_row(dict(row), source, i) for i, row in enumerate(rows, start=1)]
-    frame = _frame_from_rows(parsed)
-    _raise_problems(frame, source, allow_unpaired)
-    return RecordSet(frame.drop("_line"), source, _is_single_order(frame))
+    return _checked(_frame_from_rows(parsed), source, allow_unpaired)
+
+
+def _checked(frame: pl.DataFrame, source: str, allow_unpaired: bool) -> RecordSet:
+    """Run the multi-line checks on a slow-path frame (with `_line`) and pair it once, as the fast path does."""
+    pairs = build_pairs(frame)
+    single = _single_order(pairs)
+    _raise_problems(frame, source, allow_unpaired or single)
+    return RecordSet(frame.drop("_line"), source, single, pairs)
 
 
 # ---- fast path -------------------------------------------------------------------------------------------
@@ -286,7 +291,7 @@ def _raise_problems(frame: pl.DataFrame, path: str, allow_unpaired: bool) -> Non
             f"duplicate call (judge {row['judge'] or '-'!r}, round {row['round']}, item {row['item']!r}, "
             f"{row['first']!r} first) already on line {first_line}",
             path=path, line=second_line, field="item", more=max(0, dup.height - 2))
-    if allow_unpaired or _is_single_order(frame):
+    if allow_unpaired:
         return
     lonely = frame.filter(_unpaired_mask(frame))
     if lonely.height:
@@ -307,10 +312,3 @@ def _unpaired_mask(frame: pl.DataFrame) -> pl.Series:
     joined = calls.join(swapped, on=list(KEY), how="left").sort("_row")
     return (joined.get_column("_twin").is_null() & (joined.get_column("first") != joined.get_column("second")))
 
-
-def _is_single_order(frame: pl.DataFrame) -> bool:
-    """True when the file has pair calls and none of them has its swapped twin (one order per pair by design)."""
-    pair_calls = frame.filter(pl.col("first") != pl.col("second"))
-    if pair_calls.height == 0:
-        return False
-    return bool(_unpaired_mask(pair_calls).all())
