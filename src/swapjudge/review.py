@@ -12,9 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import secrets
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,7 @@ import polars as pl
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.pairs import FIRST, SECOND, TIE, Outcome, build_pairs
 from swapjudge.pairs_input import PairItem, load_pairs
-from swapjudge.textfiles import csv_rows, read_text
+from swapjudge.textfiles import csv_rows, read_text, write_atomic
 
 QUEUE_OUTCOMES = {
     Outcome.FLIP_FIRST: "flip_first",
@@ -123,29 +121,6 @@ def write_table(rows: pl.DataFrame | Sequence[dict[str, Any]], path: str | Path,
     else:
         text = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts)
     write_atomic(path, text)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write text so that the file is either the old one or the whole new one, never half written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as err:
-        raise SwapjudgeError(f"{path}: cannot write: {err.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is shared like any file the user writes
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # ---- blind review sheet -------------------------------------------------------------------------------------

@@ -1,15 +1,19 @@
-"""The text files users give (JSON Lines, CSV), read one way: every file names a bad line in the same words."""
+"""Text files in and out: the files users give (JSON Lines, CSV) read one way, every bad line named in the same
+words; and the files swapjudge writes, written one way: atomically."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from swapjudge.errors import InputError
+from swapjudge.errors import InputError, SwapjudgeError
 
 
 def read_bytes(path: Path) -> bytes:
@@ -63,3 +67,42 @@ def csv_rows(text: str, path: str, *, required: Iterable[str] = (), delimiter: s
         if None in row:
             raise InputError("more cells than header columns", path=path, line=start)
         yield start, row
+
+
+@contextmanager
+def atomic_text(path: Path, *, create_parent: bool = True) -> Iterator[TextIO]:
+    """A text handle whose content replaces `path` only when the block ends cleanly: temp file beside it, fsync,
+    rename, so a crash leaves the old file or the whole new one. Without `create_parent`, a missing folder is an
+    InputError (an output path with a typo in it)."""
+    target = Path(path)
+    directory = target.parent
+    try:
+        if create_parent:
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not directory.is_dir():
+            raise InputError("output folder does not exist", path=str(directory))
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as err:
+        raise SwapjudgeError(f"{target}: cannot write: {err.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; an output is shared like any file the user writes
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write text so that the file is either the old one or the whole new one, never half written."""
+    with atomic_text(path) as handle:
+        handle.write(text)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

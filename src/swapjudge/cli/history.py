@@ -231,7 +231,7 @@ def releases_command(
                          min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
     if html is not None:
         from swapjudge.report.releases import render_releases_html
-        from swapjudge.review import write_atomic
+        from swapjudge.textfiles import write_atomic
 
         write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
     if output is OutputFormat.json:
@@ -313,7 +313,7 @@ def anchors_command(
     """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
     distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
     from swapjudge.anchors_run import run_anchors
-    from swapjudge.review import write_atomic
+    from swapjudge.textfiles import write_atomic
 
     res = run_anchors(config, pinned=pinned)
     if out is not None:

@@ -23,9 +23,9 @@ from swapjudge.probes.repeat import repeat_stability
 from swapjudge.records import load_records, select_judges
 from swapjudge.report import probe_tables
 from swapjudge.report.probe_tables import Table
-from swapjudge.review import write_atomic
 from swapjudge.segments import segment_analyses
 from swapjudge.sidefiles import load_answer_texts, load_labels, texts_from_records, with_labels
+from swapjudge.textfiles import write_atomic
 from swapjudge.variants import compare_variants
 
 probe_app = typer.Typer(help="Probes for what swapping cannot see: answer length, repeat stability.",

@@ -19,10 +19,10 @@ from swapjudge.review import (
     make_sheet,
     review_queue,
     tally,
-    write_atomic,
     write_sheet,
     write_table,
 )
+from swapjudge.textfiles import write_atomic
 
 review_app = typer.Typer(name="review", help="Human review: the queue of unsettled pairs, blind review sheets.",
                          no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)

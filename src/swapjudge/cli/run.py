@@ -12,9 +12,10 @@ from rich.table import Table
 from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
 from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.errors import SwapjudgeError
-from swapjudge.review import write_atomic, write_table
+from swapjudge.review import write_table
 from swapjudge.runner import DryRunEstimate, RunOutcome, analyze_run, estimate, run, run_records
 from swapjudge.store import Store
+from swapjudge.textfiles import write_atomic
 
 StoreOpt = Annotated[
     Path | None,

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Concatenate, Literal, ParamSpec, TextIO
+from typing import Any, Concatenate, Literal, ParamSpec
 
 from swapjudge.errors import InputError
+from swapjudge.textfiles import atomic_text
 
 Record = dict[str, Any]
 
@@ -306,29 +304,10 @@ def finish(imports: Sequence[FileImport], *, pair_check: bool = True) -> ImportR
 # --- writers -------------------------------------------------------------------------------------------
 
 
-@contextmanager
-def atomic_text(path: Path) -> Iterator[TextIO]:
-    """A text handle whose content replaces `path` only when the block ends cleanly (temp file, fsync, rename)."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError("output folder does not exist", path=str(directory))
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-
-
 def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
     """Write records as JSON Lines (CSV when the name ends in .csv), atomically."""
     rows = list(records)
-    with atomic_text(path) as handle:
+    with atomic_text(path, create_parent=False) as handle:
         if Path(path).suffix.lower() == ".csv":
             columns: list[str] = []
             for row in rows:
@@ -346,6 +325,6 @@ def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
 
 def write_json(payload: Any, path: Path) -> None:
     """Write one JSON document (e.g. an import report), atomically."""
-    with atomic_text(path) as handle:
+    with atomic_text(path, create_parent=False) as handle:
         json.dump(payload, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
