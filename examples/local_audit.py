@@ -33,6 +33,7 @@ from swapjudge.records import records_from_dicts
 from swapjudge.report import markdown, text
 from swapjudge.runner import run_async, run_records
 from swapjudge.store import Store
+from swapjudge.textfiles import write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 stdout, stderr = Console(), Console(stderr=True)
@@ -96,12 +97,12 @@ def main() -> int:
     text.print_analyses(stdout, analyses)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / args.config.stem
-    (stem.with_suffix(".records.jsonl")).write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [*records, *probes]), encoding="utf-8")
+    write_atomic(stem.with_suffix(".records.jsonl"),
+                 "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [*records, *probes]))
     payload = [a.to_dict() for a in analyses]
-    (stem.with_suffix(".analysis.json")).write_text(json.dumps(payload[0] if len(payload) == 1 else
-                                                               {"judges": payload}, indent=2) + "\n")
-    (stem.with_suffix(".analysis.md")).write_text(markdown.render_analyses(analyses), encoding="utf-8")
+    write_atomic(stem.with_suffix(".analysis.json"),
+                 json.dumps(payload[0] if len(payload) == 1 else {"judges": payload}, indent=2) + "\n")
+    write_atomic(stem.with_suffix(".analysis.md"), markdown.render_analyses(analyses))
     stdout.print(f"\nreports: {stem}.analysis.json, {stem}.analysis.md, records {stem}.records.jsonl; "
                  f"store {outcome.store_path.resolve()} (run {outcome.run_id}); "
                  f"{time.perf_counter() - started:.0f} s in all",
