@@ -164,3 +164,25 @@ def test_report_of_a_stored_run_in_a_browser(tmp_path: Path, monkeypatch: pytest
     lc = probe["length_controlled"]
     assert f"<td>length-controlled win rate of output_1 vs output_2</td><td class=\"n\">{pct(lc['value'])}</td>" in dom
     assert "Length probe (" in md.read_text() and "the longer answer won 100.0%" in md.read_text()
+
+
+def test_length_fields_without_texts_give_the_length_section(tmp_path: Path) -> None:
+    """Real gpt-4 verdicts on MT-Bench (gpt-4 vs vicuna), with planted lengths: the consistent winner of a pair
+    wrote 900 characters and the loser 300, both answers of a split pair 500."""
+    rows = [r for r in shi2024_records("MTBench", "gpt-4-0613") if "gpt-4" in (r["first"], r["second"])]
+    named: dict[str, set[str | None]] = {}
+    for r in rows:
+        named.setdefault(r["item"], set()).add({"first": r["first"], "second": r["second"]}.get(r["verdict"] or "",
+                                                                                              "tie"))
+    winner = {item: next(iter(n)) for item, n in named.items() if len(n) == 1 and n != {"tie"}}
+    for r in rows:
+        w = winner.get(r["item"])
+        r["first_length"] = 500 if w is None else 900 if r["first"] == w else 300
+        r["second_length"] = 500 if w is None else 900 if r["second"] == w else 300
+    records = write_jsonl(tmp_path / "lengths.jsonl", rows)
+    page, md = tmp_path / "l.html", tmp_path / "l.md"
+    run_cli("report", str(records), "--html", str(page), "--markdown", str(md))
+    doc = parse(page.read_text())
+    assert values(doc, "length.prefer_longer") == [1.0] and len(winner) == 66 + 1  # gpt-4: 66 wins, 1 loss
+    assert f"the longer answer won 100.0% of {len(winner)} consistent wins" in md.read_text()
+    assert "length-matched pairs (|d| &lt;= 20)</td><td class=\"n\">13</td>" in page.read_text()
