@@ -186,3 +186,19 @@ def test_length_fields_without_texts_give_the_length_section(tmp_path: Path) -> 
     assert values(doc, "length.prefer_longer") == [1.0] and len(winner) == 66 + 1  # gpt-4: 66 wins, 1 loss
     assert f"the longer answer won 100.0% of {len(winner)} consistent wins" in md.read_text()
     assert "length-matched pairs (|d| &lt;= 20)</td><td class=\"n\">13</td>" in page.read_text()
+
+
+def test_hostile_system_names_are_text_in_the_ranking(tmp_path: Path) -> None:
+    names = ["<script>alert(1)</script>", "a|b</td>", "<img src=x onerror=alert(2)>"]
+    rows: list[dict[str, Any]] = []
+    for i in range(12):  # every pair of the three systems on every item; names[0] always wins, names[2] loses
+        for x, y in ((0, 1), (0, 2), (1, 2)):
+            rows += [{"item": i, "first": names[x], "second": names[y], "verdict": "first"},
+                     {"item": i, "first": names[y], "second": names[x], "verdict": "second"}]
+    records = write_jsonl(tmp_path / "hostile3.jsonl", rows)
+    page, md = tmp_path / "h.html", tmp_path / "h.md"
+    run_cli("report", str(records), "--html", str(page), "--markdown", str(md), "--rank-bootstrap", "20")
+    html, summary = page.read_text(), md.read_text()
+    assert "<script>alert" not in html and "<img src=x" not in html and "a|b</td>" not in html
+    assert texts(parse(html), "ranking.system") == names  # escaped in the page, read back as the names
+    assert "| 1 | &lt;script&gt;alert(1)&lt;/script&gt; |" in summary and "| 2 | a\\|b&lt;/td&gt; |" in summary

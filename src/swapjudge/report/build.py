@@ -128,8 +128,9 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
     rankings = tuple(r for name in judges if passed.get(name or None, False)
                      if (r := judge_ranking(source, name, rank_rounds, rank_seed, rank_model, confidence)))
     compared = {x.judge: x.pair for x in analyses}
-    lengths = tuple(p for name in judges
-                    if (p := judge_length(source, name, compared.get(name or None), policy, confidence)))
+    known = answer_lengths(source.frame)
+    lengths = tuple(p for name in judges if known
+                    if (p := judge_length(source, known, name, compared.get(name or None), policy, confidence)))
     return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, lengths,
                         judges_panel(source, judges, confidence))
 
@@ -160,12 +161,9 @@ def answer_lengths(frame: pl.DataFrame, unit: LengthUnit = LengthUnit.chars) -> 
     return out
 
 
-def judge_length(source: ReportSource, judge: str, pair: tuple[str, str] | None, policy: TiePolicy,
-                 confidence: float) -> LengthProbe | None:
+def judge_length(source: ReportSource, lengths: dict[tuple[str, str], float], judge: str,
+                 pair: tuple[str, str] | None, policy: TiePolicy, confidence: float) -> LengthProbe | None:
     """The length probe over the judge's complete pairs whose two answer lengths are known (None: no such pair)."""
-    lengths = answer_lengths(source.frame)
-    if not lengths:
-        return None
     table = (source.records.pairs or build_pairs(source.frame)).frame.filter(pl.col("judge") == judge)
     items, x, y = (table.get_column(c).to_list() for c in ("item", "x", "y"))
     lx = np.array([lengths.get((str(i), s), np.nan) for i, s in zip(items, x, strict=True)])
