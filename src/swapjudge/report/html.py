@@ -18,6 +18,7 @@ from swapjudge.probes.length import LengthProbe
 from swapjudge.report import plots
 from swapjudge.report.build import JudgeRanking, ReportInputs, SegmentRow
 from swapjudge.report.probe_tables import Table, length_tables, panel_tables
+from swapjudge.report.rank import rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
     POLICY_WORDS,
@@ -330,21 +331,17 @@ def _plain_table(t: Table) -> str:
     return out + "".join(f'<p class="muted">{e(note)}</p>' for note in t.notes)
 
 
-def _rank_range(low: int, high: int) -> str:
-    return str(low) if low == high else f"{low}–{high}"
-
-
 def _ranking_section(jr: JudgeRanking) -> str:
     r = jr.ranking
     level = f"{round(r.confidence * 100)}% interval"
     lines = ranking_summary(r, outcome=jr.outcome)
+    has_interval = r.rounds > 0
     rows = []
     for row in r.rows:
-        has_interval = r.rounds > 0
         rows.append([
             figure("ranking.rank", row.rank, str(row.rank)),
             figure("ranking.system", None, row.system),
-            figure("ranking.rank_range", None, _rank_range(row.rank_low, row.rank_high)),
+            figure("ranking.rank_range", None, rank_range(row.rank_low, row.rank_high)),
             figure("ranking.score", row.score, f"{row.score:+.3f}"),
             (figure("ranking.low", row.low, f"{row.low:+.3f}") + " … " + figure("ranking.high", row.high,
                                                                                    f"{row.high:+.3f}"))
@@ -352,10 +349,10 @@ def _ranking_section(jr: JudgeRanking) -> str:
             e(f"{row.rating:.0f}"),
             e(f"{row.wins:,} / {row.ties:,} / {row.losses:,}"), e(f"{row.pairs:,}")])
     notes = "".join(f'<p class="note">{e(line)}</p>' for line in lines[3:])
-    caption = ("Points: fitted scores; bars: " + (f"{level}s from {r.rounds:,} bootstrap rounds over items"
-                                                  if r.rounds else "none (no bootstrap)")
-               + ". Overlapping bars mean the order of those systems is not settled; the rank range says how far "
-                 "each system's rank moved across the bootstrap.")
+    caption = (f"Points: fitted scores; bars: {level}s from {r.rounds:,} bootstrap rounds over items. The rank "
+               f"range holds the middle {round(r.confidence * 100)}% of each system's ranks across those rounds: "
+               "systems whose rank ranges overlap are not reliably ordered by these data." if has_interval else
+               "Points: fitted scores; no bootstrap, so no intervals and no rank ranges.")
     # the heading, the model's description and the plot stay on one printed page
     return (f'<section class="ranking"><div class="keep"><h3>Ranking of {len(r.rows)} systems</h3>'
             + "".join(f'<p class="muted lead">{e(line)}</p>' for line in lines[:3])

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from swapjudge.analysis import Calculation, JudgeAnalysis
+from swapjudge.report.rank import rank_range
 from swapjudge.report.wording import RANKING_WITHHELD, flip_sentence, headline, interval, judge_name, pct
 
 if TYPE_CHECKING:
@@ -97,10 +98,6 @@ def render_segments(field: str, segments: Sequence[SegmentRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _rank_range(low: int, high: int) -> str:
-    return str(low) if low == high else f"{low}–{high}"
-
-
 def render_ranking(ranking: Ranking) -> str:
     """The ranking as a compact table (rank, system, score with its interval, rank range), folded when long."""
     level = f"{round(ranking.confidence * 100)}%"
@@ -112,7 +109,7 @@ def render_ranking(ranking: Ranking) -> str:
     for row in ranking.rows:
         span = f"{row.low:+.2f} … {row.high:+.2f}" if intervals else "n/a"
         lines.append(f"| {row.rank} | {_escape(row.system)} | {row.score:+.2f} | {span} | "
-                     f"{_rank_range(row.rank_low, row.rank_high)} |")
+                     f"{rank_range(row.rank_low, row.rank_high)} |")
     table = "\n".join(lines)
     if len(ranking.rows) > FOLD_RANKING_AFTER:
         return f"<details><summary>{_escape(head)}</summary>\n\n{table}\n\n</details>\n"
