@@ -94,8 +94,6 @@ dl.prov dt { color: var(--muted); } dl.prov dd { margin: 0; overflow-wrap: anywh
   h2, h3, p.lead { break-after: avoid; } figure, table, .card, .headline, tr { break-inside: avoid; }
   .wide { overflow: visible; } table { font-size: 9.5pt; } .keep { break-inside: avoid; }
   section.judge ~ section.judge, #panel, #pairs { break-before: page; }
-  .pair { break-inside: auto; } .pair header, .pair > p, .pair h4 { break-after: avoid; }
-  .two > div, .pair pre { break-inside: avoid; }
   figure.forest img { width: auto; max-width: 100%; max-height: 7.4in; }
 }
 """
