@@ -160,8 +160,8 @@ def test_real_report_in_a_browser_matches_the_json_analysis(tmp_path: Path) -> N
     assert dom.count('<article class="pair') == unsettled
     assert f"{unsettled} of {unsettled} pairs shown" in dom
     assert dom.count("judge reply, gpt-4 in slot 1") == unsettled
-    # one segment plot and a table row per MT-Bench task
-    assert dom.count("data:image/svg+xml;base64,") == 4
+    # one segment plot and a table row per MT-Bench task; the 31 systems' forest plot is the fifth plot
+    assert dom.count("data:image/svg+xml;base64,") == 5 and 'alt="forest plot of the ranking"' in dom
     for task in ("coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"):
         assert f"<td>{task}</td>" in dom
     summary = md.read_text()

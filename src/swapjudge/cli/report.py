@@ -11,6 +11,7 @@ import typer
 from swapjudge.cli.app import app, stderr, user_errors
 from swapjudge.errors import SwapjudgeError
 from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.report.build import DEFAULT_REPORT_ROUNDS
 from swapjudge.report.source import ReportSource, load_source
 from swapjudge.review import (
     QUEUE_FIELDS,
@@ -72,6 +73,10 @@ def report_command(
     run: RunOpt = None,
     allow_unpaired: UnpairedOpt = False,
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")] = 0.95,
+    rank_bootstrap: Annotated[int, typer.Option(
+        "--rank-bootstrap", min=0, help="Bootstrap rounds over items behind the ranking's intervals when there are "
+        "more than two systems (0: no intervals; `swapjudge rank` defaults to 1000).")] = DEFAULT_REPORT_ROUNDS,
+    rank_seed: Annotated[int, typer.Option("--rank-seed", help="Seed of the ranking's bootstrap.")] = 0,
 ) -> None:
     """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a
     Markdown summary. Exits 1 (after writing) when a judge fails the self-consistency gate."""
@@ -81,7 +86,8 @@ def report_command(
 
     loaded = _source(source, run, pairs, allow_unpaired)
     inputs = prepare_report(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
-                            confidence=confidence, segment=segment)
+                            confidence=confidence, segment=segment,
+                            rank_rounds=rank_bootstrap, rank_seed=rank_seed)
     if html_out is not None:
         from swapjudge.report.html import render_html
 

@@ -6,16 +6,39 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from swapjudge.analysis import JudgeAnalysis, analyze
+from swapjudge.battles import OutcomeSource, comparisons_from_records
+from swapjudge.errors import InputError
+from swapjudge.pairs import build_pairs
+from swapjudge.panel import PanelResult, panel
 from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.probes.length import LengthProbe, LengthUnit, length_probe, text_length
+from swapjudge.rank import Model, Ranking, rank
+from swapjudge.records import select_judges
 from swapjudge.report.source import ReportSource
 from swapjudge.review import review_queue
 from swapjudge.segments import SegmentedAnalysis, segment_analyses
+from swapjudge.sidefiles import texts_from_records
 
 # one segment's value and its analysis for one judge
 SegmentRow = tuple[str, JudgeAnalysis]
+# A report is read right after it is written: a few hundred rounds give usable intervals in well under a second
+# (31 MT-Bench systems: 0.13 s); `swapjudge rank` (1000 by default) is the place for the final figures.
+DEFAULT_REPORT_ROUNDS = 200
+# records may carry answer lengths instead of texts (e.g. imports that dropped the texts)
+LENGTH_COLUMNS = ("first_length", "second_length")
+
+
+@dataclass(frozen=True)
+class JudgeRanking:
+    """One judge's ranking of every system in the source (order-cancelled outcomes, item bootstrap)."""
+
+    judge: str | None
+    ranking: Ranking
+    outcome: str = OutcomeSource.swap.value
 
 
 @dataclass(frozen=True)
@@ -27,6 +50,9 @@ class ReportInputs:
     queue: pl.DataFrame
     settings: dict[str, Any]
     segmented: SegmentedAnalysis | None = None
+    rankings: tuple[JudgeRanking, ...] = ()
+    lengths: tuple[LengthProbe, ...] = ()
+    panel: PanelResult | None = None
     generated_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
@@ -38,6 +64,12 @@ class ReportInputs:
         if self.segmented is None:
             return []
         return [(s.value, x) for s in self.segmented.segments for x in s.analyses if x.judge == analysis.judge]
+
+    def ranking_for(self, analysis: JudgeAnalysis) -> JudgeRanking | None:
+        return next((r for r in self.rankings if r.judge == analysis.judge), None)
+
+    def length_for(self, analysis: JudgeAnalysis) -> LengthProbe | None:
+        return next((p for p in self.lengths if p.judge == analysis.judge), None)
 
     @property
     def policy_mismatch(self) -> str | None:
@@ -67,10 +99,13 @@ def registered_settings(source: ReportSource) -> dict[str, Any]:
 
 def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | None = None, b: str | None = None,
                    tie_policy: TiePolicy | str | None = None, min_consistency: float | None = None,
-                   confidence: float = 0.95, segment: str | None = None) -> ReportInputs:
+                   confidence: float = 0.95, segment: str | None = None, rank_rounds: int = DEFAULT_REPORT_ROUNDS,
+                   rank_seed: int = 0, rank_model: Model | str = Model.rao_kupper) -> ReportInputs:
     """Run the core analysis (and per-segment analyses when `segment` names a field) and collect the pairs
     that flipped or half-tied. The tie policy and gate default to those the run was registered with, else
-    half_credit and 0.70."""
+    half_credit and 0.70. Where the data allow it, also: each judge's ranking of more than two systems
+    (`rank_rounds` bootstrap rounds, 0 for none), the length probe (answer texts or lengths in the records) and
+    the panel of several judges over the same pairs."""
     registered = registered_settings(source)
     policy = TiePolicy(tie_policy if tie_policy is not None else registered.get("tie_policy", TiePolicy.half_credit))
     if min_consistency is None:
@@ -85,5 +120,67 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
         analyses = list(segmented.overall)
     settings = {"judge": judge, "a": a, "b": b, "tie_policy": policy.value, "min_consistency": min_consistency,
                 "confidence": confidence, "segment": segment}
+    settings.update(rank_bootstrap=rank_rounds, rank_seed=rank_seed, rank_model=Model(rank_model).value)
     queue = review_queue(source.frame, judge=judge, a=a, b=b)
-    return ReportInputs(source, tuple(analyses), queue, settings, segmented)
+    judges = select_judges(source.frame, judge)
+    # a judge that fails the gate gets no ranking, as it gets no win rate: a ranking is many win rates at once
+    passed = {x.judge: x.gate.passed for x in analyses}
+    rankings = tuple(r for name in judges if passed.get(name or None, False)
+                     if (r := judge_ranking(source, name, rank_rounds, rank_seed, rank_model, confidence)))
+    compared = {x.judge: x.pair for x in analyses}
+    known = answer_lengths(source.frame)
+    lengths = tuple(p for name in judges if known
+                    if (p := judge_length(source, known, name, compared.get(name or None), policy, confidence)))
+    return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, lengths,
+                        judges_panel(source, judges, confidence))
+
+
+def judge_ranking(source: ReportSource, judge: str, rounds: int, seed: int, model: Model | str,
+                  confidence: float) -> JudgeRanking | None:
+    """The judge's ranking when its pairs compare more than two systems (None otherwise)."""
+    try:
+        data = comparisons_from_records(source.frame, judge=judge)
+    except InputError:  # no pair complete in both orders: nothing to rank
+        return None
+    if len(data.systems) <= 2:
+        return None
+    return JudgeRanking(judge or None, rank(data, model, rounds=rounds, seed=seed, confidence=confidence))
+
+
+def answer_lengths(frame: pl.DataFrame, unit: LengthUnit = LengthUnit.chars) -> dict[tuple[str, str], float]:
+    """Answer lengths keyed by (item, system): from the records' answer texts, else their length columns."""
+    texts = texts_from_records(frame)
+    if texts:
+        return {key: float(text_length(text, unit)) for key, text in texts.items()}
+    if not all(c in frame.columns and frame.schema[c].is_numeric() for c in LENGTH_COLUMNS):
+        return {}
+    out: dict[tuple[str, str], float] = {}
+    for slot, column in zip(("first", "second"), LENGTH_COLUMNS, strict=True):
+        for item, system, length in frame.select("item", slot, column).drop_nulls().iter_rows():
+            out.setdefault((item, system), float(length))
+    return out
+
+
+def judge_length(source: ReportSource, lengths: dict[tuple[str, str], float], judge: str,
+                 pair: tuple[str, str] | None, policy: TiePolicy, confidence: float) -> LengthProbe | None:
+    """The length probe over the judge's complete pairs whose two answer lengths are known (None: no such pair)."""
+    table = (source.records.pairs or build_pairs(source.frame)).frame.filter(pl.col("judge") == judge)
+    items, x, y = (table.get_column(c).to_list() for c in ("item", "x", "y"))
+    lx = np.array([lengths.get((str(i), s), np.nan) for i, s in zip(items, x, strict=True)])
+    ly = np.array([lengths.get((str(i), s), np.nan) for i, s in zip(items, y, strict=True)])
+    found = ~(np.isnan(lx) | np.isnan(ly))
+    if not found.any():
+        return None
+    keep = np.flatnonzero(found)
+    return length_probe(table.get_column("outcome").to_numpy()[keep], lx[keep], ly[keep], judge=judge or None,
+                        x=np.asarray(x, dtype=object)[keep], y=np.asarray(y, dtype=object)[keep], pair=pair,
+                        length_controlled=pair is not None, tie_policy=policy,
+                        missing_texts=int((~found).sum()), confidence=confidence)
+
+
+def judges_panel(source: ReportSource, judges: list[str], confidence: float) -> PanelResult | None:
+    """The panel when two or more judges judged some of the same pairs completely."""
+    if len(judges) < 2:
+        return None
+    result = panel(source.frame, judges=judges, confidence=confidence)
+    return result if result.common_pairs else None

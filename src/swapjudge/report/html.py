@@ -13,10 +13,16 @@ from typing import Any
 
 from swapjudge import __version__
 from swapjudge.analysis import JudgeAnalysis
+from swapjudge.panel import PanelResult
+from swapjudge.probes.length import LengthProbe
 from swapjudge.report import plots
-from swapjudge.report.build import ReportInputs, SegmentRow
+from swapjudge.report.build import JudgeRanking, ReportInputs, SegmentRow
+from swapjudge.report.probe_tables import Table, length_tables, panel_tables
+from swapjudge.report.rank import rank_range
+from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
     POLICY_WORDS,
+    RANKING_WITHHELD,
     consistency_sentence,
     flip_sentence,
     headline,
@@ -52,7 +58,7 @@ h1 { font-size: 1.6rem; margin: 0 0 .2rem; } h2 { font-size: 1.3rem; margin: 2re
 .pass { color: var(--ok); } .fail { color: var(--bad); }
 table { border-collapse: collapse; margin: .4rem 0 1rem; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid var(--line); padding: .3rem .7rem .3rem 0; text-align: left; vertical-align: top; }
-td.n, th.n { text-align: right; }
+td.n, th.n { text-align: right; white-space: nowrap; }
 figure { margin: .6rem 0 1rem; } figure img { max-width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: .85rem; }
 .row { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
@@ -73,6 +79,10 @@ figcaption { color: var(--muted); font-size: .85rem; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--bg2); padding: .5rem .6rem; margin: 0;
   border-radius: 4px; font: 12.5px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
   max-height: 22em; overflow: auto; }
+.wide { max-width: 100%; overflow-x: auto; }
+.wide td:first-child { white-space: nowrap; }
+figure.forest img { width: 100%; max-width: 760px; }
+.ranking p.lead { margin: .1rem 0; }
 dl.prov { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
 dl.prov dt { color: var(--muted); } dl.prov dd { margin: 0; overflow-wrap: anywhere; }
 @media (max-width: 700px) { .two { grid-template-columns: 1fr; } }
@@ -81,7 +91,10 @@ dl.prov dt { color: var(--muted); } dl.prov dd { margin: 0; overflow-wrap: anywh
   .controls { display: none; }
   .pair.hidden { display: block; }
   pre { max-height: none; overflow: visible; }
-  h2 { break-after: avoid; } figure, table, .card, .headline { break-inside: avoid; }
+  h2, h3, p.lead { break-after: avoid; } figure, table, .card, .headline, tr { break-inside: avoid; }
+  .wide { overflow: visible; } table { font-size: 9.5pt; } .keep { break-inside: avoid; }
+  section.judge ~ section.judge, #panel, #pairs { break-before: page; }
+  figure.forest img { width: auto; max-width: 100%; max-height: 7.4in; }
 }
 """
 
@@ -306,6 +319,81 @@ def _segments_section(field: str, segments: Sequence[SegmentRow]) -> str:
             "</figure>" + _table(header, rows, {1}))
 
 
+def _plain_table(t: Table) -> str:
+    """A probe table (already formatted cells) with its notes; every column after the first is numeric. Columns
+    that are n/a in every row (accuracy without labels) are left out."""
+    keep = [i for i in range(len(t.columns)) if i == 0 or not t.rows or any(row[i] != "n/a" for row in t.rows)]
+    out = _table([e(t.columns[i]) for i in keep], [[e(row[i]) for i in keep] for row in t.rows],
+                 set(range(1, len(keep))))
+    out = f'<div class="wide">{out}</div>'
+    return out + "".join(f'<p class="muted">{e(note)}</p>' for note in t.notes)
+
+
+def _ranking_section(jr: JudgeRanking) -> str:
+    r = jr.ranking
+    level = f"{round(r.confidence * 100)}% interval"
+    lines = ranking_summary(r, outcome=jr.outcome)
+    has_interval = r.rounds > 0
+    rows = []
+    for row in r.rows:
+        rows.append([
+            figure("ranking.rank", row.rank, str(row.rank)),
+            figure("ranking.system", None, row.system),
+            figure("ranking.rank_range", None, rank_range(row.rank_low, row.rank_high)),
+            figure("ranking.score", row.score, f"{row.score:+.3f}"),
+            (figure("ranking.low", row.low, f"{row.low:+.3f}") + " … " + figure("ranking.high", row.high,
+                                                                                   f"{row.high:+.3f}"))
+            if has_interval else "n/a",
+            e(f"{row.rating:.0f}"),
+            e(f"{row.wins:,} / {row.ties:,} / {row.losses:,}"), e(f"{row.pairs:,}")])
+    notes = "".join(f'<p class="note">{e(line)}</p>' for line in lines[3:])
+    caption = (f"Points: fitted scores; bars: {level}s from {r.rounds:,} bootstrap rounds over items. The rank "
+               f"range holds the middle {round(r.confidence * 100)}% of each system's ranks across those rounds: "
+               "systems whose rank ranges overlap are not reliably ordered by these data." if has_interval else
+               "Points: fitted scores; no bootstrap, so no intervals and no rank ranges.")
+    # the heading, the model's description and the plot stay on one printed page
+    return (f'<section class="ranking"><div class="keep"><h3>Ranking of {len(r.rows)} systems</h3>'
+            + "".join(f'<p class="muted lead">{e(line)}</p>' for line in lines[:3])
+            + f'<figure class="forest">{svg_image(plots.ranking_svg(r), "forest plot of the ranking")}'
+            f"<figcaption>{e(caption)}</figcaption></figure></div>"
+            + '<div class="wide">' + _table(["#", "system", "rank range", "score", e(level), "rating",
+                                             "W / T / L", "pairs"], rows, {0, 2, 3, 4, 5, 6, 7}) + "</div>"
+            + notes + "</section>")
+
+
+def _length_section(probe: LengthProbe) -> str:
+    p = probe.prefer_longer
+    pv = "n/a" if probe.prefer_longer_p_value is None else f"{probe.prefer_longer_p_value:.3g}"
+    s = probe.slope
+    slope = ("no slope: " + e(s.reason)) if s.slope is None else (
+        "a logistic slope of " + figure("length.slope", s.slope, f"{s.slope:+.3f}")
+        + e(f" per {s.per} {probe.unit.value} of length difference (odds ratio {s.odds_ratio:.2f}, "
+            + ("n/a" if s.low is None or s.high is None else f"{s.low:+.3f} to {s.high:+.3f}") + ")"))
+    sentence = (f"Of the {p.n:,} consistent wins where the lengths differ by more than {probe.threshold} "
+                f"{e(probe.unit.value)}, the longer answer won "
+                + figure("length.prefer_longer", p.rate, "n/a" if p.rate is None else pct(p.rate))
+                + f" ({p.k:,} of {p.n:,}; {e(interval(p.low, p.high))}; exact binomial p = "
+                + figure("length.prefer_longer_p_value", probe.prefer_longer_p_value, pv) + "); " + slope + ".")
+    [t] = length_tables([probe])
+    return (f'<section class="length"><h3>Length probe ({probe.pairs:,} pairs with both answer lengths)</h3>'
+            f"<p>{sentence}</p>" + _plain_table(t) + "</section>")
+
+
+def _panel_section(result: PanelResult) -> str:
+    d = result.disagreement
+    judges = ", ".join(s.judge for s in result.judges)
+    head = (f'<section id="panel"><h2>Panel: {len(result.judges)} judges over the same pairs</h2>'
+            f"<p>{e(judges)} judged {figure('panel.common_pairs', result.common_pairs, f'{result.common_pairs:,}')}"
+            " pairs completely in both orders. On "
+            + figure("panel.disagreement", d.rate, pct(d.rate))
+            + f" of them ({d.k:,}; {e(interval(d.low, d.high))}) their order-cancelled verdicts (the consistent "
+              "winner, else a split) differ.</p>")
+    parts = [head]
+    for t in panel_tables(result):
+        parts.append(f"<h3>{e(t.title)}</h3>" + _plain_table(t))
+    return "".join(parts) + "</section>"
+
+
 def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
     state = "" if a.gate.passed else " failed"
     parts = [f'<section class="judge" id="judge-{index}" data-judge="{e(a.judge or "")}">',
@@ -318,6 +406,14 @@ def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
     parts += [_swap_section(a), _win_rate_section(a), _accuracy_section(a), _identical_section(a)]
     if inputs.segment_field:
         parts.append(_segments_section(inputs.segment_field, inputs.segments_for(a)))
+    length = inputs.length_for(a)
+    if length is not None:
+        parts.append(_length_section(length))
+    ranking = inputs.ranking_for(a)
+    if ranking is not None:
+        parts.append(_ranking_section(ranking))
+    elif not a.gate.passed and len(a.systems) > 2:
+        parts.append(f'<h3>Ranking of {len(a.systems)} systems</h3><p class="fail">{e(RANKING_WITHHELD)}</p>')
     parts += [f'<p class="note">{e(note)}</p>' for note in a.notes]
     parts.append("</section>")
     return "".join(parts)
@@ -415,7 +511,8 @@ def render_html(inputs: ReportInputs, *, max_pairs: int | None = 1000) -> str:
         f"<style>{CSS}</style><script>{SCRIPT}</script></head><body>",
         f'<header><h1>swapjudge report</h1><div class="sub">{e(inputs.source.name)} · generated '
         f"{e(inputs.generated_at)} · every pair judged in both orders</div></header>",
-        summary, judges, _pairs_section(inputs, max_pairs), _provenance_section(inputs),
+        summary, judges, "" if inputs.panel is None else _panel_section(inputs.panel),
+        _pairs_section(inputs, max_pairs), _provenance_section(inputs),
         "</body></html>\n",
     ])
 

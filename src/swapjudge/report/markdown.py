@@ -6,10 +6,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from swapjudge.analysis import Calculation, JudgeAnalysis
-from swapjudge.report.wording import flip_sentence, headline, interval, judge_name, pct
+from swapjudge.report.rank import rank_range
+from swapjudge.report.wording import RANKING_WITHHELD, flip_sentence, headline, interval, judge_name, pct
 
 if TYPE_CHECKING:
+    from swapjudge.panel import PanelResult
+    from swapjudge.probes.length import LengthProbe
+    from swapjudge.rank import Ranking
     from swapjudge.report.build import ReportInputs, SegmentRow
+
+# a ranking longer than this folds into <details> so the pull-request comment stays short
+FOLD_RANKING_AFTER = 10
 
 
 def _escape(text: str) -> str:
@@ -91,6 +98,53 @@ def render_segments(field: str, segments: Sequence[SegmentRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_ranking(ranking: Ranking) -> str:
+    """The ranking as a compact table (rank, system, score with its interval, rank range), folded when long."""
+    level = f"{round(ranking.confidence * 100)}%"
+    intervals = ranking.rounds > 0
+    head = (f"Ranking of {len(ranking.rows)} systems ({ranking.model.value}, order-cancelled outcomes; "
+            + (f"{level} intervals from {ranking.rounds:,} bootstrap rounds over items" if intervals
+               else "no bootstrap, no intervals") + ")")
+    lines = ["| # | system | score | interval | rank range |", "|---:|---|---:|---:|---:|"]
+    for row in ranking.rows:
+        span = f"{row.low:+.2f} … {row.high:+.2f}" if intervals else "n/a"
+        lines.append(f"| {row.rank} | {_escape(row.system)} | {row.score:+.2f} | {span} | "
+                     f"{rank_range(row.rank_low, row.rank_high)} |")
+    table = "\n".join(lines)
+    if len(ranking.rows) > FOLD_RANKING_AFTER:
+        return f"<details><summary>{_escape(head)}</summary>\n\n{table}\n\n</details>\n"
+    return f"**{_escape(head)}**\n\n{table}\n"
+
+
+def render_length(probe: LengthProbe) -> str:
+    """The length probe in one line: how often the longer answer won, and the slope."""
+    p, s = probe.prefer_longer, probe.slope
+    pv = "" if probe.prefer_longer_p_value is None else f", p = {probe.prefer_longer_p_value:.3g}"
+    slope = ("no slope" if s.slope is None else
+             f"slope {s.slope:+.3f} per {s.per} {probe.unit.value} ({_num_range(s.low, s.high)})")
+    return (f"Length probe ({probe.pairs:,} pairs with both lengths): the longer answer won {pct(p.rate)} of "
+            f"{p.n:,} consistent wins where lengths differ by more than {probe.threshold} {probe.unit.value} "
+            f"({interval(p.low, p.high)}{pv}); {slope}. Swapping cannot remove a length preference.\n")
+
+
+def _num_range(low: float | None, high: float | None) -> str:
+    return "n/a" if low is None or high is None else f"{low:+.3f} to {high:+.3f}"
+
+
+def render_panel(result: PanelResult) -> str:
+    """The panel: disagreement in one line, and each judge's consistency in a small table."""
+    d = result.disagreement
+    lines = [f"**Panel of {len(result.judges)} judges** over {result.common_pairs:,} common pairs: their "
+             f"order-cancelled verdicts differ on {pct(d.rate)} ({interval(d.low, d.high)}).", "",
+             "| judge | pairs | swap-consistency | splits toward slot 1 |", "|---|---:|---:|---:|"]
+    for s in result.judges:
+        c, f = s.consistency, s.flip_direction
+        lines.append(f"| {_escape(s.judge)} | {s.outcomes.complete:,} | {pct(c.rate)} ({interval(c.low, c.high)}) "
+                     f"| {pct(f.first_share)} |")
+    lines += [f"> {_escape(w.sentence())}" for w in result.self_preference]
+    return "\n".join(lines) + "\n"
+
+
 def render_report(inputs: ReportInputs) -> str:
     """The pull-request summary of a report: each judge's table, its segments, the unsettled pairs, the source."""
     parts = []
@@ -99,6 +153,16 @@ def render_report(inputs: ReportInputs) -> str:
         segments = inputs.segments_for(analysis)
         if inputs.segment_field and segments:
             parts.append(render_segments(inputs.segment_field, segments))
+        length = inputs.length_for(analysis)
+        if length is not None:
+            parts.append(render_length(length))
+        ranking = inputs.ranking_for(analysis)
+        if ranking is not None:
+            parts.append(render_ranking(ranking.ranking))
+        elif not analysis.gate.passed and len(analysis.systems) > 2:
+            parts.append(f"_Ranking of {len(analysis.systems)} systems: {RANKING_WITHHELD}_\n")
+    if inputs.panel is not None:
+        parts.append(render_panel(inputs.panel))
     queue = inputs.queue
     if queue.height:
         counts = queue.get_column("outcome").value_counts()

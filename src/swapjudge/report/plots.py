@@ -4,11 +4,13 @@ reads a result object). matplotlib comes with the [report] extra and is imported
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.analysis import JudgeAnalysis
 from swapjudge.errors import SwapjudgeError
+from swapjudge.rank import Ranking
 from swapjudge.swap import CrossTable, VerdictSplit
 
 if TYPE_CHECKING:
@@ -197,3 +199,34 @@ def segments_svg(rows: Sequence[SegmentRow]) -> str:
 
 def _segment_label(value: str, analysis: JudgeAnalysis) -> str:
     return f"{_short(value, 24)} (n={analysis.outcomes.complete:,})"
+
+
+def ranking_svg(ranking: Ranking) -> str:
+    """A forest plot of a ranking: each system's score (centred log-strength) with its bootstrap interval, best
+    at the top, the Elo-style rating on the top axis and the average system (score 0) dotted."""
+    from swapjudge.rank import ELO_CENTRE, ELO_PER_UNIT
+
+    rows = ranking.rows
+    fig = _figure(7.5, 1.1 + 0.24 * len(rows))
+    ax = fig.add_subplot()
+    ys = list(range(len(rows)))
+    ax.axvline(0, color="#666666", lw=1, ls=":")
+    for y, row in zip(ys, rows, strict=True):
+        if math.isfinite(row.low) and math.isfinite(row.high):
+            ax.plot([row.low, row.high], [y, y], color=SLOT2, lw=2, solid_capstyle="butt")
+        ax.plot([row.score], [y], "o", color="#333333", ms=4.5)
+    ax.set_yticks(ys, [f"{row.rank}. {_short(row.system, 30)}" for row in rows], fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel("score (centred log-strength; dotted: the average system)")
+    def to_rating(score: Any) -> Any:
+        return ELO_CENTRE + ELO_PER_UNIT * score
+
+    def to_score(rating: Any) -> Any:
+        return (rating - ELO_CENTRE) / ELO_PER_UNIT
+
+    top = ax.secondary_xaxis("top", functions=(to_rating, to_score))
+    top.set_xlabel("rating (1000 + 173.7 × score)", fontsize=8)
+    top.tick_params(labelsize=8)
+    ax.grid(axis="x", color="#eeeeee")
+    ax.set_axisbelow(True)
+    return to_svg(fig)

@@ -19,7 +19,7 @@ OUTCOME_WORDS = {
 }
 
 
-def _rank_range(low: int, high: int) -> str:
+def rank_range(low: int, high: int) -> str:
     return str(low) if low == high else f"{low}–{high}"
 
 
@@ -74,7 +74,7 @@ def render_text(ranking: Ranking, *, judge: str | None = None, outcome: str | No
     for row in ranking.rows:
         table.add_row(str(row.rank), row.system, f"{row.score:+.3f}", f"{row.low:+.3f} … {row.high:+.3f}",
                       f"{row.rating:.0f}", f"{row.rating_low:.0f}–{row.rating_high:.0f}",
-                      _rank_range(row.rank_low, row.rank_high), f"{row.wins} / {row.ties} / {row.losses}",
+                      rank_range(row.rank_low, row.rank_high), f"{row.wins} / {row.ties} / {row.losses}",
                       f"{row.pairs:,}")
     parts: list[Text | Table] = [Text(line, style="bold" if i == 0 else "")
                                  for i, line in enumerate(lines[:3])]
@@ -98,7 +98,7 @@ def render_markdown(ranking: Ranking, *, judge: str | None = None, outcome: str 
         out.append(f"| {row.rank} | {_escape(row.system)} | {row.score:+.3f} | "
                    f"{row.low:+.3f} … {row.high:+.3f} | "
                    f"{row.rating:.0f} | {row.rating_low:.0f}–{row.rating_high:.0f} | "
-                   f"{_rank_range(row.rank_low, row.rank_high)} | {row.wins} / {row.ties} / {row.losses} | "
+                   f"{rank_range(row.rank_low, row.rank_high)} | {row.wins} / {row.ties} / {row.losses} | "
                    f"{row.pairs:,} |")
     out += [""] + [f"> {_escape(line)}" for line in lines[3:]]
     return "\n".join(out).rstrip() + "\n"

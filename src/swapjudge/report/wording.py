@@ -12,6 +12,9 @@ POLICY_WORDS = {
     TiePolicy.separate: "consistent wins only; splits reported apart",
 }
 
+RANKING_WITHHELD = ("withheld: the judge failed the self-consistency gate, and a ranking is many win rates at "
+                    "once (`swapjudge rank` still fits one, without the gate)")
+
 
 def pct(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{100 * value:.{digits}f}%"
