@@ -127,7 +127,8 @@ def test_report_of_a_stored_run_in_a_browser(tmp_path: Path, monkeypatch: pytest
     analysis = json.loads(run_cli("run", "run.yaml", "--no-progress", "--format", "json").stdout)
     assert analysis["consistency"]["rate"] == 0.75 and analysis["flip_direction"]["first"] == 25
     page, md = tmp_path / "run.html", tmp_path / "run.md"
-    run_cli("report", "run.db", "--pairs", str(pairs), "--html", str(page), "--markdown", str(md))
+    # No --pairs: the run's own pairs file, unchanged since the run, gives the answer texts.
+    run_cli("report", "run.db", "--html", str(page), "--markdown", str(md))
 
     dom, log = render(page, tmp_path)
     assert console_problems(log) == []
@@ -164,6 +165,13 @@ def test_report_of_a_stored_run_in_a_browser(tmp_path: Path, monkeypatch: pytest
     lc = probe["length_controlled"]
     assert f"<td>length-controlled win rate of output_1 vs output_2</td><td class=\"n\">{pct(lc['value'])}</td>" in dom
     assert "Length probe (" in md.read_text() and "the longer answer won 100.0%" in md.read_text()
+    assert re.search(rf"<dt>pairs_file</dt><dd>{re.escape(str(pairs))}</dd>", dom)
+
+    # Once the pairs file has changed, its texts are not trusted to be the ones judged: the report says so.
+    pairs.write_text(pairs.read_text().replace("output_1", "output_one", 1))
+    run_cli("report", "run.db", "--html", str(page))
+    changed = page.read_text()
+    assert "Length probe" not in changed and "changed since the run (give --pairs" in changed
 
 
 def test_length_fields_without_texts_give_the_length_section(tmp_path: Path) -> None:

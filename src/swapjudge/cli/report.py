@@ -12,7 +12,7 @@ from swapjudge.cli.app import app, stderr, user_errors
 from swapjudge.errors import SwapjudgeError
 from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.report.build import DEFAULT_REPORT_ROUNDS
-from swapjudge.report.source import ReportSource, load_source
+from swapjudge.report.source import ReportSource, load_source, run_pairs_file
 from swapjudge.review import (
     QUEUE_FIELDS,
     attach_texts,
@@ -43,10 +43,16 @@ UnpairedOpt = Annotated[bool, typer.Option(
 
 def _source(path: Path, run: int | None, pairs: Path | None, allow_unpaired: bool) -> ReportSource:
     source = load_source(path, run=run, allow_unpaired=allow_unpaired)
+    provenance = dict(source.provenance)
+    if pairs is None and not source.has_texts:
+        # A stored run knows its pairs file: use it when it is unchanged since the run.
+        pairs, why_not = run_pairs_file(provenance)
+        if why_not is not None:
+            provenance["pairs_file"] = why_not
     if pairs is None:
-        return source
+        return ReportSource(source.records, source.name, provenance)
     records = replace(source.records, frame=attach_texts(source.frame, load_pair_items(pairs)))
-    return ReportSource(records, source.name, {**source.provenance, "pairs_file": str(pairs)})
+    return ReportSource(records, source.name, {**provenance, "pairs_file": str(pairs)})
 
 
 @app.command("report")

@@ -114,7 +114,7 @@ class LengthProbe:
     splits: SplitHandling
     threshold: int
     tolerance: int
-    pairs: int  # complete pairs with both texts known
+    pairs: int  # complete pairs with both answer lengths known (from texts or length fields)
     missing_texts: int  # pairs left out because a text was not found
     mean_abs_difference: float | None
     slope: LengthSlope

@@ -135,7 +135,7 @@ def length_tables(probes: Sequence[LengthProbe]) -> list[Table]:
     for r in probes:
         s, pl_, hc = r.slope, r.prefer_longer, r.prefer_longer_half_credit
         rows = [
-            ("pairs with both texts (complete)", f"{r.pairs:,}", "", ""),
+            ("complete pairs with both lengths known", f"{r.pairs:,}", "", ""),
             ("pairs left out (text not found)", f"{r.missing_texts:,}", "", ""),
             (f"mean |length difference| ({r.unit.value})", _num(r.mean_abs_difference, 1), "", ""),
             (f"logit slope per {s.per} {r.unit.value} (x - y)", _num(s.slope), _range(s.low, s.high), _p(s.p_value)),

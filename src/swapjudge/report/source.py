@@ -100,3 +100,23 @@ def _store_source(path: Path, run: int | None, allow_unpaired: bool) -> ReportSo
     records = records_from_dicts(rows, source=f"{path} run {info.id}", allow_unpaired=allow_unpaired)
     provenance: dict[str, Any] = {"kind": "run store", "path": str(path), **info.to_dict()}
     return ReportSource(records, f"{path} (run {info.id})", provenance)
+
+
+def run_pairs_file(provenance: dict[str, Any]) -> tuple[Path | None, str | None]:
+    """The pairs file a stored run judged, when it is still there unchanged (its sha256 equals the digest stored
+    with the run), so the report can show the answer texts without `--pairs`. Returns (path, None), or
+    (None, why not) for a stored run whose file moved or changed, or (None, None) for anything else."""
+    config, config_path = provenance.get("config"), provenance.get("config_path")
+    pairs = config.get("pairs") if isinstance(config, dict) else None
+    if not isinstance(pairs, dict) or not isinstance(pairs.get("path"), str) or not config_path:
+        return None, None
+    path = Path(pairs["path"])
+    if not path.is_absolute():
+        path = Path(config_path).parent / path  # relative paths are relative to the configuration file
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None, f"the run's pairs file {path} is not there (give --pairs to show the answers)"
+    if digest != provenance.get("pairs_digest"):
+        return None, f"the run's pairs file {path} changed since the run (give --pairs to show answers anyway)"
+    return path, None
