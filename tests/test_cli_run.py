@@ -79,8 +79,11 @@ def test_dry_run_and_cached_rerun(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert dry.exit_code == 0 and server.total == 0
         assert "calls to make:                                 20" in dry.stdout
         assert "estimated cost (gpt-4o-mini): $" in dry.stdout and "prompt caching saves" in dry.stdout
-        assert _invoke(tmp_path, monkeypatch, "run", "run.yaml", "--no-progress").exit_code == 0
-        assert server.total == 20
+        first = _invoke(tmp_path, monkeypatch, "run", "run.yaml")
+        assert first.exit_code == 0 and server.total == 20
+        # Not a terminal: progress comes as plain lines, one per tenth of the calls (every 2 of 20 here) and the last.
+        lines = [line for line in first.stderr.splitlines() if line.startswith("  judging: ")]
+        assert [line.split()[1] for line in lines] == [*(f"{n}/20" for n in range(1, 21, 2)), "20/20"]
         rerun = _invoke(tmp_path, monkeypatch, "run", "run.yaml", "--no-progress")
         assert rerun.exit_code == 0 and server.total == 20
         assert "20 from cache, 0 made" in rerun.stderr

@@ -296,11 +296,17 @@ def resolved_judge_config(loaded: LoadedConfig) -> Any:
 
 
 class _Progress:
+    """A live bar on a terminal; elsewhere (a CI log, a file) a plain line at every tenth of the calls."""
+
     def __init__(self, console: Console | None, total: int, enabled: bool) -> None:
         self.enabled = enabled and total > 0
         self.progress: Progress | None = None
         self.task: Any = None
-        if self.enabled:
+        self.console = console
+        self.total = total
+        self.plain = self.enabled and console is not None and not console.is_terminal
+        self._next_line = 0
+        if self.enabled and not self.plain:
             self.progress = Progress(
                 TextColumn("judging"),
                 BarColumn(),
@@ -327,9 +333,14 @@ class _Progress:
             self.progress.stop()
 
     def update(self, done: int, failures: int, rate: float, spend: float | None) -> None:
+        text = f"${spend:.4f}" if spend is not None else "spend n/a"
         if self.progress is not None:
-            text = f"${spend:.4f}" if spend is not None else "spend n/a"
             self.progress.update(self.task, completed=done, failures=failures, rate=rate, spend=text)
+        elif self.plain and self.console is not None and (done >= self._next_line or done == self.total):
+            eta = f", about {(self.total - done) / rate:.0f} s left" if rate > 0 and done < self.total else ""
+            self.console.print(f"  judging: {done}/{self.total} calls ({done / self.total:.0%}), {failures} failed, "
+                               f"{rate:.2f} calls/s, {text}{eta}", highlight=False, markup=False)
+            self._next_line = done + max(1, -(-self.total // 10))
 
 
 def _record_from_reply(
