@@ -49,7 +49,7 @@ def ensure_judge_model(loaded: LoadedConfig) -> None:
                   transient=True) as bar:
         task = bar.add_task("model", total=model.size)
         path = ensure_model(model, progress=lambda done, total: bar.update(task, completed=done))
-    stderr.print(f"  {model.name}: sha256 verified, {path}", highlight=False)
+    stderr.print(f"  {model.name}: sha256 verified, {path}", highlight=False, soft_wrap=True)
 
 
 async def judge_and_probe(loaded: LoadedConfig, judge: LocalJudge, probe_n: int) -> tuple[Any, list[dict[str, Any]]]:
