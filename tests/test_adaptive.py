@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -110,15 +111,58 @@ def test_runner_adaptive_option_and_offline_analysis(tmp_path: Path) -> None:
     assert server.total == N_ITEMS + len(UNSURE)
     assert out.stats.adaptive_skipped == sure and out.stats.made == N_ITEMS + len(UNSURE)
     calls = stored_calls(tmp_path / "swapjudge.db", out.run_id)
-    inferred = [c for c in calls if c["source"] == "inferred"]
-    assert len(calls) == 2 * N_ITEMS and len(inferred) == sure
-    assert all(c["order_index"] == 1 and c["cost_usd"] == 0.0 for c in inferred)
+    # nothing invented: only the calls really made are stored (every first order, the unsure pairs' swaps)
+    assert len(calls) == N_ITEMS + len(UNSURE) and {c["source"] for c in calls} == {"api"}
+    swapped = {c["item"] for c in calls if c["order_index"] == 1}
+    assert swapped == {f"q{i:03d}" for i in UNSURE}
     with Store(tmp_path / "swapjudge.db") as st:
         (analysis,) = analyze_run(st, out.run_id)
-    assert analysis.consistency is not None and analysis.consistency.rate == pytest.approx(sure / N_ITEMS)
+    # swap-consistency over the 8 swapped pairs only, where every pair flipped: 0 of 8, and the gate fails
+    assert analysis.consistency is not None and (analysis.consistency.consistent, analysis.consistency.pairs) == (0, 8)
+    assert analysis.outcomes.complete == len(UNSURE) and analysis.outcomes.incomplete == sure
+    assert not analysis.gate.passed
+    # the win rate counts all 30 pairs: 22 single verdicts for the correct answer, 8 flips at half credit
+    wr = analysis.win_rate
+    assert wr is not None and (wr.a_wins, wr.b_wins, wr.splits) == (sure, 0, len(UNSURE))
+    assert wr.headline.value == pytest.approx((sure + len(UNSURE) / 2) / N_ITEMS)
     note = next(n for n in analysis.notes if n.startswith("adaptive swapping"))
-    assert f"{sure} pair(s) were judged in one order only" in note and f"on the {len(UNSURE)} swapped" in note
-    assert "it is 0.0%" in note  # every swapped pair flipped
+    assert f"{len(UNSURE)} pair(s) swapped, {sure} judged in one order only" in note and "selected subset" in note
+    assert "(0.0%)" in note
+    assert not any("without two usable verdicts" in n for n in analysis.notes)
+    assert any(n.startswith(f"win rate over all {N_ITEMS} pair(s)") for n in analysis.notes)
+
+
+def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: Path) -> None:
+    """A kill leaves a subset of the calls, each with its cache entry (both are committed together); the resumed
+    run makes exactly the missing first orders and the missing swaps of unsure pairs, nothing else."""
+    write_pairs(tmp_path, N_ITEMS)
+    db = tmp_path / "swapjudge.db"
+    with UnsureJudge(policy="better") as server:
+        cfg = load_config(write_config(tmp_path, base_url=server.openai_url, judge={"logprobs": True},
+                                       adaptive_swap=0.9))
+        first = run(cfg, progress=False)
+        assert server.total == N_ITEMS + len(UNSURE)
+        # as if killed during the first orders: four of them (two sure, two unsure) and every swap not stored yet
+        lost = ("q001", "q002", "q004", "q008")
+        where = f"order_index=1 OR item IN ({','.join('?' * len(lost))})"
+        con = sqlite3.connect(db)
+        gone = [g[0] for g in con.execute(f"SELECT prompt_hash FROM calls WHERE {where}", lost)]
+        assert len(gone) == len(lost) + len(UNSURE)
+        con.execute(f"DELETE FROM cache WHERE prompt_hash IN ({','.join('?' * len(gone))})", gone)
+        con.execute(f"DELETE FROM calls WHERE {where}", lost)
+        con.execute("UPDATE runs SET status='running'")
+        con.commit()
+        con.close()
+        server.total = 0
+        server.requests.clear()
+        again = run(cfg, progress=False)
+        # the 4 lost first orders, then the 8 unsure pairs' swaps; no sure pair's swap, no call twice
+        assert again.resumed and again.run_id == first.run_id
+        assert server.total == len(lost) + len(UNSURE) and max(server.requests.values()) == 1
+        assert again.stats.adaptive_skipped == N_ITEMS - len(UNSURE) and again.stats.already_stored == N_ITEMS - 4
+    calls = stored_calls(db, first.run_id)
+    assert len(calls) == N_ITEMS + len(UNSURE)
+    assert {c["item"] for c in calls if c["order_index"] == 1} == {f"q{i:03d}" for i in UNSURE}
 
 
 def test_adaptive_needs_both_orders(tmp_path: Path) -> None:
