@@ -20,7 +20,7 @@ from swapjudge.adaptive import adaptive_offline
 from swapjudge.cli import app
 from swapjudge.config import load_config
 from swapjudge.errors import ConfigError
-from swapjudge.runner import analyze_run, run, verdict_confidence
+from swapjudge.runner import analyze_run, estimate, run, verdict_confidence
 from swapjudge.store import Store
 
 N_ITEMS = 30
@@ -138,8 +138,8 @@ def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: 
     write_pairs(tmp_path, N_ITEMS)
     db = tmp_path / "swapjudge.db"
     with UnsureJudge(policy="better") as server:
-        cfg = load_config(write_config(tmp_path, base_url=server.openai_url, judge={"logprobs": True},
-                                       adaptive_swap=0.9))
+        url = server.openai_url
+        cfg = load_config(write_config(tmp_path, base_url=url, judge={"logprobs": True}, adaptive_swap=0.9))
         first = run(cfg, progress=False)
         assert server.total == N_ITEMS + len(UNSURE)
         # as if killed during the first orders: four of them (two sure, two unsure) and every swap not stored yet
@@ -153,6 +153,15 @@ def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: 
         con.execute("UPDATE runs SET status='running'")
         con.commit()
         con.close()
+        # the dry run counts every swap (the upper bound) and the skips it can already tell from stored firsts
+        est = estimate(cfg)
+        assert est.calls_to_make == len(lost) + N_ITEMS and est.adaptive_swaps_planned == N_ITEMS
+        assert est.adaptive_firsts_known == N_ITEMS - len(lost)
+        assert est.adaptive_skips_known == N_ITEMS - len(UNSURE) - 2  # q001 and q002's firsts are not known
+        res = CliRunner().invoke(app, ["run", str(tmp_path / "run.yaml"), "--dry-run"], catch_exceptions=False)
+        assert res.exit_code == 0 and server.total == N_ITEMS + len(UNSURE)
+        text = " ".join(res.stdout.split())
+        assert f"of its {N_ITEMS} swapped calls, 20 would be skipped" in text and "4 depend on first verdicts" in text
         server.total = 0
         server.requests.clear()
         again = run(cfg, progress=False)
@@ -162,6 +171,19 @@ def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: 
         assert again.stats.adaptive_skipped == N_ITEMS - len(UNSURE) and again.stats.already_stored == N_ITEMS - 4
     calls = stored_calls(db, first.run_id)
     assert len(calls) == N_ITEMS + len(UNSURE)
+    fresh = estimate(load_config(write_config(tmp_path, base_url="http://127.0.0.1:9/v1", name="other.yaml",
+                                              judge={"logprobs": True, "max_tokens": 9}, adaptive_swap=0.9)))
+    # another judge: nothing known, every call to make, no skip known in advance
+    assert (fresh.calls_to_make, fresh.adaptive_swaps_planned, fresh.adaptive_firsts_known,
+            fresh.adaptive_skips_known) == (2 * N_ITEMS, N_ITEMS, 0, 0)
+    # the same judge under another tie policy (a new run): the first verdicts come from the reply cache, and
+    # the 22 sure pairs' swaps (never made, so not cached) are known to be skipped
+    cached = estimate(load_config(write_config(tmp_path, base_url=url, name="excl.yaml",
+                                               judge={"logprobs": True}, adaptive_swap=0.9,
+                                               tie_policy="exclude")))
+    sure = N_ITEMS - len(UNSURE)
+    assert (cached.cached, cached.calls_to_make, cached.adaptive_firsts_known, cached.adaptive_skips_known) == (
+        N_ITEMS + len(UNSURE), sure, sure, sure)
     assert {c["item"] for c in calls if c["order_index"] == 1} == {f"q{i:03d}" for i in UNSURE}
 
 

@@ -760,6 +760,12 @@ class DryRunEstimate:
     prompt_cache_saving_usd: float | None
     store_cache_saving_usd: float | None
     structured: bool
+    # Adaptive swapping: `calls_to_make` (and tokens, cost) count every swapped call, the upper bound. Which swaps
+    # are skipped is known only once a pair's first verdict is in; those already stored or cached are counted here.
+    adaptive_swap: float | None = None
+    adaptive_swaps_planned: int = 0  # swapped calls among calls_to_make
+    adaptive_firsts_known: int = 0  # of those, swaps whose pair's first verdict is stored or cached
+    adaptive_skips_known: int = 0  # of those, swaps the threshold would skip (first verdict confident enough)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -772,11 +778,13 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
     path = loaded.store_path(store_path)
     done: set[tuple[int, str, str, str]] = set()
     cache: dict[str, Any] = {}
+    stored_firsts: list[dict[str, Any]] = []
     if path.exists():
         with Store(path) as store:
             run_id = store.resumable_run(loaded.config_hash, pairs.digest)
             if run_id is not None:
                 done = store.done_keys(run_id)
+                stored_firsts = [c for c in store.calls(run_id) if c["order_index"] == 0 and c["error"] is None]
             cache = store.cached(loaded.judge_hash, (c.request.prompt_hash for c in plan.calls))
     pending = [c for c in plan.calls if c.key not in done]
     identical = [c for c in pending if c.identical]
@@ -805,6 +813,25 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
             or 0.0
             for c in hits
         )
+    swaps = known = skips = 0
+    threshold = cfg.adaptive_swap
+    if threshold is not None:
+        # the first verdicts known without a call: stored by the unfinished run, or in the reply cache
+        firsts: dict[tuple[int, str, str, str], dict[str, Any]] = {
+            (int(c["round"]), str(c["item"]), str(c["first"]), str(c["second"])): c for c in stored_firsts}
+        for c in plan.calls:
+            if c.order_index == 0 and c.key not in firsts and c.request.prompt_hash in cache:
+                hit = cache[c.request.prompt_hash]
+                firsts[c.key] = {"round": c.round, "item": c.item, "first": c.first, "second": c.second,
+                                 "order_index": 0, "error": None, "source": "cache", "verdict": hit.verdict,
+                                 "probabilities": hit.probabilities}
+        skip = adaptive_skips(firsts.values(), threshold)
+        for c in to_make:
+            if c.order_index == 0:
+                continue
+            swaps += 1
+            known += (c.round, c.item, c.second, c.first) in firsts
+            skips += c.key in skip
     return DryRunEstimate(
         planned_calls=len(plan.calls),
         pairs=plan.pairs,
@@ -822,6 +849,10 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
         prompt_cache_saving_usd=saving,
         store_cache_saving_usd=hit_cost,
         structured=plan.structured,
+        adaptive_swap=threshold,
+        adaptive_swaps_planned=swaps,
+        adaptive_firsts_known=known,
+        adaptive_skips_known=skips,
     )
 
 
