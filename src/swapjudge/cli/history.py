@@ -141,6 +141,19 @@ def _compare_lines(cmp: RunComparison) -> list[str]:
         p = "n/a" if at.p_value is None else f"{at.p_value:.3g}"
         lines.append(f"  right in both orders ({at.pairs} labelled pairs): both {at.both}, only run {cmp.a.run_id} "
                      f"{at.only_a}, only run {cmp.b.run_id} {at.only_b}, neither {at.neither}; p = {p}")
+    if cmp.paired_differences:
+        conf = cmp.paired_differences[0].confidence
+        lines += ["", f"Paired differences on what both runs judged (run {cmp.b.run_id} minus run {cmp.a.run_id}, "
+                      f"{conf:.0%} Newcombe paired interval):"]
+        units = {"consistency": "shared pairs", "first_slot_rate": "shared calls", "accuracy": "labelled pairs"}
+        for pd in cmp.paired_differences:
+            if pd.difference is None:
+                lines.append(f"  {names[pd.what]}: no {units[pd.what]} in common")
+                continue
+            assert pd.low is not None and pd.high is not None
+            lines.append(f"  {names[pd.what]}: {pct(pd.rate_a)} -> {pct(pd.rate_b)} on {pd.units} "
+                         f"{units[pd.what]}: {pd.difference * 100:+.1f} points "
+                         f"[{pd.low * 100:+.1f}, {pd.high * 100:+.1f}]")
     if cmp.flags:
         lines += ["", "Flags:"] + [f"  {f}" for f in cmp.flags]
     return lines
