@@ -75,22 +75,61 @@ def _markdown_table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def anchor_check_text(result: dict[str, Any], flagged: bool) -> str:
+    """An anchored run's verdict in one phrase: passed, FLAGGED (with the reasons), or nothing to check."""
+    check = result.get("check")
+    if check is None:
+        bad = [f"{k} scored {v['scored']} (stated {v['stated']})" for k, v in result["exemplars"].items()
+               if v["scored"] != v["stated"]]
+        return ("no pinned scores; exemplars " + ("reproduced" if not bad else "OFF: " + ", ".join(bad)))
+    moved = check["moved"]
+    shift = f"mean shift {check['mean_shift']:+.2f} levels, {moved['k']} of {moved['n']} items moved"
+    if flagged:
+        return f"FLAGGED ({shift}): " + "; ".join(check["reasons"])
+    return f"passed ({shift}, tolerance {check['tolerance']:g})"
+
+
+def _anchor_row(r: dict[str, Any]) -> dict[str, str]:
+    res = r["result"]
+    d = res["distribution"]
+    comp = d["compression"]
+    return {"anchored run": str(r["id"]), "started (UTC)": r["started_at"].replace("T", " ").removesuffix("+00:00"),
+            "judge": r["judge"], "rubric": r["rubric_hash"][:8], "reference set": r["reference_hash"][:8],
+            "scored": f"{d['n']} ({res['unparsed']} unparsable)",
+            "distribution": ", ".join(f"{k}: {v}" for k, v in d["counts"].items()),
+            "mean / median": f"{d['mean']:.2f} / {d['median']:g}",
+            "compression": f"{_ci(comp['rate'], comp['low'], comp['high'])} on {'+'.join(map(str, d['top_levels']))}",
+            "anchor check": anchor_check_text(res, r["flagged"])}
+
+
 @app.command("history")
 @user_errors
 def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.text) -> None:
     """List the store's runs over time with what each was measured under (judge, rubric, template, pairs) and
     its swap-consistency, flip direction, win rate and gate verdict. A run that did not measure the swap under
-    its own judge, rubric and template is flagged."""
+    its own judge, rubric and template is flagged. Anchored scoring runs follow, each with its score
+    distribution and whether its anchor check passed or flagged the run."""
     with open_store(store) as st:
         entries = history(st)
+        anchored = st.anchor_runs()
     if output is OutputFormat.json:
-        print(json.dumps([e.to_dict() for e in entries], indent=2, allow_nan=False))
+        items = [{"kind": "pairwise", **e.to_dict()} for e in entries]
+        items += [{"kind": "anchors", "anchored_run": r["id"], "started_at": r["started_at"], "judge": r["judge"],
+                   "judge_model": r["judge_model"], "judge_hash": r["judge_hash"], "rubric_hash": r["rubric_hash"],
+                   "reference_hash": r["reference_hash"], "pinned_path": r["pinned_path"],
+                   "flagged": r["flagged"], **{k: r["result"][k] for k in ("unparsed", "exemplars", "distribution",
+                                                                            "check")}} for r in anchored]
+        print(json.dumps(items, indent=2, allow_nan=False))
         return
     rows = [_row(e) for e in entries]
+    arows = [_anchor_row(r) for r in anchored]
     if output is OutputFormat.markdown:
-        print("# Run history\n\n" + _markdown_table(rows), end="")
+        text = "# Run history\n\n" + _markdown_table(rows)
+        if arows:
+            text += "\n## Anchored scoring runs\n\n" + _markdown_table(arows)
+        print(text, end="")
         return
-    if not rows:
+    if not rows and not arows:
         stdout.print("the store holds no runs")
         return
     # One short block per run: a terminal is too narrow for every column side by side.
@@ -104,6 +143,13 @@ def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.tex
         if r["flags"] != "-":
             lines.append(f"  flag: {r['flags']}")
         blocks.append("\n".join(lines))
+    for a in arows:
+        blocks.append("\n".join([
+            f"anchored run {a['anchored run']}  {a['started (UTC)']}  {a['judge']}",
+            f"  measured under: rubric {a['rubric']}  reference set {a['reference set']}",
+            f"  scored {a['scored']}: {a['distribution']}; mean / median {a['mean / median']}; "
+            f"compression {a['compression']}",
+            f"  anchor check: {a['anchor check']}"]))
     stdout.print("\n\n".join(blocks), highlight=False, markup=False)
 
 
@@ -321,6 +367,9 @@ def anchors_command(
                                                                   "default: the configuration's `pinned`.")] = None,
     out: Annotated[Path | None, typer.Option("-o", "--output", help="Write this run's reference scores "
                                                                     "(JSONL), e.g. to pin them.")] = None,
+    store: Annotated[Path | None, typer.Option("--store", help="The run store the scores go to (default: the "
+                                                               "configuration's `store`, else ./swapjudge.db).")]
+    = None,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
@@ -328,7 +377,7 @@ def anchors_command(
     from swapjudge.anchors_run import run_anchors
     from swapjudge.textfiles import write_atomic
 
-    res = run_anchors(config, pinned=pinned)
+    res = run_anchors(config, pinned=pinned, store=store)
     if out is not None:
         write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
                                    if v is not None))
@@ -336,7 +385,8 @@ def anchors_command(
         print(json.dumps(res.to_dict(), indent=2, allow_nan=False))
     else:
         d = res.distribution
-        lines = [f"reference set: {d.n} scored ({res.unparsed} unparsable), rubric {res.rubric_hash[:12]}",
+        lines = [f"anchored run {res.run_id} stored in {res.store}",
+                 f"reference set: {d.n} scored ({res.unparsed} unparsable), rubric {res.rubric_hash[:12]}",
                  "distribution: " + ", ".join(f"{lv}: {c}" for lv, c in zip(d.levels, d.counts, strict=True))
                  + f"; mean {d.mean:.2f}, median {d.median:g}",
                  f"scale compression (two most common levels {d.top_levels}): "
