@@ -54,7 +54,11 @@ def test_offline_calls_saved_and_flips_missed_on_hand_counts() -> None:
     assert got == {0.6: (5, 2), 0.7: (4, 2), 0.8: (3, 1), 0.9: (2, 1), 0.95: (1, 0)}
     t06 = res.thresholds[0]
     assert t06.flips == 3 and t06.saved_share == pytest.approx(5 / 12) and t06.missed_share == pytest.approx(2 / 3)
-    assert t06.consistency_true == pytest.approx(0.5) and t06.consistency_reported == pytest.approx(5 / 6)
+    # an adaptive run at 0.6 swaps only the pair without a confidence, which flipped: it reports 0 of 1
+    assert t06.consistency_true == pytest.approx(0.5) and t06.consistency_reported == 0.0 and t06.swapped == 1
+    t09 = res.thresholds[3]  # swaps q0, q1, q2 and the one without confidence: 2 of 4 consistent
+    assert t09.swapped == 4 and t09.consistency_reported == pytest.approx(0.5)
+    assert adaptive_offline(calls, [0.5]).thresholds[0].consistency_reported == 0.0  # only the None pair swapped
 
 
 class UnsureJudge(JudgeServer):

@@ -321,8 +321,8 @@ def adaptive_command(
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Adaptive swapping, offline: at each threshold, how many swapped calls a run would have saved by making
-    the second order only when the first verdict's confidence is below it, and how many flips it would have
-    missed (an unswapped pair is assumed consistent)."""
+    the second order only when the first verdict's confidence is below it, how many flips it would have missed
+    (flips in unswapped pairs, never seen), and the swap-consistency it would report on the swapped pairs."""
     try:
         levels = [float(x) for x in thresholds.split(",") if x.strip()]
     except ValueError:
@@ -346,7 +346,8 @@ def adaptive_command(
             f"{result.without_confidence} without a verdict probability (always swapped)")
     rows = [{"threshold": f"{t.threshold:g}", "calls saved": f"{t.calls_saved} ({pct(t.saved_share)})",
              "flips missed": f"{t.flips_missed} of {t.flips} ({pct(t.missed_share)})",
-             "consistency reported": pct(t.consistency_reported)} for t in result.thresholds]
+             "consistency reported (swapped pairs)": "n/a (none swapped)" if t.consistency_reported is None
+             else f"{pct(t.consistency_reported)} of {t.swapped}"} for t in result.thresholds]
     if output is OutputFormat.markdown:
         print(f"# Adaptive swapping (run {run_id})\n\n{head}\n\n" + _markdown_table(rows), end="")
         return

@@ -395,7 +395,8 @@ def from_config(cfg: Any) -> LocalJudge:
     `n_threads`, `n_batch`, `reuse_prefix`, `model_dir`."""
     extra: dict[str, Any] = dict(cfg.extra()) if hasattr(cfg, "extra") else {}
     known = {"mode", "n_ctx", "n_threads", "n_batch", "reuse_prefix", "model_dir"}
-    unknown = sorted(set(extra) - known)
+    # `version` labels the judge for run history (it enters the judge hash), it is no option of the model
+    unknown = sorted(set(extra) - known - {"version"})
     if unknown:
         raise ConfigError(f"key `judge.{unknown[0]}`: not an option of the local backend "
                           f"(options: {', '.join(sorted(known))})")
