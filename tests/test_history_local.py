@@ -169,3 +169,52 @@ def test_history_compare_and_adaptive_on_local_model_runs(tmp_path: Path) -> Non
     o1_wins = sum(n == "o1" for n in single) + sum(p["consistent"] and _named(heads[i]) == "o1" for i, p in pa.items())
     assert wr.a_wins == o1_wins
     assert any(n.startswith("adaptive swapping") and "selected subset" in n for n in analysis.notes)
+
+
+@pytest.mark.slow
+def test_anchored_scoring_through_the_local_model_is_stored_and_listed(tmp_path: Path) -> None:
+    """The embedded model scores in `logprobs` mode: the level whose token is most likely after `Score: `. Its
+    stored probabilities decide its stored scores; a re-run against its own pin is stable; history lists both."""
+    refs = [("r1", "What is the capital of France?", "Paris."), ("r2", "What is 7 times 8?", "54"),
+            ("r3", "Name a primary colour.", "Blue is a primary colour.")]
+    (tmp_path / "reference.jsonl").write_text(
+        "".join(json.dumps({"item": i, "prompt": p, "answer": a}) + "\n" for i, p, a in refs), encoding="utf-8")
+    cfg = {"judge": {"backend": "local", "model": TEST_MODEL, "n_threads": 1, "n_ctx": 2048},
+           "criteria": "Judge correctness first.", "scale": {1: "wrong", 2: "partly right", 3: "right"},
+           "exemplars": [{"name": "low", "task": "Add 2 and 3.", "answer": "It is 6.", "score": 1},
+                         {"name": "high", "task": "Add 2 and 3.", "answer": "2 + 3 = 5.", "score": 3}],
+           "reference": "reference.jsonl", "store": "anchors.db"}
+    (tmp_path / "anchors.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    first = cli.invoke(app, ["anchors", str(tmp_path / "anchors.yaml"), "-o", str(tmp_path / "pinned.jsonl"),
+                             "-f", "json"], catch_exceptions=False)
+    data = json.loads(first.stdout)
+    con = sqlite3.connect(tmp_path / "anchors.db")
+    rows = con.execute("SELECT item, exemplar, score, raw, probabilities FROM anchor_scores WHERE run_id=1").fetchall()
+    con.close()
+    assert len(rows) == 2 + len(refs)
+    for item, exemplar, score, raw, probs in rows:
+        p = json.loads(probs)
+        assert set(p) == {"1", "2", "3"} and 0 < sum(p.values()) <= 1
+        assert score == int(max(p, key=p.__getitem__)) and raw == f"Score: {score}"
+        if not exemplar:
+            assert data["scores"][item] == score
+    # flagged exactly when the model does not reproduce an exemplar's stated score (no pin yet)
+    off = {k: v for k, v in data["exemplars"].items() if v["scored"] != v["stated"]}
+    assert data["flagged"] is bool(off) and first.exit_code == (1 if off else 0)
+    again = cli.invoke(app, ["anchors", str(tmp_path / "anchors.yaml"), "--pinned", str(tmp_path / "pinned.jsonl"),
+                             "-f", "json"], catch_exceptions=False)
+    check = json.loads(again.stdout)["check"]
+    assert check["mean_shift"] == 0 and check["moved"]["k"] == 0  # the same model, greedy: the same levels
+    hist = json.loads(cli.invoke(app, ["history", "--store", str(tmp_path / "anchors.db"), "-f", "json"]).stdout)
+    assert [(h["kind"], h["anchored_run"]) for h in hist] == [("anchors", 1), ("anchors", 2)]
+    assert hist[1]["check"]["items"] == len(refs) and hist[0]["judge"] == f"local:{TEST_MODEL}"
+    # a generate-mode reply must be a `Score: N` line (the tiny model's greedy replies are not: one clear line)
+    cfg["judge"]["mode"] = "generate"
+    (tmp_path / "gen.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    gen = cli.invoke(app, ["anchors", str(tmp_path / "gen.yaml"), "-f", "json"])
+    if gen.exit_code == 2:
+        assert "no reference answer got a parsable `Score: N` reply" in gen.stderr
+        assert len(gen.stderr.strip().splitlines()) == 1
+    else:
+        got = json.loads(gen.stdout)
+        assert got["unparsed"] == sum(v is None for v in got["scores"].values()) < len(refs)

@@ -284,7 +284,9 @@ def run_anchors(path: str | Path, *, pinned: str | Path | None = None, store: st
     scores = {it.item: scored[it.item].score for it in reference}
     usable = {k: v for k, v in scores.items() if v is not None}
     if not usable:
-        raise SwapjudgeError("no reference answer got a parsable score")
+        first = next((scored[it.item].raw for it in reference if scored[it.item].raw.strip()), "")
+        seen = f" (first reply: {first.strip()[:80]!r})" if first else " (empty replies)"
+        raise SwapjudgeError(f"no reference answer got a parsable `Score: N` reply{seen}")
     check = None
     if pin is not None:
         check = check_anchors(pin, usable, scale, exemplars=ex_scores, tolerance=cfg.tolerance)
