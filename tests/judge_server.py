@@ -22,19 +22,26 @@ from typing import Any
 Fault = str  # "429" | "500" | "timeout" | "malformed" | "garbage" | "garbage_always" | "401"
 
 
-def frame_answers(user: str) -> tuple[str, str] | None:
-    """The two answers as the frame delimits them, or None when the frame is broken."""
-    m = re.match(r"Boundary code: (\w+)\n", user)
+def frame_text(user: str, name: str) -> str | None:
+    """The text between the opening and closing tags of `name` that carry the prompt's code word (taken from its
+    opening task tag), or None when the frame is broken (no such tag pair, or more than one)."""
+    m = re.match(r"<task (\w+)>\n", user)
     if not m:
         return None
     code = re.escape(m.group(1))
-    out = []
-    for label in ("A", "B"):
-        found = re.findall(rf"<<<ANSWER {label} {code}>>>\n(.*?)\n<<<END ANSWER {label} {code}>>>", user, re.DOTALL)
-        if len(found) != 1:
-            return None
-        out.append(found[0])
-    return out[0], out[1]
+    found = re.findall(rf"<{name} {code}>\n(.*?)\n</{name} {code}>", user, re.DOTALL)
+    return found[0] if len(found) == 1 else None
+
+
+def frame_code(user: str) -> str | None:
+    m = re.match(r"<task (\w+)>\n", user)
+    return m.group(1) if m else None
+
+
+def frame_answers(user: str) -> tuple[str, str] | None:
+    """The two answers as the frame delimits them, or None when the frame is broken."""
+    first, second = frame_text(user, "answer A"), frame_text(user, "answer B")
+    return None if first is None or second is None else (first, second)
 
 
 class JudgeServer:

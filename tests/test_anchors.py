@@ -16,7 +16,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from conftest import write_jsonl
-from judge_server import JudgeServer
+from judge_server import JudgeServer, frame_text
 from swapjudge.anchors import Exemplar, Level, Scale, check_anchors, parse_score, render_rubric, score_distribution
 from swapjudge.anchors_run import run_anchors
 from swapjudge.cli import app
@@ -121,8 +121,8 @@ class ScoringServer(JudgeServer):
 
     def handle(self, path: str, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
         user = body["messages"][1]["content"]
-        code = re.match(r"Boundary code: (\w+)", user).group(1)  # type: ignore[union-attr]
-        answer = re.search(rf"<<<ANSWER {code}>>>\n(.*?)\n<<<END ANSWER {code}>>>", user, re.S).group(1)  # type: ignore[union-attr]
+        answer = frame_text(user, "answer")
+        assert answer is not None
         level = int(re.search(r"quality: (\d)", answer).group(1))  # type: ignore[union-attr]
         with self.lock:
             self.total += 1

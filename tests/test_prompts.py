@@ -54,7 +54,7 @@ def test_default_rubrics_follow_the_schema() -> None:
 def test_rubric_and_instructions_come_before_any_answer() -> None:
     r = _req(first="ANSWER-ONE-TEXT")
     assert "ANSWER-ONE-TEXT" not in r.system and "Rubric:" in r.system
-    assert r.user.index("<<<TASK") < r.user.index("ANSWER-ONE-TEXT")
+    assert r.user.index("<task ") < r.user.index("ANSWER-ONE-TEXT")
 
 
 def test_boundary_code_avoids_every_text() -> None:
@@ -62,6 +62,14 @@ def test_boundary_code_avoids_every_text() -> None:
     assert boundary_code("task", f"a {code}", "b") != code
     new = boundary_code("task", f"a {code}", "b")
     assert new not in f"a {code}"
+    # Letter case does not help a forger: an upper-case copy of the code also forces a new one.
+    assert boundary_code("task", f"a {code.upper()}", "b") != code
+
+
+def test_boundary_code_is_a_short_pronounceable_word() -> None:
+    codes = {boundary_code(f"task {i}", "a", "b") for i in range(200)}
+    assert len(codes) == 200
+    assert all(len(c) == 8 and c.isalpha() and c.islower() for c in codes)
 
 
 @pytest.mark.parametrize(
