@@ -191,6 +191,21 @@ def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: 
     assert {c["item"] for c in calls if c["order_index"] == 1} == {f"q{i:03d}" for i in UNSURE}
 
 
+def test_adaptive_run_with_no_pair_swapped_measures_nothing(tmp_path: Path) -> None:
+    """Every first verdict at least as confident as the threshold: no swap is made, swap-consistency is not
+    measured (rather than 100%), the gate fails and the win rate over the single verdicts is withheld."""
+    write_pairs(tmp_path, N_ITEMS)
+    with UnsureJudge(policy="better") as server:
+        cfg = write_config(tmp_path, base_url=server.openai_url, judge={"logprobs": True}, adaptive_swap=0.55)
+        out = run(load_config(cfg), progress=False)
+    assert server.total == N_ITEMS and out.stats.adaptive_skipped == N_ITEMS
+    with Store(tmp_path / "swapjudge.db") as st:
+        (analysis,) = analyze_run(st, out.run_id)
+    assert analysis.consistency is None and not analysis.gate.passed and analysis.withheld
+    assert analysis.win_rate is not None and analysis.win_rate.pairs == N_ITEMS
+    assert any("No pair was swapped, so swap-consistency is not measured" in n for n in analysis.notes)
+
+
 def test_adaptive_needs_both_orders(tmp_path: Path) -> None:
     write_pairs(tmp_path, 2)
     cfg = write_config(tmp_path, base_url="http://127.0.0.1:9/v1", orders="random", adaptive_swap=0.9)

@@ -933,12 +933,16 @@ def _adaptive_note(store: Store, run_id: int, analysis: Any, threshold: float, s
                      "shown and left out of every rate")
     cons = analysis.consistency
     measured = "not measured" if cons is None or cons.rate is None else f"{cons.rate:.1%}"
-    notes.append(
-        f"adaptive swapping (threshold {threshold:g}): {o.complete} pair(s) swapped, {unswapped} judged in one "
-        f"order only (first verdict's confidence >= {threshold:g}; no swap measurement, nothing assumed). "
-        f"Swap-consistency ({measured}), the gate and label accuracy use the {o.complete} swapped pair(s) alone: a "
-        "selected subset (the least confident first verdicts, plus any served from the cache), which says nothing "
-        "certain about the unswapped pairs; confident verdicts can still be position-driven")
+    head = (f"adaptive swapping (threshold {threshold:g}): {o.complete} pair(s) swapped, {unswapped} judged in one "
+            f"order only (first verdict's confidence >= {threshold:g}; no swap measurement, nothing assumed). ")
+    if o.complete == 0:
+        notes.append(head + "No pair was swapped, so swap-consistency is not measured and the gate fails; "
+                            "confident verdicts can still be position-driven")
+    else:
+        notes.append(head + f"Swap-consistency ({measured}), the gate and label accuracy use the {o.complete} swapped "
+                            "pair(s) alone: a selected subset (the least confident first verdicts, plus any served "
+                            "from the cache), which says nothing certain about the unswapped pairs; confident "
+                            "verdicts can still be position-driven")
     rate = analysis.win_rate
     result = dataclasses.replace(analysis, notes=tuple(notes))
     if analysis.pair is None:
