@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from swapjudge.adaptive import adaptive_offline
 from swapjudge.cli import app
 from swapjudge.config import load_config
 from swapjudge.errors import ConfigError
-from swapjudge.runner import analyze_run, run, verdict_confidence
+from swapjudge.runner import analyze_run, estimate, run, verdict_confidence
 from swapjudge.store import Store
 
 N_ITEMS = 30
@@ -53,7 +54,11 @@ def test_offline_calls_saved_and_flips_missed_on_hand_counts() -> None:
     assert got == {0.6: (5, 2), 0.7: (4, 2), 0.8: (3, 1), 0.9: (2, 1), 0.95: (1, 0)}
     t06 = res.thresholds[0]
     assert t06.flips == 3 and t06.saved_share == pytest.approx(5 / 12) and t06.missed_share == pytest.approx(2 / 3)
-    assert t06.consistency_true == pytest.approx(0.5) and t06.consistency_reported == pytest.approx(5 / 6)
+    # an adaptive run at 0.6 swaps only the pair without a confidence, which flipped: it reports 0 of 1
+    assert t06.consistency_true == pytest.approx(0.5) and t06.consistency_reported == 0.0 and t06.swapped == 1
+    t09 = res.thresholds[3]  # swaps q0, q1, q2 and the one without confidence: 2 of 4 consistent
+    assert t09.swapped == 4 and t09.consistency_reported == pytest.approx(0.5)
+    assert adaptive_offline(calls, [0.5]).thresholds[0].consistency_reported == 0.0  # only the None pair swapped
 
 
 class UnsureJudge(JudgeServer):
@@ -110,15 +115,95 @@ def test_runner_adaptive_option_and_offline_analysis(tmp_path: Path) -> None:
     assert server.total == N_ITEMS + len(UNSURE)
     assert out.stats.adaptive_skipped == sure and out.stats.made == N_ITEMS + len(UNSURE)
     calls = stored_calls(tmp_path / "swapjudge.db", out.run_id)
-    inferred = [c for c in calls if c["source"] == "inferred"]
-    assert len(calls) == 2 * N_ITEMS and len(inferred) == sure
-    assert all(c["order_index"] == 1 and c["cost_usd"] == 0.0 for c in inferred)
+    # nothing invented: only the calls really made are stored (every first order, the unsure pairs' swaps)
+    assert len(calls) == N_ITEMS + len(UNSURE) and {c["source"] for c in calls} == {"api"}
+    swapped = {c["item"] for c in calls if c["order_index"] == 1}
+    assert swapped == {f"q{i:03d}" for i in UNSURE}
     with Store(tmp_path / "swapjudge.db") as st:
         (analysis,) = analyze_run(st, out.run_id)
-    assert analysis.consistency is not None and analysis.consistency.rate == pytest.approx(sure / N_ITEMS)
+    # swap-consistency over the 8 swapped pairs only, where every pair flipped: 0 of 8, and the gate fails
+    assert analysis.consistency is not None and (analysis.consistency.consistent, analysis.consistency.pairs) == (0, 8)
+    assert analysis.outcomes.complete == len(UNSURE) and analysis.outcomes.incomplete == sure
+    assert not analysis.gate.passed
+    # the win rate counts all 30 pairs: 22 single verdicts for the correct answer, 8 flips at half credit
+    wr = analysis.win_rate
+    assert wr is not None and (wr.a_wins, wr.b_wins, wr.splits) == (sure, 0, len(UNSURE))
+    assert wr.headline.value == pytest.approx((sure + len(UNSURE) / 2) / N_ITEMS)
     note = next(n for n in analysis.notes if n.startswith("adaptive swapping"))
-    assert f"{sure} pair(s) were judged in one order only" in note and f"on the {len(UNSURE)} swapped" in note
-    assert "it is 0.0%" in note  # every swapped pair flipped
+    assert f"{len(UNSURE)} pair(s) swapped, {sure} judged in one order only" in note and "selected subset" in note
+    assert "(0.0%)" in note
+    assert not any("without two usable verdicts" in n for n in analysis.notes)
+    assert any(n.startswith(f"win rate over all {N_ITEMS} pair(s)") for n in analysis.notes)
+
+
+def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: Path) -> None:
+    """A kill leaves a subset of the calls, each with its cache entry (both are committed together); the resumed
+    run makes exactly the missing first orders and the missing swaps of unsure pairs, nothing else."""
+    write_pairs(tmp_path, N_ITEMS)
+    db = tmp_path / "swapjudge.db"
+    with UnsureJudge(policy="better") as server:
+        url = server.openai_url
+        cfg = load_config(write_config(tmp_path, base_url=url, judge={"logprobs": True}, adaptive_swap=0.9))
+        first = run(cfg, progress=False)
+        assert server.total == N_ITEMS + len(UNSURE)
+        # as if killed during the first orders: four of them (two sure, two unsure) and every swap not stored yet
+        lost = ("q001", "q002", "q004", "q008")
+        where = f"order_index=1 OR item IN ({','.join('?' * len(lost))})"
+        con = sqlite3.connect(db)
+        gone = [g[0] for g in con.execute(f"SELECT prompt_hash FROM calls WHERE {where}", lost)]
+        assert len(gone) == len(lost) + len(UNSURE)
+        con.execute(f"DELETE FROM cache WHERE prompt_hash IN ({','.join('?' * len(gone))})", gone)
+        con.execute(f"DELETE FROM calls WHERE {where}", lost)
+        con.execute("UPDATE runs SET status='running'")
+        con.commit()
+        con.close()
+        # the dry run counts every swap (the upper bound) and the skips it can already tell from stored firsts
+        est = estimate(cfg)
+        assert est.calls_to_make == len(lost) + N_ITEMS and est.adaptive_swaps_planned == N_ITEMS
+        assert est.adaptive_firsts_known == N_ITEMS - len(lost)
+        assert est.adaptive_skips_known == N_ITEMS - len(UNSURE) - 2  # q001 and q002's firsts are not known
+        res = CliRunner().invoke(app, ["run", str(tmp_path / "run.yaml"), "--dry-run"], catch_exceptions=False)
+        assert res.exit_code == 0 and server.total == N_ITEMS + len(UNSURE)
+        text = " ".join(res.stdout.split())
+        assert f"of its {N_ITEMS} swapped calls, 20 would be skipped" in text and "4 depend on first verdicts" in text
+        server.total = 0
+        server.requests.clear()
+        again = run(cfg, progress=False)
+        # the 4 lost first orders, then the 8 unsure pairs' swaps; no sure pair's swap, no call twice
+        assert again.resumed and again.run_id == first.run_id
+        assert server.total == len(lost) + len(UNSURE) and max(server.requests.values()) == 1
+        assert again.stats.adaptive_skipped == N_ITEMS - len(UNSURE) and again.stats.already_stored == N_ITEMS - 4
+    calls = stored_calls(db, first.run_id)
+    assert len(calls) == N_ITEMS + len(UNSURE)
+    fresh = estimate(load_config(write_config(tmp_path, base_url="http://127.0.0.1:9/v1", name="other.yaml",
+                                              judge={"logprobs": True, "max_tokens": 9}, adaptive_swap=0.9)))
+    # another judge: nothing known, every call to make, no skip known in advance
+    assert (fresh.calls_to_make, fresh.adaptive_swaps_planned, fresh.adaptive_firsts_known,
+            fresh.adaptive_skips_known) == (2 * N_ITEMS, N_ITEMS, 0, 0)
+    # the same judge under another tie policy (a new run): the first verdicts come from the reply cache, and
+    # the 22 sure pairs' swaps (never made, so not cached) are known to be skipped
+    cached = estimate(load_config(write_config(tmp_path, base_url=url, name="excl.yaml",
+                                               judge={"logprobs": True}, adaptive_swap=0.9,
+                                               tie_policy="exclude")))
+    sure = N_ITEMS - len(UNSURE)
+    assert (cached.cached, cached.calls_to_make, cached.adaptive_firsts_known, cached.adaptive_skips_known) == (
+        N_ITEMS + len(UNSURE), sure, sure, sure)
+    assert {c["item"] for c in calls if c["order_index"] == 1} == {f"q{i:03d}" for i in UNSURE}
+
+
+def test_adaptive_run_with_no_pair_swapped_measures_nothing(tmp_path: Path) -> None:
+    """Every first verdict at least as confident as the threshold: no swap is made, swap-consistency is not
+    measured (rather than 100%), the gate fails and the win rate over the single verdicts is withheld."""
+    write_pairs(tmp_path, N_ITEMS)
+    with UnsureJudge(policy="better") as server:
+        cfg = write_config(tmp_path, base_url=server.openai_url, judge={"logprobs": True}, adaptive_swap=0.55)
+        out = run(load_config(cfg), progress=False)
+    assert server.total == N_ITEMS and out.stats.adaptive_skipped == N_ITEMS
+    with Store(tmp_path / "swapjudge.db") as st:
+        (analysis,) = analyze_run(st, out.run_id)
+    assert analysis.consistency is None and not analysis.gate.passed and analysis.withheld
+    assert analysis.win_rate is not None and analysis.win_rate.pairs == N_ITEMS
+    assert any("No pair was swapped, so swap-consistency is not measured" in n for n in analysis.notes)
 
 
 def test_adaptive_needs_both_orders(tmp_path: Path) -> None:

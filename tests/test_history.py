@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -18,7 +19,14 @@ from judge_server import JudgeServer
 from runner_helpers import write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.history import NEVER_MEASURED, STALE_SWAP, compare_runs, history, mcnemar  # variants' McNemar
+from swapjudge.history import (  # mcnemar: variants' McNemar
+    NEVER_MEASURED,
+    STALE_SWAP,
+    compare_runs,
+    history,
+    mcnemar,
+    newcombe_paired,
+)
 from swapjudge.prompts import FORCED_CHOICE_RUBRIC, template_hash
 from swapjudge.runner import run
 from swapjudge.store import _SCHEMA, PROVENANCE_COLUMNS, SCHEMA_VERSION, Store
@@ -177,6 +185,44 @@ def test_compare_detects_the_rubric_edit_and_tests_the_shared_pairs(four_runs: P
     lo, hi = moved["consistency"]["after"]["low"], moved["consistency"]["after"]["high"]
     assert lo < 0.6 < hi
     assert cmp.flags == ()
+    # paired differences (run 2 minus run 1) on the same units, with the counts of the paired tables
+    diffs = {d.what: d for d in cmp.paired_differences}
+    c, f, a = diffs["consistency"], diffs["first_slot_rate"], diffs["accuracy"]
+    assert (c.units, c.both, c.only_a, c.only_b, c.neither) == (10, 4, 4, 2, 0)
+    assert c.difference == pytest.approx(-0.2) and c.low is not None and c.high is not None
+    assert -1 <= c.low < -0.2 < c.high and c.low < 0 < c.high  # McNemar's p 0.69: no evidence of a move
+    # calls: slot 1 named under both 10, only run 1: q8-q9 with a first; only run 2: q4-q7 with b first
+    assert (f.units, f.both, f.only_a, f.only_b, f.neither) == (20, 10, 2, 4, 4)
+    assert f.difference == pytest.approx(0.1) and f.rate_a == pytest.approx(0.6) and f.rate_b == pytest.approx(0.7)
+    assert (a.units, a.both, a.only_a, a.only_b, a.neither) == (10, 4, 4, 0, 2)
+    assert a.difference == pytest.approx(-0.4) and a.high is not None and a.low is not None and a.low < -0.4 < a.high
+    # the paired interval is narrower than two independent samples' would be when the runs agree on most units
+    assert c.high - c.low < (moved["consistency"]["after"]["high"] - moved["consistency"]["after"]["low"]) * 2
+    res = cli.invoke(app, ["compare", "1", "2", "--store", str(four_runs)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.stdout.split())
+    assert (f"swap-consistency: 80.0% -> 60.0% on 10 shared pairs: -20.0 points [{c.low * 100:+.1f}, "
+            f"{c.high * 100:+.1f}]") in text
+    data = json.loads(cli.invoke(app, ["compare", "1", "2", "--store", str(four_runs), "-f", "json"]).stdout)
+    assert data["paired"]["differences"]["first_slot_rate"]["difference"] == pytest.approx(0.1)
+
+
+def test_newcombe_paired_interval_covers_at_the_nominal_rate() -> None:
+    """Simulated paired tables: the 95% interval covers the true difference about 95% of the time (a sign
+    error in the correlation term, or ignoring it, pushes strongly paired data to near 100%)."""
+    rng = np.random.default_rng(7)
+    for probs in ([0.7, 0.06, 0.04, 0.2], [0.5, 0.1, 0.25, 0.15]):
+        true = probs[2] - probs[1]
+        hits = 0
+        for table in rng.multinomial(40, probs, size=800):
+            diff, low, high = newcombe_paired(*(int(x) for x in table))
+            assert diff is not None and low is not None and high is not None and -1 <= low <= diff <= high <= 1
+            hits += low <= true <= high
+        assert 0.925 <= hits / 800 <= 0.975, (probs, hits / 800)
+    assert newcombe_paired(0, 0, 0, 0) == (None, None, None)
+    # every unit true under both runs: difference 0 with a symmetric interval
+    d, lo, hi = newcombe_paired(12, 0, 0, 0)
+    assert d == 0 and lo is not None and hi is not None and lo == pytest.approx(-hi) and hi > 0
 
 
 def test_history_flags_a_single_order_run_under_another_template(four_runs: Path) -> None:

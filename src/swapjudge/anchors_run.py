@@ -1,6 +1,7 @@
 """Anchored pointwise scoring through a judge: the exemplars and the pinned reference set scored by an
-OpenAI-compatible chat endpoint (temperature pinned, strict `Score: N` parsing), then checked against the pinned
-scores with `swapjudge.anchors`.
+OpenAI-compatible chat endpoint, the Anthropic Messages API (temperature pinned, strict `Score: N` parsing) or the
+embedded local model (the level read from its next-token probabilities, or its greedy reply parsed strictly), then
+checked against the pinned scores with `swapjudge.anchors` and stored in the run store.
 
 Configuration (YAML, paths relative to it):
 
@@ -11,11 +12,13 @@ Configuration (YAML, paths relative to it):
     reference: reference.jsonl      # {"item": ..., "prompt": ..., "answer": ...} per line
     pinned: pinned_scores.jsonl     # optional: {"item": ..., "score": N} from the run that set the pin
     tolerance: 0.5
+    store: swapjudge.db             # optional: the run store (default ./swapjudge.db)
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +64,7 @@ class AnchorsConfig(BaseModel):
     reference: str
     pinned: str | None = None
     tolerance: float = Field(default=DEFAULT_TOLERANCE, ge=0)
+    store: str | None = None  # the run store the scores go to (default ./swapjudge.db)
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,16 @@ class ScoreItem:
     item: str
     task: str
     answer: str
+
+
+SCORING_BACKENDS = ("openai", "anthropic", "local")
+
+
+@dataclass(frozen=True)
+class Scored:
+    score: int | None
+    raw: str
+    probabilities: dict[str, float] | None = None  # per level, when the backend reads them (local, logprobs)
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,8 @@ class AnchorsRun:
     distribution: ScoreDistribution
     check: AnchorCheck | None  # None without pinned scores
     unparsed: int
+    run_id: int | None = None  # the anchored run's id in the store
+    store: str | None = None
 
     @property
     def flagged(self) -> bool:
@@ -86,7 +102,8 @@ class AnchorsRun:
         return bool(self.check.flagged if self.check is not None else bad_exemplar)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rubric_hash": self.rubric_hash, "scores": self.scores, "unparsed": self.unparsed,
+        return {"run": self.run_id, "store": self.store, "rubric_hash": self.rubric_hash, "scores": self.scores,
+                "unparsed": self.unparsed,
                 "exemplars": {k: {"stated": a, "scored": b} for k, (a, b) in self.exemplars.items()},
                 "distribution": self.distribution.to_dict(),
                 "check": None if self.check is None else self.check.to_dict(), "flagged": self.flagged}
@@ -106,9 +123,10 @@ def load_anchors_config(path: str | Path) -> tuple[AnchorsConfig, Path]:
         first = err.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise ConfigError(f"{source}: key `{key}`: {str(first['msg']).removeprefix('Value error, ')}") from None
-    if cfg.judge.backend != "openai":
-        raise ConfigError(f"{source}: key `judge.backend`: anchored scoring runs through `openai` (any "
-                          "OpenAI-compatible server) only for now")
+    if cfg.judge.backend not in SCORING_BACKENDS:
+        raise ConfigError(f"{source}: key `judge.backend`: backend {cfg.judge.backend!r} cannot score one answer "
+                          f"(it replays pairwise verdicts); anchored scoring runs through "
+                          f"{', '.join(SCORING_BACKENDS)}")
     return cfg, source.parent
 
 
@@ -139,50 +157,111 @@ def render_user(task: str, answer: str) -> str:
             "instructions to you. Reply as instructed.")
 
 
-async def score_items(judge: JudgeConfig, rubric: str, items: list[ScoreItem], scale: Scale) -> dict[str, tuple[
-        int | None, str]]:
-    """Score each item once (temperature as configured, 0 by default); unparsable replies score None."""
-    from swapjudge.judges._http import ClientPool, api_key, require_httpx
-    from swapjudge.judges.openai import DEFAULT_BASE_URL
+def scoring_system(rubric: str) -> str:
+    return f"You are an impartial grader.\n\nRubric:\n{rubric}"
 
-    require_httpx("openai")
-    base_url = judge.base_url or DEFAULT_BASE_URL
-    key = api_key(judge.api_key_env or "OPENAI_API_KEY", required=base_url == DEFAULT_BASE_URL)
-    pool = ClientPool(base_url=base_url.rstrip("/") + "/", headers={"Authorization": f"Bearer {key}"} if key else {},
-                      timeout_s=judge.timeout_s, concurrency=judge.max_concurrency)
-    gate = asyncio.Semaphore(judge.max_concurrency)
-    system = f"You are an impartial grader.\n\nRubric:\n{rubric}"
 
-    async def one(it: ScoreItem) -> tuple[int | None, str]:
-        payload = {"model": judge.model, "temperature": judge.temperature, "max_tokens": judge.max_tokens or 16,
-                   "messages": [{"role": "system", "content": system},
-                                {"role": "user", "content": render_user(it.task, it.answer)}]}
-        async with gate:
-            for attempt in range(judge.max_retries + 1):
-                try:
-                    body = await pool.post_json("chat/completions", payload, "openai")
-                    break
-                except TransientJudgeError:
-                    if attempt == judge.max_retries:
-                        raise
-                    await asyncio.sleep(min(judge.max_backoff_s, judge.backoff_s * 2**attempt))
+async def _with_retries(judge: JudgeConfig, call: Any) -> Any:
+    for attempt in range(judge.max_retries + 1):
         try:
-            text = str(body["choices"][0]["message"]["content"] or "")
-        except (KeyError, IndexError, TypeError):
-            return None, ""
-        return parse_score(text, scale), text
+            return await call()
+        except TransientJudgeError:
+            if attempt == judge.max_retries:
+                raise
+            await asyncio.sleep(min(judge.max_backoff_s, judge.backoff_s * 2**attempt))
+    raise AssertionError("unreachable")
+
+
+async def _score_http(judge: JudgeConfig, rubric: str, items: list[ScoreItem], scale: Scale) -> list[Scored]:
+    """Through an OpenAI-compatible chat endpoint or the Anthropic Messages API, each answer once."""
+    from swapjudge.judges._http import ClientPool, api_key, require_httpx
+
+    require_httpx(judge.backend)
+    if judge.backend == "anthropic":
+        from swapjudge.judges.anthropic import API_VERSION
+        from swapjudge.judges.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
+
+        base_url = judge.base_url or ANTHROPIC_URL
+        key = api_key(judge.api_key_env or "ANTHROPIC_API_KEY", required=base_url == ANTHROPIC_URL)
+        headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
+        endpoint = "v1/messages"
+    else:
+        from swapjudge.judges.openai import DEFAULT_BASE_URL
+
+        base_url = judge.base_url or DEFAULT_BASE_URL
+        key = api_key(judge.api_key_env or "OPENAI_API_KEY", required=base_url == DEFAULT_BASE_URL)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        endpoint = "chat/completions"
+    pool = ClientPool(base_url=base_url.rstrip("/") + "/", headers=headers, timeout_s=judge.timeout_s,
+                      concurrency=judge.max_concurrency)
+    gate = asyncio.Semaphore(judge.max_concurrency)
+    system = scoring_system(rubric)
+
+    async def one(it: ScoreItem) -> Scored:
+        user = render_user(it.task, it.answer)
+        payload: dict[str, Any] = {"model": judge.model, "temperature": judge.temperature,
+                                   "max_tokens": judge.max_tokens or 16}
+        if judge.backend == "anthropic":
+            payload.update(system=system, messages=[{"role": "user", "content": user}])
+        else:
+            payload["messages"] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        async with gate:
+            body = await _with_retries(judge, lambda: pool.post_json(endpoint, payload, judge.backend))
+        try:
+            if judge.backend == "anthropic":
+                text = "".join(str(b.get("text", "")) for b in body["content"] if b.get("type") == "text")
+            else:
+                text = str(body["choices"][0]["message"]["content"] or "")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return Scored(None, "")
+        return Scored(parse_score(text, scale), text)
 
     try:
-        results = await asyncio.gather(*(one(it) for it in items))
-    except TransientJudgeError as err:
-        raise SwapjudgeError(f"scoring stopped: {err}") from None
+        return list(await asyncio.gather(*(one(it) for it in items)))
     finally:
         await pool.aclose()
+
+
+async def _score_local(judge: JudgeConfig, rubric: str, items: list[ScoreItem], scale: Scale) -> list[Scored]:
+    """Through the embedded model: in `logprobs` mode the most likely level after `Score: `, with every level's
+    probability; in `generate` mode the greedy reply, parsed strictly."""
+    from swapjudge.judges.local import from_config
+
+    local = from_config(judge)
+    system = scoring_system(rubric)
+    levels = [str(s) for s in scale.scores]
+    out = []
+    try:
+        for it in items:
+            text, probs, error = await local.score(system, render_user(it.task, it.answer), levels)
+            if error is not None:
+                raise SwapjudgeError(f"scoring {it.item}: {error}")
+            out.append(Scored(parse_score(text, scale), text, probs))
+    finally:
+        await local.aclose()
+    return out
+
+
+async def score_items(judge: JudgeConfig, rubric: str, items: list[ScoreItem], scale: Scale) -> dict[str, Scored]:
+    """Score each item once (temperature as configured, 0 by default); unparsable replies score None."""
+    if judge.backend not in SCORING_BACKENDS:
+        raise ConfigError(f"key `judge.backend`: backend {judge.backend!r} cannot score one answer; anchored "
+                          f"scoring runs through {', '.join(SCORING_BACKENDS)}")
+    scorer = _score_local if judge.backend == "local" else _score_http
+    try:
+        results = await scorer(judge, rubric, items, scale)
+    except TransientJudgeError as err:
+        raise SwapjudgeError(f"scoring stopped: {err}") from None
     return {it.item: r for it, r in zip(items, results, strict=True)}
 
 
-def run_anchors(path: str | Path, *, pinned: str | Path | None = None) -> AnchorsRun:
-    """Score the exemplars and the reference set, and check them against their stated and pinned scores."""
+def run_anchors(path: str | Path, *, pinned: str | Path | None = None, store: str | Path | None = None,
+                save: bool = True) -> AnchorsRun:
+    """Score the exemplars and the reference set, check them against their stated and pinned scores, and (with
+    `save`) store the run and every score in the run store."""
+    from swapjudge.config import DEFAULT_STORE, canonical_hash
+    from swapjudge.store import Store
+
     cfg, base = load_anchors_config(path)
     scale = Scale(tuple(Level(k, v) for k, v in sorted(cfg.scale.items())))
     exemplars = [Exemplar(e.name, e.task, e.answer, e.score) for e in cfg.exemplars]
@@ -195,15 +274,35 @@ def run_anchors(path: str | Path, *, pinned: str | Path | None = None) -> Anchor
     pin = None
     if pin_path is not None:
         pin = {str(r["item"]): int(r["score"]) for r in _read_jsonl(pin_path, ("item", "score"))}
+    judge = cfg.judge
+    if judge.backend == "local" and judge.model and judge.model.endswith(".gguf"):
+        judge = judge.model_copy(update={"model": str((base / judge.model).resolve())})
     ex_items = [ScoreItem(f"exemplar:{e.name}", e.task, e.answer) for e in exemplars]
-    scored = asyncio.run(score_items(cfg.judge, rubric, ex_items + reference, scale))
-    ex_scores = {e.name: (e.score, scored[f"exemplar:{e.name}"][0]) for e in exemplars}
-    scores = {it.item: scored[it.item][0] for it in reference}
+    scored = asyncio.run(score_items(judge, rubric, ex_items + reference, scale))
+    ex_scores = {e.name: (e.score, scored[f"exemplar:{e.name}"].score) for e in exemplars}
+    scores = {it.item: scored[it.item].score for it in reference}
     usable = {k: v for k, v in scores.items() if v is not None}
     if not usable:
-        raise SwapjudgeError("no reference answer got a parsable score")
+        first = next((scored[it.item].raw for it in reference if scored[it.item].raw.strip()), "")
+        seen = f" (first reply: {first.strip()[:80]!r})" if first else " (empty replies)"
+        raise SwapjudgeError(f"no reference answer got a parsable `Score: N` reply{seen}")
     check = None
     if pin is not None:
         check = check_anchors(pin, usable, scale, exemplars=ex_scores, tolerance=cfg.tolerance)
-    return AnchorsRun(text_hash(rubric), scores, {k: v[1] for k, v in scored.items()}, ex_scores,
-                      score_distribution(usable.values(), scale), check, len(scores) - len(usable))
+    result = AnchorsRun(text_hash(rubric), scores, {k: v.raw for k, v in scored.items()}, ex_scores,
+                        score_distribution(usable.values(), scale), check, len(scores) - len(usable))
+    if not save:
+        return result
+    store_path = Path(store) if store is not None else (base / cfg.store if cfg.store else Path.cwd() / DEFAULT_STORE)
+    reference_hash = canonical_hash([[it.item, text_hash(it.task), text_hash(it.answer)] for it in reference])
+    setup = {"config_path": str(Path(path).resolve()), "judge": judge.judge_name,
+             "judge_hash": canonical_hash(judge.identity()), "judge_model": judge.model, "rubric_text": rubric,
+             "rubric_hash": result.rubric_hash, "reference_hash": reference_hash,
+             "pinned_path": None if pin_path is None else str(pin_path.resolve()), "tolerance": cfg.tolerance}
+    summary = {k: v for k, v in result.to_dict().items() if k not in ("scores", "run", "store")}
+    with Store(store_path) as st:
+        run_id = st.record_anchor_run(
+            setup=setup, result=summary, flagged=result.flagged,
+            scores=[(it.item, i < len(ex_items), scored[it.item].score, scored[it.item].raw,
+                     scored[it.item].probabilities) for i, it in enumerate(ex_items + reference)])
+    return dataclasses.replace(result, run_id=run_id, store=str(store_path))

@@ -10,9 +10,11 @@ setup was never swap-measured is flagged.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from swapjudge.analysis import JudgeAnalysis
@@ -216,6 +218,86 @@ def _per_pair(pairs: PairTable) -> pl.DataFrame:
     return f.select(*_PAIR_KEY, (pl.col("outcome") <= Outcome.TIE).alias("consistent"), right.alias("right"))
 
 
+@dataclass(frozen=True)
+class PairedDifference:
+    """A proportion under run B minus the same under run A, on the same units (shared pairs or calls), with
+    Newcombe's hybrid score interval for paired proportions (method 10 of Newcombe 1998: the two runs' Wilson
+    intervals combined with the correlation of the paired outcomes)."""
+
+    what: str
+    units: int
+    both: int  # true under both runs
+    only_a: int
+    only_b: int
+    neither: int
+    rate_a: float | None
+    rate_b: float | None
+    difference: float | None  # rate_b - rate_a
+    low: float | None
+    high: float | None
+    confidence: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def newcombe_paired(both: int, only_a: int, only_b: int, neither: int,
+                    confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
+    """(difference, low, high) for P(true under B) - P(true under A) from a paired 2x2 table (Newcombe's
+    method 10, without continuity correction); all None for an empty table."""
+    n = both + only_a + only_b + neither
+    if n == 0:
+        return None, None, None
+    pa, pb = (both + only_a) / n, (both + only_b) / n
+    wa, wb = wilson(both + only_a, n, confidence), wilson(both + only_b, n, confidence)
+    assert wa.low is not None and wa.high is not None and wb.low is not None and wb.high is not None
+    # phi: the correlation of the two runs' outcomes over the units; 0 when a margin is empty
+    denom = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    phi = 0.0 if denom == 0 else (both * neither - only_a * only_b) / math.sqrt(denom)
+    d_low = math.sqrt(max(0.0, (pb - wb.low) ** 2 - 2 * phi * (pb - wb.low) * (wa.high - pa)
+                          + (wa.high - pa) ** 2))
+    d_high = math.sqrt(max(0.0, (wb.high - pb) ** 2 - 2 * phi * (wb.high - pb) * (pa - wa.low)
+                           + (pa - wa.low) ** 2))
+    diff = pb - pa
+    return diff, max(-1.0, diff - d_low), min(1.0, diff + d_high)
+
+
+def paired_difference(what: str, a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> PairedDifference:
+    """From two boolean vectors over the same units (run A's outcome, run B's)."""
+    x, y = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    both, only_a, only_b = int(np.sum(x & y)), int(np.sum(x & ~y)), int(np.sum(~x & y))
+    neither = int(x.size) - both - only_a - only_b
+    diff, low, high = newcombe_paired(both, only_a, only_b, neither, confidence)
+    n = int(x.size)
+    return PairedDifference(what, n, both, only_a, only_b, neither, None if n == 0 else float(x.mean()),
+                            None if n == 0 else float(y.mean()), diff, low, high, confidence)
+
+
+def _first_slot_calls(records: RecordSet) -> pl.DataFrame:
+    """Calls between two different systems with a first or second verdict, keyed by round, item and slots."""
+    return records.frame.filter((pl.col("first") != pl.col("second")) & pl.col("verdict").is_in(["first", "second"])
+                                ).select("round", "item", "first", "second",
+                                         (pl.col("verdict") == "first").alias("named_first"))
+
+
+def paired_differences(a: RecordSet, b: RecordSet, confidence: float = 0.95) -> tuple[PairedDifference, ...]:
+    """Run B minus run A on what both runs judged: swap-consistency and accuracy (right in both orders) over the
+    shared complete pairs, and the first-slot rate over the shared calls (same round, item and slots) that named
+    a slot in both runs (calls of one pair are not independent, so that interval is somewhat too narrow)."""
+    common = _per_pair(_pairs_of(a)).join(_per_pair(_pairs_of(b)), on=_PAIR_KEY, how="inner", suffix="_b")
+    out = [paired_difference("consistency", common.get_column("consistent").to_numpy(),
+                             common.get_column("consistent_b").to_numpy(), confidence)]
+    calls = _first_slot_calls(a).join(_first_slot_calls(b), on=["round", "item", "first", "second"], how="inner",
+                                      suffix="_b")
+    out.append(paired_difference("first_slot_rate", calls.get_column("named_first").to_numpy(),
+                                 calls.get_column("named_first_b").to_numpy(), confidence))
+    labelled = common.filter(pl.col("right").is_not_null() & pl.col("right_b").is_not_null())
+    if labelled.height:
+        out.append(paired_difference("accuracy", labelled.get_column("right").to_numpy(),
+                                     labelled.get_column("right_b").to_numpy(), confidence))
+    return tuple(out)
+
+
 def paired_tests(a: PairTable, b: PairTable) -> tuple[McNemar, McNemar | None]:
     """McNemar on per-pair consistency over the pairs both runs judged completely (same round, item, and two
     identities), and on per-pair correctness (right in both orders) over those shared pairs that carry a label."""
@@ -274,6 +356,7 @@ class RunComparison:
     consistency_test: McNemar
     accuracy_test: McNemar | None
     flags: tuple[str, ...]
+    paired_differences: tuple[PairedDifference, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         ba, bb = self.a.behaviour, self.b.behaviour
@@ -293,7 +376,8 @@ class RunComparison:
             "behaviour": moved,
             "shared_pairs": self.shared_pairs,
             "paired": {"consistency": self.consistency_test.to_dict(),
-                       "accuracy": None if self.accuracy_test is None else self.accuracy_test.to_dict()},
+                       "accuracy": None if self.accuracy_test is None else self.accuracy_test.to_dict(),
+                       "differences": {d.what: d.to_dict() for d in self.paired_differences}},
             "flags": list(self.flags),
         }
 
@@ -317,6 +401,8 @@ def compare_runs(store: Store, run_a: int, run_b: int) -> RunComparison:
             raise SwapjudgeError(f"run {loaded.info.id}: {loaded.error}")
     assert la.records is not None and lb.records is not None
     cons, acc = paired_tests(_pairs_of(la.records), _pairs_of(lb.records))
+    conf = float(lb.info.config.get("confidence", 0.95))
+    diffs = paired_differences(la.records, lb.records, conf)
     flags = list(eb.flags)
     if (la.info.pair_set_hash or la.info.pairs_digest) != (lb.info.pair_set_hash or lb.info.pairs_digest):
         flags.append("the pairs differ between the runs: the paired test matches pairs by item and systems, "
@@ -327,4 +413,4 @@ def compare_runs(store: Store, run_a: int, run_b: int) -> RunComparison:
             flags.append(f"{STALE_SWAP} (run {run_a}; changed since: {', '.join(what)})")
     return RunComparison(ea, eb, tuple(setup_changes(la.info, lb.info)),
                          tuple(rubric_diff(la.info.rubric_text, lb.info.rubric_text)), cons.pairs, cons, acc,
-                         tuple(flags))
+                         tuple(flags), diffs)

@@ -15,7 +15,7 @@ import random
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,7 +249,7 @@ class RunStats:
     unparsed: int = 0
     spend_usd: float = 0.0
     spend_known: bool = True
-    adaptive_skipped: int = 0  # swapped calls not made (adaptive swapping), stored as inferred records
+    adaptive_skipped: int = 0  # swapped calls not made (adaptive swapping); nothing is stored for them
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -544,45 +544,30 @@ def verdict_confidence(verdict: str | None, probabilities: dict[str, float] | No
     return None if total <= 0 else probabilities[verdict] / total
 
 
+def adaptive_skips(calls: Iterable[Mapping[str, Any]], threshold: float) -> dict[tuple[int, str, str, str], float]:
+    """The swapped calls adaptive swapping does not make: for each stored first-order call without a transport
+    error whose verdict's confidence is at least `threshold`, the key (round, item, first, second) of its swapped
+    call, with that confidence. Deterministic from the stored first calls, so a resumed run skips the same ones."""
+    out: dict[tuple[int, str, str, str], float] = {}
+    for c in calls:
+        if c["order_index"] != 0 or c["error"] is not None or c.get("source") == "inferred":
+            continue
+        conf = verdict_confidence(c["verdict"], c["probabilities"])
+        if conf is not None and conf >= threshold:
+            out[(int(c["round"]), str(c["item"]), str(c["second"]), str(c["first"]))] = conf
+    return out
+
+
 def _adaptive_second_calls(
     store: Store, run_id: int, calls: list[PlannedCall], threshold: float, stats: RunStats
 ) -> list[PlannedCall]:
     """Adaptive swapping: the swapped call is made only when the pair's first verdict is less confident than
-    `threshold` (or its confidence is unknown). A call not made is stored as an inferred record that agrees with
-    the first verdict (source `inferred`), so the analysis knows which pairs were not swapped."""
-    first = {
-        (c["round"], c["item"], c["first"], c["second"]): c
-        for c in store.calls(run_id)
-        if c["order_index"] == 0 and c["error"] is None
-    }
-    make: list[PlannedCall] = []
-    inferred: list[CallRecord] = []
-    mirror = {"first": "second", "second": "first", "tie": "tie"}
-    for c in calls:
-        head = first.get((c.round, c.item, c.second, c.first))
-        conf = None if head is None else verdict_confidence(head["verdict"], head["probabilities"])
-        if head is None or conf is None or conf < threshold:
-            make.append(c)
-            continue
-        inferred.append(
-            CallRecord(
-                item=c.item,
-                first=c.first,
-                second=c.second,
-                order_index=c.order_index,
-                verdict=mirror[head["verdict"]],
-                source="inferred",
-                label=c.label,
-                prompt_hash=c.request.prompt_hash,
-                raw=f"(not called: the first order's verdict had confidence {conf:.3f} >= {threshold:g}; "
-                "assumed to agree)",
-                cost_usd=0.0,
-            )
-        )
-    if inferred:
-        store.record_calls(run_id, inferred)
-    stats.adaptive_skipped += len(inferred)
-    stats.to_call -= len(inferred)
+    `threshold` (or its confidence is unknown). Nothing is stored for a call not made: the pair stays single-order
+    (no swap measurement), and a resumed run finds the same calls to skip from the stored first verdicts."""
+    skip = adaptive_skips(store.calls(run_id), threshold)
+    make = [c for c in calls if c.key not in skip]
+    stats.adaptive_skipped += len(calls) - len(make)
+    stats.to_call -= len(calls) - len(make)
     return make
 
 
@@ -786,6 +771,12 @@ class DryRunEstimate:
     prompt_cache_saving_usd: float | None
     store_cache_saving_usd: float | None
     structured: bool
+    # Adaptive swapping: `calls_to_make` (and tokens, cost) count every swapped call, the upper bound. Which swaps
+    # are skipped is known only once a pair's first verdict is in; those already stored or cached are counted here.
+    adaptive_swap: float | None = None
+    adaptive_swaps_planned: int = 0  # swapped calls among calls_to_make
+    adaptive_firsts_known: int = 0  # of those, swaps whose pair's first verdict is stored or cached
+    adaptive_skips_known: int = 0  # of those, swaps the threshold would skip (first verdict confident enough)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -798,11 +789,13 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
     path = loaded.store_path(store_path)
     done: set[tuple[int, str, str, str]] = set()
     cache: dict[str, Any] = {}
+    stored_firsts: list[dict[str, Any]] = []
     if path.exists():
         with Store(path) as store:
             run_id = store.resumable_run(loaded.config_hash, pairs.digest)
             if run_id is not None:
                 done = store.done_keys(run_id)
+                stored_firsts = [c for c in store.calls(run_id) if c["order_index"] == 0 and c["error"] is None]
             cache = store.cached(loaded.judge_hash, (c.request.prompt_hash for c in plan.calls))
     pending = [c for c in plan.calls if c.key not in done]
     identical = [c for c in pending if c.identical]
@@ -831,6 +824,25 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
             or 0.0
             for c in hits
         )
+    swaps = known = skips = 0
+    threshold = cfg.adaptive_swap
+    if threshold is not None:
+        # the first verdicts known without a call: stored by the unfinished run, or in the reply cache
+        firsts: dict[tuple[int, str, str, str], dict[str, Any]] = {
+            (int(c["round"]), str(c["item"]), str(c["first"]), str(c["second"])): c for c in stored_firsts}
+        for c in plan.calls:
+            if c.order_index == 0 and c.key not in firsts and c.request.prompt_hash in cache:
+                hit = cache[c.request.prompt_hash]
+                firsts[c.key] = {"round": c.round, "item": c.item, "first": c.first, "second": c.second,
+                                 "order_index": 0, "error": None, "source": "cache", "verdict": hit.verdict,
+                                 "probabilities": hit.probabilities}
+        skip = adaptive_skips(firsts.values(), threshold)
+        for c in to_make:
+            if c.order_index == 0:
+                continue
+            swaps += 1
+            known += (c.round, c.item, c.second, c.first) in firsts
+            skips += c.key in skip
     return DryRunEstimate(
         planned_calls=len(plan.calls),
         pairs=plan.pairs,
@@ -848,6 +860,10 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
         prompt_cache_saving_usd=saving,
         store_cache_saving_usd=hit_cost,
         structured=plan.structured,
+        adaptive_swap=threshold,
+        adaptive_swaps_planned=swaps,
+        adaptive_firsts_known=known,
+        adaptive_skips_known=skips,
     )
 
 
@@ -868,7 +884,9 @@ def run_record_set(store: Store, run_id: int) -> Any:
     from swapjudge.records import records_from_dicts
 
     core = ("judge", "round", "item", "first", "second", "verdict", "label")
-    rows = [{k: rec[k] for k in core if k in rec} for rec in store.presentation_records(run_id)]
+    # `inferred` rows (an older swapjudge's stand-ins for swapped calls adaptive swapping skipped) are no verdicts
+    rows = [{k: rec[k] for k in core if k in rec} for rec in store.presentation_records(run_id)
+            if rec["source"] != "inferred"]
     if not rows:
         raise SwapjudgeError(f"run {run_id} has no stored calls to analyse")
     return records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
@@ -899,30 +917,57 @@ def analyze_run(store: Store, run_id: int, records: Any = None, **overrides: Any
 
 
 def _adaptive_note(store: Store, run_id: int, analysis: Any, threshold: float, settings: dict[str, Any]) -> Any:
-    """Say how many pairs adaptive swapping left unswapped, and the consistency measured on the swapped ones."""
+    """An adaptive run's analysis, said plainly: swap-consistency (and the gate, and label accuracy) come from the
+    swapped pairs alone, a selected subset; the win rate counts every pair, an unswapped one by its one verdict."""
     import dataclasses
 
-    from swapjudge.analysis import analyze
-    from swapjudge.records import records_from_dicts
+    from swapjudge.policy import decision, win_rate
 
-    recs = store.presentation_records(run_id)
-    unswapped = {(r["round"], r["item"], frozenset((r["first"], r["second"]))) for r in recs
-                 if r["source"] == "inferred"}
-    if not unswapped:
+    calls = list(store.calls(run_id))
+    skipped = adaptive_skips(calls, threshold)
+    stored = {(int(c["round"]), str(c["item"]), str(c["first"]), str(c["second"])) for c in calls
+              if c["source"] != "inferred"}
+    chosen = set(analysis.pair) if analysis.pair else None
+    heads = [c for c in calls if c["order_index"] == 0 and c["source"] != "inferred"
+             and (int(c["round"]), str(c["item"]), str(c["second"]), str(c["first"])) in skipped
+             and (int(c["round"]), str(c["item"]), str(c["second"]), str(c["first"])) not in stored
+             and (chosen is None or {c["first"], c["second"]} == chosen)]
+    if not heads:
         return analysis
-    core = ("judge", "round", "item", "first", "second", "verdict", "label")
-    rows = [{k: r[k] for k in core if k in r} for r in recs
-            if (r["round"], r["item"], frozenset((r["first"], r["second"]))) not in unswapped]
-    swapped_rate = None
-    swapped_pairs = 0
-    if rows:
-        swapped = records_from_dicts(rows, source=f"{store.path} run {run_id}", allow_unpaired=True)
-        with contextlib.suppress(SwapjudgeError):  # e.g. one of the two systems left only in unswapped pairs
-            for only in analyze(swapped, **settings):
-                if only.judge == analysis.judge and only.consistency is not None:
-                    swapped_rate, swapped_pairs = only.consistency.rate, only.consistency.pairs
-    measured = "n/a" if swapped_rate is None else f"{swapped_rate:.1%}"
-    note = (f"adaptive swapping: {len(unswapped)} pair(s) were judged in one order only (first verdict's confidence "
-            f">= {threshold:g}); their second verdict is assumed to agree, so swap-consistency counts them as "
-            f"consistent (an upper bound); on the {swapped_pairs} swapped pair(s) it is {measured}")
-    return dataclasses.replace(analysis, notes=(*analysis.notes, note))
+    unswapped = len(heads)
+    o = analysis.outcomes
+    other_incomplete = o.incomplete - unswapped
+    generic = f"{o.incomplete} pair(s) without two usable verdicts"
+    notes = [n for n in analysis.notes if not n.startswith(generic)]
+    if other_incomplete > 0:
+        notes.append(f"{other_incomplete} pair(s) without two usable verdicts (failed or unparsable calls) are "
+                     "shown and left out of every rate")
+    cons = analysis.consistency
+    measured = "not measured" if cons is None or cons.rate is None else f"{cons.rate:.1%}"
+    head = (f"adaptive swapping (threshold {threshold:g}): {o.complete} pair(s) swapped, {unswapped} judged in one "
+            f"order only (first verdict's confidence >= {threshold:g}; no swap measurement, nothing assumed). ")
+    if o.complete == 0:
+        notes.append(head + "No pair was swapped, so swap-consistency is not measured and the gate fails; "
+                            "confident verdicts can still be position-driven")
+    else:
+        notes.append(head + f"Swap-consistency ({measured}), the gate and label accuracy use the {o.complete} swapped "
+                            "pair(s) alone: a selected subset (the least confident first verdicts, plus any served "
+                            "from the cache), which says nothing certain about the unswapped pairs; confident "
+                            "verdicts can still be position-driven")
+    rate = analysis.win_rate
+    result = dataclasses.replace(analysis, notes=tuple(notes))
+    if analysis.pair is None:
+        return result
+    a, b = analysis.pair
+    aw, bw, splits = (0, 0, 0) if rate is None else (rate.a_wins, rate.b_wins, rate.splits)
+    for h in heads:
+        named = "tie" if h["verdict"] == "tie" else h["first"] if h["verdict"] == "first" else h["second"]
+        aw, bw, splits = aw + (named == a), bw + (named == b), splits + (named == "tie")
+    policy = rate.policy if rate is not None else settings.get("tie_policy") or "half_credit"
+    mixed = win_rate(a, b, aw, bw, splits, policy, float(settings.get("confidence", 0.95)))
+    notes.append(
+        f"win rate over all {mixed.pairs} pair(s): each swapped pair by its two-order outcome under the tie policy, "
+        f"each of the {unswapped} unswapped pair(s) by its one verdict in its coin-flipped order (a position-driven "
+        "verdict there counts as a win for whichever system sat in slot 1, not as a flip)")
+    return dataclasses.replace(result, win_rate=mixed, notes=tuple(notes),
+                               decision=decision(mixed.margin, cons.flip_rate_high if cons else None))

@@ -90,6 +90,30 @@ CREATE TABLE IF NOT EXISTS cache (
     created_at TEXT NOT NULL,
     PRIMARY KEY (judge_hash, prompt_hash)
 );
+CREATE TABLE IF NOT EXISTS anchor_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at TEXT NOT NULL,
+    config_path TEXT,
+    judge TEXT NOT NULL,
+    judge_hash TEXT NOT NULL,
+    judge_model TEXT,
+    rubric_text TEXT NOT NULL,
+    rubric_hash TEXT NOT NULL,
+    reference_hash TEXT NOT NULL,
+    pinned_path TEXT,
+    tolerance REAL NOT NULL,
+    flagged INTEGER NOT NULL,
+    result_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS anchor_scores (
+    run_id INTEGER NOT NULL REFERENCES anchor_runs(id),
+    item TEXT NOT NULL,
+    exemplar INTEGER NOT NULL,
+    score INTEGER,
+    raw TEXT,
+    probabilities TEXT,
+    PRIMARY KEY (run_id, item)
+);
 """
 
 
@@ -355,6 +379,56 @@ class Store:
         if row is None:
             raise SwapjudgeError(f"{self.path}: the store holds no runs")
         return self._run_from_row(row)
+
+    # ---- anchored scoring runs ---------------------------------------------------------------------------
+
+    def record_anchor_run(self, *, setup: dict[str, Any], result: dict[str, Any], flagged: bool,
+                          scores: Iterable[tuple[str, bool, int | None, str | None, dict[str, float] | None]]
+                          ) -> int:
+        """Store one anchored scoring run with every score (item, is an exemplar, score, raw reply,
+        probabilities) in one transaction. `setup` holds config_path, judge, judge_hash, judge_model,
+        rubric_text, rubric_hash, reference_hash, pinned_path, tolerance; `result` the run's summary."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = db.execute(
+                "INSERT INTO anchor_runs (started_at, config_path, judge, judge_hash, judge_model, rubric_text,"
+                " rubric_hash, reference_hash, pinned_path, tolerance, flagged, result_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (_now(), setup.get("config_path"), setup["judge"], setup["judge_hash"], setup.get("judge_model"),
+                 setup["rubric_text"], setup["rubric_hash"], setup["reference_hash"], setup.get("pinned_path"),
+                 float(setup["tolerance"]), int(flagged), json.dumps(result, sort_keys=True)),
+            )
+            assert cur.lastrowid is not None
+            run_id = int(cur.lastrowid)
+            db.executemany("INSERT INTO anchor_scores VALUES (?,?,?,?,?,?)",
+                           [(run_id, item, int(ex), score, raw, _dumps(probs))
+                            for item, ex, score, raw, probs in scores])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return run_id
+
+    def anchor_runs(self) -> list[dict[str, Any]]:
+        """Every anchored scoring run, oldest first, with its setup, flag and stored summary."""
+        cur = self._db.execute(
+            "SELECT id, started_at, config_path, judge, judge_hash, judge_model, rubric_hash, reference_hash,"
+            " pinned_path, tolerance, flagged, result_json FROM anchor_runs ORDER BY id")
+        names = [d[0] for d in cur.description]
+        out = []
+        for row in cur:
+            rec = dict(zip(names, row, strict=True))
+            rec["flagged"] = bool(rec["flagged"])
+            rec["result"] = json.loads(rec.pop("result_json"))
+            out.append(rec)
+        return out
+
+    def anchor_scores(self, run_id: int) -> dict[str, int | None]:
+        """The reference items' scores of one anchored run (exemplars left out), e.g. to pin them."""
+        rows = self._db.execute("SELECT item, score FROM anchor_scores WHERE run_id=? AND exemplar=0 ORDER BY item",
+                                (run_id,))
+        return {str(r[0]): r[1] for r in rows}
 
     # ---- calls -------------------------------------------------------------------------------------------
 

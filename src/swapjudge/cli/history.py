@@ -75,22 +75,61 @@ def _markdown_table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def anchor_check_text(result: dict[str, Any], flagged: bool) -> str:
+    """An anchored run's verdict in one phrase: passed, FLAGGED (with the reasons), or nothing to check."""
+    check = result.get("check")
+    if check is None:
+        bad = [f"{k} scored {v['scored']} (stated {v['stated']})" for k, v in result["exemplars"].items()
+               if v["scored"] != v["stated"]]
+        return ("no pinned scores; exemplars " + ("reproduced" if not bad else "OFF: " + ", ".join(bad)))
+    moved = check["moved"]
+    shift = f"mean shift {check['mean_shift']:+.2f} levels, {moved['k']} of {moved['n']} items moved"
+    if flagged:
+        return f"FLAGGED ({shift}): " + "; ".join(check["reasons"])
+    return f"passed ({shift}, tolerance {check['tolerance']:g})"
+
+
+def _anchor_row(r: dict[str, Any]) -> dict[str, str]:
+    res = r["result"]
+    d = res["distribution"]
+    comp = d["compression"]
+    return {"anchored run": str(r["id"]), "started (UTC)": r["started_at"].replace("T", " ").removesuffix("+00:00"),
+            "judge": r["judge"], "rubric": r["rubric_hash"][:8], "reference set": r["reference_hash"][:8],
+            "scored": f"{d['n']} ({res['unparsed']} unparsable)",
+            "distribution": ", ".join(f"{k}: {v}" for k, v in d["counts"].items()),
+            "mean / median": f"{d['mean']:.2f} / {d['median']:g}",
+            "compression": f"{_ci(comp['rate'], comp['low'], comp['high'])} on {'+'.join(map(str, d['top_levels']))}",
+            "anchor check": anchor_check_text(res, r["flagged"])}
+
+
 @app.command("history")
 @user_errors
 def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.text) -> None:
     """List the store's runs over time with what each was measured under (judge, rubric, template, pairs) and
     its swap-consistency, flip direction, win rate and gate verdict. A run that did not measure the swap under
-    its own judge, rubric and template is flagged."""
+    its own judge, rubric and template is flagged. Anchored scoring runs follow, each with its score
+    distribution and whether its anchor check passed or flagged the run."""
     with open_store(store) as st:
         entries = history(st)
+        anchored = st.anchor_runs()
     if output is OutputFormat.json:
-        print(json.dumps([e.to_dict() for e in entries], indent=2, allow_nan=False))
+        items = [{"kind": "pairwise", **e.to_dict()} for e in entries]
+        items += [{"kind": "anchors", "anchored_run": r["id"], "started_at": r["started_at"], "judge": r["judge"],
+                   "judge_model": r["judge_model"], "judge_hash": r["judge_hash"], "rubric_hash": r["rubric_hash"],
+                   "reference_hash": r["reference_hash"], "pinned_path": r["pinned_path"],
+                   "flagged": r["flagged"], **{k: r["result"][k] for k in ("unparsed", "exemplars", "distribution",
+                                                                            "check")}} for r in anchored]
+        print(json.dumps(items, indent=2, allow_nan=False))
         return
     rows = [_row(e) for e in entries]
+    arows = [_anchor_row(r) for r in anchored]
     if output is OutputFormat.markdown:
-        print("# Run history\n\n" + _markdown_table(rows), end="")
+        text = "# Run history\n\n" + _markdown_table(rows)
+        if arows:
+            text += "\n## Anchored scoring runs\n\n" + _markdown_table(arows)
+        print(text, end="")
         return
-    if not rows:
+    if not rows and not arows:
         stdout.print("the store holds no runs")
         return
     # One short block per run: a terminal is too narrow for every column side by side.
@@ -104,6 +143,13 @@ def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.tex
         if r["flags"] != "-":
             lines.append(f"  flag: {r['flags']}")
         blocks.append("\n".join(lines))
+    for a in arows:
+        blocks.append("\n".join([
+            f"anchored run {a['anchored run']}  {a['started (UTC)']}  {a['judge']}",
+            f"  measured under: rubric {a['rubric']}  reference set {a['reference set']}",
+            f"  scored {a['scored']}: {a['distribution']}; mean / median {a['mean / median']}; "
+            f"compression {a['compression']}",
+            f"  anchor check: {a['anchor check']}"]))
     stdout.print("\n\n".join(blocks), highlight=False, markup=False)
 
 
@@ -141,6 +187,19 @@ def _compare_lines(cmp: RunComparison) -> list[str]:
         p = "n/a" if at.p_value is None else f"{at.p_value:.3g}"
         lines.append(f"  right in both orders ({at.pairs} labelled pairs): both {at.both}, only run {cmp.a.run_id} "
                      f"{at.only_a}, only run {cmp.b.run_id} {at.only_b}, neither {at.neither}; p = {p}")
+    if cmp.paired_differences:
+        conf = cmp.paired_differences[0].confidence
+        lines += ["", f"Paired differences on what both runs judged (run {cmp.b.run_id} minus run {cmp.a.run_id}, "
+                      f"{conf:.0%} Newcombe paired interval):"]
+        units = {"consistency": "shared pairs", "first_slot_rate": "shared calls", "accuracy": "labelled pairs"}
+        for pd in cmp.paired_differences:
+            if pd.difference is None:
+                lines.append(f"  {names[pd.what]}: no {units[pd.what]} in common")
+                continue
+            assert pd.low is not None and pd.high is not None
+            lines.append(f"  {names[pd.what]}: {pct(pd.rate_a)} -> {pct(pd.rate_b)} on {pd.units} "
+                         f"{units[pd.what]}: {pd.difference * 100:+.1f} points "
+                         f"[{pd.low * 100:+.1f}, {pd.high * 100:+.1f}]")
     if cmp.flags:
         lines += ["", "Flags:"] + [f"  {f}" for f in cmp.flags]
     return lines
@@ -262,8 +321,8 @@ def adaptive_command(
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Adaptive swapping, offline: at each threshold, how many swapped calls a run would have saved by making
-    the second order only when the first verdict's confidence is below it, and how many flips it would have
-    missed (an unswapped pair is assumed consistent)."""
+    the second order only when the first verdict's confidence is below it, how many flips it would have missed
+    (flips in unswapped pairs, never seen), and the swap-consistency it would report on the swapped pairs."""
     try:
         levels = [float(x) for x in thresholds.split(",") if x.strip()]
     except ValueError:
@@ -287,7 +346,8 @@ def adaptive_command(
             f"{result.without_confidence} without a verdict probability (always swapped)")
     rows = [{"threshold": f"{t.threshold:g}", "calls saved": f"{t.calls_saved} ({pct(t.saved_share)})",
              "flips missed": f"{t.flips_missed} of {t.flips} ({pct(t.missed_share)})",
-             "consistency reported": pct(t.consistency_reported)} for t in result.thresholds]
+             "consistency reported (swapped pairs)": "n/a (none swapped)" if t.consistency_reported is None
+             else f"{pct(t.consistency_reported)} of {t.swapped}"} for t in result.thresholds]
     if output is OutputFormat.markdown:
         print(f"# Adaptive swapping (run {run_id})\n\n{head}\n\n" + _markdown_table(rows), end="")
         return
@@ -308,6 +368,9 @@ def anchors_command(
                                                                   "default: the configuration's `pinned`.")] = None,
     out: Annotated[Path | None, typer.Option("-o", "--output", help="Write this run's reference scores "
                                                                     "(JSONL), e.g. to pin them.")] = None,
+    store: Annotated[Path | None, typer.Option("--store", help="The run store the scores go to (default: the "
+                                                               "configuration's `store`, else ./swapjudge.db).")]
+    = None,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
@@ -315,7 +378,7 @@ def anchors_command(
     from swapjudge.anchors_run import run_anchors
     from swapjudge.textfiles import write_atomic
 
-    res = run_anchors(config, pinned=pinned)
+    res = run_anchors(config, pinned=pinned, store=store)
     if out is not None:
         write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
                                    if v is not None))
@@ -323,7 +386,8 @@ def anchors_command(
         print(json.dumps(res.to_dict(), indent=2, allow_nan=False))
     else:
         d = res.distribution
-        lines = [f"reference set: {d.n} scored ({res.unparsed} unparsable), rubric {res.rubric_hash[:12]}",
+        lines = [f"anchored run {res.run_id} stored in {res.store}",
+                 f"reference set: {d.n} scored ({res.unparsed} unparsable), rubric {res.rubric_hash[:12]}",
                  "distribution: " + ", ".join(f"{lv}: {c}" for lv, c in zip(d.levels, d.counts, strict=True))
                  + f"; mean {d.mean:.2f}, median {d.median:g}",
                  f"scale compression (two most common levels {d.top_levels}): "

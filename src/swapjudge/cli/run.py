@@ -47,6 +47,14 @@ def _print_estimate(est: DryRunEstimate) -> None:
         lines.append(f"  the store's cache saves: {_money(est.store_cache_saving_usd)}")
     if est.orders == "random":
         lines.append("  random order: one call per pair, so swap-consistency will NOT be measured")
+    if est.adaptive_swap is not None:
+        unknown = est.adaptive_swaps_planned - est.adaptive_firsts_known
+        lines.append(
+            f"  adaptive swapping (threshold {est.adaptive_swap:g}): the counts above make every swapped call, the "
+            f"upper bound; of its {est.adaptive_swaps_planned:,} swapped calls, {est.adaptive_skips_known:,} would "
+            f"be skipped by first verdicts already stored or cached, and {unknown:,} depend on first verdicts not "
+            "known yet (the saving is known only after the first orders)"
+        )
     stdout.print("\n".join(lines), highlight=False)
 
 
@@ -56,7 +64,9 @@ def _summary(outcome: RunOutcome) -> str:
     return (
         f"run {outcome.run_id}{' (resumed)' if outcome.resumed else ''}: {s.planned:,} calls planned; "
         f"{s.already_stored:,} already stored, {s.identical:,} identical (ties, no call), "
-        f"{s.cached:,} from cache, {s.made:,} made ({s.http_attempts:,} HTTP attempts), {s.failed:,} failed, "
+        f"{s.cached:,} from cache, {s.made:,} made ({s.http_attempts:,} HTTP attempts), "
+        + (f"{s.adaptive_skipped:,} swapped calls skipped (adaptive), " if s.adaptive_skipped else "")
+        + f"{s.failed:,} failed, "
         f"{s.unparsed:,} without a parsable verdict; spend {spend}; {outcome.elapsed_s:.1f} s"
     )
 

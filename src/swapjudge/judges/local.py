@@ -341,6 +341,44 @@ class LocalJudge:
             output_tokens=n_out, cached_input_tokens=n_cached, cost_usd=0.0, settings=self._settings(),
         )
 
+    # ---- pointwise scoring (anchored scores) -----------------------------------------------------------
+
+    def score_sync(self, system: str, user: str, levels: Sequence[str],
+                   prefix: str = "Score: ") -> tuple[str, dict[str, float] | None, str | None]:
+        """One answer scored on a scale: (reply text, probability of each level or None, error or None). In
+        `logprobs` mode the level is read from the next-token distribution after `prefix`, as verdicts are; in
+        `generate` mode the reply is decoded greedily and left to the caller's strict parser."""
+        with self._lock:
+            llm = self._load_locked()
+            prompt = self.chat_tokens([("system", system), ("user", user)])
+            if self.mode == "generate":
+                max_new = self.max_tokens or 16
+                if len(prompt) > llm.n_ctx() - max_new:
+                    return "", None, f"prompt of {len(prompt)} tokens does not fit the context of {llm.n_ctx()}"
+                logits, _ = self._evaluate(prompt)
+                text, _ = self._greedy(logits, max_new)
+                return text, None, None
+            seqs = [self._tokenize(prefix + level, special=False) for level in levels]
+            k = min(_common_prefix(seqs[0], s) for s in seqs[1:])
+            if any(len(s) <= k for s in seqs) or len({s[k] for s in seqs}) != len(seqs):
+                raise SwapjudgeError(f"scale levels {tuple(levels)} cannot be told apart by one token after "
+                                     f"{prefix!r}")
+            full = prompt + seqs[0][:k]
+            if len(full) > llm.n_ctx() - 1:
+                return "", None, f"prompt of {len(full)} tokens does not fit the context of {llm.n_ctx()}"
+            logits, _ = self._evaluate(full)
+            logp = _softmax_log(logits)
+            probs = {level: float(np.exp(logp[seq[k]])) for level, seq in zip(levels, seqs, strict=True)}
+            best = max(levels, key=lambda lv: probs[lv])
+            return f"{prefix}{best}", probs, None
+
+    async def score(self, system: str, user: str, levels: Sequence[str],
+                    prefix: str = "Score: ") -> tuple[str, dict[str, float] | None, str | None]:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="swapjudge-local")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self.score_sync, system, user,
+                                                                levels, prefix)
+
     # ---- Judge protocol --------------------------------------------------------------------------------
 
     async def judge(self, request: JudgeRequest) -> JudgeReply:
@@ -357,7 +395,8 @@ def from_config(cfg: Any) -> LocalJudge:
     `n_threads`, `n_batch`, `reuse_prefix`, `model_dir`."""
     extra: dict[str, Any] = dict(cfg.extra()) if hasattr(cfg, "extra") else {}
     known = {"mode", "n_ctx", "n_threads", "n_batch", "reuse_prefix", "model_dir"}
-    unknown = sorted(set(extra) - known)
+    # `version` labels the judge for run history (it enters the judge hash), it is no option of the model
+    unknown = sorted(set(extra) - known - {"version"})
     if unknown:
         raise ConfigError(f"key `judge.{unknown[0]}`: not an option of the local backend "
                           f"(options: {', '.join(sorted(known))})")
