@@ -173,6 +173,9 @@ def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: 
         assert again.resumed and again.run_id == first.run_id
         assert server.total == len(lost) + len(UNSURE) and max(server.requests.values()) == 1
         assert again.stats.adaptive_skipped == N_ITEMS - len(UNSURE) and again.stats.already_stored == N_ITEMS - 4
+        listing = CliRunner().invoke(app, ["runs", "--store", str(db)], catch_exceptions=False)
+        text = " ".join(listing.stdout.split())
+        assert f"{N_ITEMS + len(UNSURE)}/{2 * N_ITEMS}" in text and "(adaptive swap below 0.9)" in text
     calls = stored_calls(db, first.run_id)
     assert len(calls) == N_ITEMS + len(UNSURE)
     fresh = estimate(load_config(write_config(tmp_path, base_url="http://127.0.0.1:9/v1", name="other.yaml",

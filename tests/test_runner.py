@@ -283,6 +283,20 @@ def test_dry_run_counts_calls_cache_and_cost(tmp_path: Path) -> None:
     assert after.calls_to_make == 0 and after.cached == 18
 
 
+def test_dry_run_of_a_local_judge_costs_nothing_unless_priced(tmp_path: Path) -> None:
+    write_pairs(tmp_path, 4)
+    local = {"backend": "local", "model": "smollm2-135m-instruct-q4_1", "base_url": None}
+    est = estimate(load_config(write_config(tmp_path, base_url="", judge=local)))
+    assert est.calls_to_make == 8 and est.price_known and est.cost_usd == 0.0
+    # a price the configuration gives (say, for the machine's time) is used as given
+    priced = write_config(tmp_path, base_url="", judge=local, name="priced.yaml",
+                          prices={"smollm2-135m-instruct-q4_1": {"input": 1.0, "output": 1.0}})
+    assert estimate(load_config(priced)).cost_usd == pytest.approx(est.input_tokens / 1e6 + est.output_tokens / 1e6)
+    # a hosted model without a known price has no cost, never a made-up 0
+    assert estimate(load_config(write_config(tmp_path, base_url="http://127.0.0.1:9/v1", name="hosted.yaml"))
+                    ).cost_usd is None
+
+
 def test_all_pairs_plan_dedupes_identical_prompts_within_a_run(tmp_path: Path) -> None:
     rows = [
         {

@@ -25,12 +25,21 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 
-def price_for(model: str | None, overrides: Mapping[str, Price] | None = None) -> Price | None:
-    """Exact name first (configuration, then built-in), then the longest built-in prefix (dated names)."""
+# Backends that run in this process or read stored replies: nothing is paid per token.
+FREE_BACKENDS = frozenset({"local", "replay"})
+FREE = Price(input=0.0, output=0.0, cached_input=0.0)
+
+
+def price_for(model: str | None, overrides: Mapping[str, Price] | None = None, *,
+              backend: str | None = None) -> Price | None:
+    """Exact name first (configuration, then built-in), then the longest built-in prefix (dated names); free for
+    a backend that pays nothing per token (unless the configuration prices the model, e.g. its electricity)."""
+    if model and overrides and model in overrides:
+        return overrides[model]
+    if backend in FREE_BACKENDS:
+        return FREE
     if not model:
         return None
-    if overrides and model in overrides:
-        return overrides[model]
     if model in DEFAULT_PRICES:
         return DEFAULT_PRICES[model]
     prefixes = [name for name in DEFAULT_PRICES if model.startswith(name + "-")]

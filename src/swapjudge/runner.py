@@ -709,7 +709,7 @@ async def _execute(
                 store=store,
                 run_id=run_id,
                 judge_hash=loaded.judge_hash,
-                price=price_for(jc.model, loaded.config.prices),
+                price=price_for(jc.model, loaded.config.prices, backend=jc.backend),
                 stats=stats,
                 progress=bar,
                 started=time.perf_counter(),
@@ -805,7 +805,7 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
     in_tok = int(sum((len(c.request.system) + len(c.request.user)) / CHARS_PER_TOKEN for c in to_make))
     out_tok = sum(expected_output_tokens(c.request) for c in to_make)
     prefix = int(len(plan.calls[0].request.system) / CHARS_PER_TOKEN) if plan.calls else 0
-    price = price_for(cfg.judge.model, cfg.prices)
+    price = price_for(cfg.judge.model, cfg.prices, backend=cfg.judge.backend)
     cost = call_cost(price, input_tokens=in_tok, output_tokens=out_tok)
     saving = None
     if price is not None and to_make:

@@ -23,6 +23,12 @@ StoreOpt = Annotated[
 ]
 
 
+def _adaptive_mark(config: dict[str, Any]) -> str:
+    """A done adaptive run stores fewer calls than planned: the skipped swaps were never meant to be made."""
+    threshold = config.get("adaptive_swap") if isinstance(config, dict) else None
+    return "" if threshold is None else f" (adaptive swap below {threshold:g})"
+
+
 def _money(value: float | None) -> str:
     return "unknown (no price for this model: add it under `prices:`)" if value is None else f"${value:,.4f}"
 
@@ -172,7 +178,7 @@ def runs_command(
             i.started_at.replace("T", " ").removesuffix("+00:00"),
             i.status,
             i.judge,
-            f"{i.stored_calls:,}/{i.total_calls:,}",
+            f"{i.stored_calls:,}/{i.total_calls:,}" + _adaptive_mark(i.config),
             str(i.failed_calls),
             f"${i.cost_usd:,.4f}",
             i.config_hash[:10],
