@@ -139,7 +139,11 @@ def intervals_svg(analysis: JudgeAnalysis) -> str:
             continue
         ax.plot([100 * low, 100 * high], [y, y], color="#333333", lw=2)
         ax.plot([100 * value], [y], "o", color="#333333", ms=6)
-        ax.text(100 * high + 1.2, y, f"{100 * value:.1f}%", va="center", fontsize=8)
+        # the label goes right of the interval, or left of it when the interval reaches the right edge
+        if high < 0.88:
+            ax.text(100 * high + 1.2, y, f"{100 * value:.1f}%", va="center", fontsize=8)
+        else:
+            ax.text(100 * low - 1.2, y, f"{100 * value:.1f}%", va="center", ha="right", fontsize=8)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(-2, 102)
