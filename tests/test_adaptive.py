@@ -3,6 +3,7 @@ server on 127.0.0.1 that returns verdict log-probabilities (OpenAI wire format).
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -17,9 +18,11 @@ from typer.testing import CliRunner
 from judge_server import JudgeServer
 from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.adaptive import adaptive_offline
+from swapjudge.analysis import analyze
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.errors import ConfigError
+from swapjudge.errors import ConfigError, InputError
+from swapjudge.records import load_records, records_from_dicts
 from swapjudge.runner import analyze_run, estimate, run, verdict_confidence
 from swapjudge.store import Store
 
@@ -63,17 +66,19 @@ def test_offline_calls_saved_and_flips_missed_on_hand_counts() -> None:
 
 class UnsureJudge(JudgeServer):
     """Names the CORRECT answer with probability 0.97, except on every fourth question, where it is unsure
-    (probability 0.6) and names whatever sits in slot 1: those pairs flip."""
+    (probability 0.6) and, on the questions in `flips` (default: all of them), names whatever sits in slot 1:
+    those pairs flip."""
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, flips: set[int] = UNSURE, **kw: Any) -> None:
         super().__init__(**kw)
         self.local = threading.local()
+        self.flips = flips
 
     def decide(self, user: str, allow_tie: bool) -> str:
         m = re.search(r"Question (\d+):", user)
         unsure = m is not None and int(m.group(1)) in UNSURE
         self.local.p = 0.6 if unsure else 0.97
-        return "A" if unsure else super().decide(user, allow_tie)
+        return "A" if unsure and m is not None and int(m.group(1)) in self.flips else super().decide(user, allow_tie)
 
     def _logprobs(self, text: str, label: str) -> list[dict[str, Any]]:  # type: ignore[override]
         p = self.local.p
@@ -226,3 +231,106 @@ def test_adaptive_command_needs_probabilities(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "no call carries verdict probabilities" in res.stderr
     res = CliRunner().invoke(app, ["adaptive", "1", "--store", str(tmp_path / "swapjudge.db"), "--thresholds", "x"])
     assert res.exit_code == 2 and "--thresholds" in res.stderr
+
+
+def _cli_json(args: list[str], exit_code: int) -> dict[str, Any]:
+    res = CliRunner().invoke(app, [*args, "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == exit_code, res.output
+    return dict(json.loads(res.stdout))
+
+
+def _without(path: Path, column: str) -> Path:
+    """The same export with one column dropped (JSONL or CSV)."""
+    out = path.with_name(f"bare{path.suffix}")
+    if path.suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        with out.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, [k for k in rows[0] if k != column])
+            writer.writeheader()
+            writer.writerows({k: v for k, v in r.items() if k != column} for r in rows)
+    else:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        assert all(column in r for r in rows)
+        out.write_text("".join(json.dumps({k: v for k, v in r.items() if k != column}) + "\n" for r in rows),
+                       encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize(("threshold", "flips", "gate_exit"), [(0.9, {0}, 0), (0.55, set(), 1)])
+def test_export_of_adaptive_run_analyses_as_the_run_did(tmp_path: Path, threshold: float, flips: set[int],
+                                                        gate_exit: int) -> None:
+    """`swapjudge analyze` of an adaptive run's export (JSONL and CSV) prints what `swapjudge run` printed: the
+    registered threshold makes the skipped swaps an expected part of the run. Without it they are an error."""
+    write_pairs(tmp_path, N_ITEMS)
+    db = tmp_path / "swapjudge.db"
+    with UnsureJudge(flips=flips, policy="better") as server:
+        cfg = write_config(tmp_path, base_url=server.openai_url, judge={"logprobs": True}, adaptive_swap=threshold)
+        ran = _cli_json(["run", str(cfg), "--no-progress"], gate_exit)
+    run_info = ran.pop("run")
+    sure = N_ITEMS - len(UNSURE)
+    swapped = len(UNSURE) if threshold == 0.9 else 0
+    assert run_info["stats"]["adaptive_skipped"] == N_ITEMS - swapped
+    if swapped:
+        # 8 unsure pairs swapped, q000 flipped: consistency 7 of 8, the gate passes; the win rate counts the
+        # 22 single verdicts and 7 consistent wins for `good` and the flip as a split
+        assert (ran["consistency"]["consistent"], ran["consistency"]["pairs"]) == (swapped - 1, swapped)
+        counts = ran["win_rate"]["counts"]
+        assert ran["gate"]["passed"] and counts == {"a_wins": sure + swapped - 1, "b_wins": 0, "splits": 1,
+                                                    "pairs": N_ITEMS}
+        assert ran["win_rate"]["value"] == pytest.approx((N_ITEMS - 0.5) / N_ITEMS)
+    else:
+        # nothing swapped: single-order data, swap-consistency not measured, the gate fails
+        assert ran["single_order"] and ran["consistency"]["rate"] is None and not ran["gate"]["passed"]
+    assert any(n.startswith(f"adaptive swapping (threshold {threshold:g}): {swapped} pair(s) swapped, "
+                            f"{N_ITEMS - swapped} judged in one order only") for n in ran["notes"])
+    for suffix in ("jsonl", "csv"):
+        export = tmp_path / f"out.{suffix}"
+        res = CliRunner().invoke(app, ["export", "--latest", "-o", str(export), "--store", str(db)],
+                                 catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        # exports do not register which system is `a` (analyze would take them alphabetically): name it
+        got = _cli_json(["analyze", str(export), "--a", "good"], gate_exit)
+        assert got == ran, suffix
+        # the acceptance is tied to the registration: without it the skipped swaps are lonely calls again
+        # (in single-order data, with no pair swapped, they were always accepted, as single-order data)
+        bare = _without(export, "registered_adaptive_swap")
+        res = CliRunner().invoke(app, ["analyze", str(bare), "--format", "json"])
+        if swapped:
+            assert res.exit_code == 2 and "pair judged in one order only" in res.stderr, res.output
+        else:
+            assert json.loads(res.stdout)["win_rate"] is None and json.loads(res.stdout)["pairs"]["total"] == N_ITEMS
+
+
+def _call(item: str, first: str, second: str, verdict: str | None, **extra: Any) -> dict[str, Any]:
+    return {"item": item, "first": first, "second": second, "verdict": verdict, **extra}
+
+
+def test_registered_threshold_accepts_skipped_swaps_only(tmp_path: Path) -> None:
+    """A record carrying the threshold and a verdict may stand alone (a skipped swap); a failed second call
+    leaves its pair incomplete as before; a lonely call without a verdict cannot be a skipped swap."""
+    reg = {"registered_adaptive_swap": 0.8, "registered_tie_policy": "half_credit"}
+    rows = [_call("q0", "a", "b", "first", **reg), _call("q0", "b", "a", "second", **reg),  # swapped, a wins
+            _call("q1", "b", "a", "second", **reg),  # skipped swap: a wins in its one order
+            _call("q2", "b", "a", "first", **reg),  # skipped swap: b wins
+            _call("q3", "a", "b", "first", **reg), _call("q3", "b", "a", None, **reg)]  # swap made, failed
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for recs in (load_records(path, extras=False), load_records(path), records_from_dicts(rows)):
+        assert recs.registered_adaptive_swap == 0.8
+        (res,) = analyze(recs, a="a", b="b")
+        assert (res.outcomes.complete, res.outcomes.incomplete) == (1, 3)
+        assert res.win_rate is not None and (res.win_rate.a_wins, res.win_rate.b_wins, res.win_rate.pairs) == (2, 1, 3)
+        assert "1 pair(s) without two usable verdicts (failed or unparsable calls) are shown and left out of " \
+               "every rate" in res.notes
+        assert any(n.startswith("adaptive swapping (threshold 0.8): 1 pair(s) swapped, 2 judged in one order only")
+                   for n in res.notes)
+    bad = [*rows, _call("q4", "a", "b", None, **reg)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in bad), encoding="utf-8")
+    with pytest.raises(InputError, match="pair judged in one order only") as err:
+        load_records(path, extras=False)
+    assert err.value.line == 7
+    # a threshold outside (0.5, 1] registers nothing
+    odd = [{**r, "registered_adaptive_swap": "yes"} for r in rows]
+    with pytest.raises(InputError, match="pair judged in one order only"):
+        records_from_dicts(odd)

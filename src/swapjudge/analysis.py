@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from swapjudge.adaptive import adaptive_view
 from swapjudge.agreement import Accuracy, label_accuracy
 from swapjudge.errors import SwapjudgeError
 from swapjudge.pairs import PairTable, build_pairs, probe_calls, verdict_codes
@@ -27,7 +28,7 @@ from swapjudge.policy import (
     win_rate,
 )
 from swapjudge.probes.identical import IdenticalProbe, identical_probe
-from swapjudge.records import RecordSet, select_judges
+from swapjudge.records import RecordSet, registered_adaptive_swap, select_judges, skipped_swaps
 from swapjudge.swap import (
     Consistency,
     CrossTable,
@@ -163,6 +164,11 @@ def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: s
         pairs = PairTable(pairs_all.frame.filter(pl.col("judge") == name))
         calls = frame.filter(pl.col("judge") == name)
         result = _analyze_judge(name, pairs, calls, a, b, policy, min_consistency, confidence)
+        # an adaptive run's export: its skipped swaps are read as `swapjudge run` reads them from the store
+        threshold = registered_adaptive_swap(calls)
+        if threshold is not None:
+            heads = skipped_swaps(calls).select("first", "second", "verdict").to_dicts()
+            result = adaptive_view(result, heads, threshold, {"tie_policy": policy, "confidence": confidence})
         if policy_note:
             result = dataclasses.replace(result, notes=(*result.notes, policy_note))
         results.append(result)

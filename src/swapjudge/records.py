@@ -33,8 +33,11 @@ CORE_SCHEMA: dict[str, Any] = {
     "label": pl.String,
 }
 KEY = ("judge", "round", "item", "first", "second")
-# Provenance the analysis reads even when extras are skipped: the tie policy a run was registered with.
+# Provenance the analysis reads even when extras are skipped: the tie policy a run was registered with, and an
+# adaptive run's threshold (its pairs whose swap was skipped are single-order by design, not a defect).
 REGISTERED_POLICY = "registered_tie_policy"
+REGISTERED_ADAPTIVE = "registered_adaptive_swap"
+REGISTERED_SCHEMA: dict[str, Any] = {REGISTERED_POLICY: pl.String, REGISTERED_ADAPTIVE: pl.Float64}
 
 
 @dataclass(frozen=True)
@@ -57,11 +60,50 @@ class RecordSet:
         return str(values[0]) if len(values) == 1 else None
 
     @property
+    def registered_adaptive_swap(self) -> float | None:
+        """The adaptive swapping threshold the run behind these records was registered with (None: always both)."""
+        return registered_adaptive_swap(self.frame)
+
+    @property
     def judges(self) -> list[str]:
         return select_judges(self.frame)
 
     def __len__(self) -> int:
         return self.frame.height
+
+
+def _threshold(frame: pl.DataFrame) -> pl.Expr:
+    """Each record's registered adaptive threshold; null where absent or not a threshold in (0.5, 1]."""
+    dtype = frame.schema.get(REGISTERED_ADAPTIVE)
+    col = pl.col(REGISTERED_ADAPTIVE)
+    if dtype == pl.String:  # CSV, or a slow-path column of mixed types
+        value = col.str.strip_chars().cast(pl.Float64, strict=False)
+    elif dtype is not None and dtype.is_numeric():
+        value = col.cast(pl.Float64)
+    else:
+        return pl.lit(None, dtype=pl.Float64)
+    return pl.when(value.is_between(0.5, 1.0, closed="right")).then(value)
+
+
+def registered_adaptive_swap(frame: pl.DataFrame) -> float | None:
+    """The one adaptive threshold these records were registered with (None: none, or several disagree)."""
+    if REGISTERED_ADAPTIVE not in frame.columns:
+        return None
+    values = frame.select(_threshold(frame)).to_series().drop_nulls().unique().to_list()
+    return float(values[0]) if len(values) == 1 else None
+
+
+def skipped_swaps(frame: pl.DataFrame) -> pl.DataFrame:
+    """The records an adaptive run left single-order: a pair call whose swapped twin is absent, with a verdict
+    and the registered threshold (a skipped swap always follows a usable first verdict)."""
+    if REGISTERED_ADAPTIVE not in frame.columns:
+        return frame.clear()
+    return frame.filter(_unpaired_mask(frame) & _expected_single(frame))
+
+
+def _expected_single(frame: pl.DataFrame) -> pl.Series:
+    """True for records that may stand alone: they carry an adaptive run's threshold and a verdict."""
+    return frame.select(_threshold(frame).is_not_null() & pl.col("verdict").is_not_null()).to_series()
 
 
 def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
@@ -94,7 +136,7 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
     frame = _slow_frame(data, str(path), is_csv)
     if not extras:
-        kept = [*CORE_SCHEMA, "_line", *([REGISTERED_POLICY] if REGISTERED_POLICY in frame.columns else [])]
+        kept = [*CORE_SCHEMA, "_line", *(c for c in REGISTERED_SCHEMA if c in frame.columns)]
         frame = frame.select(kept)
     return _checked(frame, str(path), allow_unpaired)
 
@@ -132,10 +174,8 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
                 raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=present, infer_schema_length=None)
             else:
                 # a fixed schema skips the full-file type inference, the costliest step of the read
-                schema = {**CORE_SCHEMA, REGISTERED_POLICY: pl.String}
-                raw = pl.read_ndjson(io.BytesIO(data), schema=schema)
-                if raw.get_column(REGISTERED_POLICY).null_count() == raw.height:
-                    raw = raw.drop(REGISTERED_POLICY)
+                raw = pl.read_ndjson(io.BytesIO(data), schema={**CORE_SCHEMA, **REGISTERED_SCHEMA})
+                raw = raw.drop([c for c in REGISTERED_SCHEMA if raw.get_column(c).null_count() == raw.height])
         if any(col not in raw.columns for col in REQUIRED):
             return None
         return _normalise(raw)
@@ -185,7 +225,10 @@ def _problems(frame: pl.DataFrame, pairs: PairTable, allow_unpaired: bool) -> bo
     if probes.height and probes.select(pl.struct(list(KEY)).is_duplicated().any()).item():
         return True
     unpaired = counts.select((pl.col("n_xf") == 0) | (pl.col("n_yf") == 0)).to_series()
-    return bool(unpaired.any()) and not allow_unpaired and not bool(unpaired.all())
+    if not unpaired.any() or allow_unpaired or unpaired.all():
+        return False
+    # an adaptive run's skipped swaps are expected; any other one-order pair is a problem
+    return REGISTERED_ADAPTIVE not in frame.columns or bool((_unpaired_mask(frame) & ~_expected_single(frame)).any())
 
 
 def _single_order(pairs: PairTable) -> bool:
@@ -293,7 +336,7 @@ def _raise_problems(frame: pl.DataFrame, path: str, allow_unpaired: bool) -> Non
             path=path, line=second_line, field="item", more=max(0, dup.height - 2))
     if allow_unpaired:
         return
-    lonely = frame.filter(_unpaired_mask(frame))
+    lonely = frame.filter(_unpaired_mask(frame) & ~_expected_single(frame))
     if lonely.height:
         row = lonely.sort("_line").row(0, named=True)
         raise InputError(

@@ -23,6 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
+from swapjudge.adaptive import adaptive_view, verdict_confidence
 from swapjudge.config import LoadedConfig, Price
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.judges.base import (
@@ -536,14 +537,6 @@ def _identical_record(call: PlannedCall) -> CallRecord:
     )
 
 
-def verdict_confidence(verdict: str | None, probabilities: dict[str, float] | None) -> float | None:
-    """The probability of the verdict given, normalised over the verdict options; None when unknown."""
-    if verdict is None or not probabilities or verdict not in probabilities:
-        return None
-    total = sum(v for v in probabilities.values() if v > 0)
-    return None if total <= 0 else probabilities[verdict] / total
-
-
 def adaptive_skips(calls: Iterable[Mapping[str, Any]], threshold: float) -> dict[tuple[int, str, str, str], float]:
     """The swapped calls adaptive swapping does not make: for each stored first-order call without a transport
     error whose verdict's confidence is at least `threshold`, the key (round, item, first, second) of its swapped
@@ -871,10 +864,13 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
 
 
 def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
-    """A run's presentation records with the run's registration (configuration hash, tie policy) attached,
-    so a later analysis can tell when it applies a policy other than the registered one."""
+    """A run's presentation records with the run's registration (configuration hash, tie policy and, for an
+    adaptive run, its threshold) attached, so a later analysis applies what the run was registered with."""
     info = store.run(run_id)
     extra = {"config_hash": info.config_hash, "registered_tie_policy": info.config.get("tie_policy")}
+    if info.config.get("adaptive_swap") is not None:
+        # the skipped swaps are part of the run: the analysis of the export accepts and counts them as `run` does
+        extra["registered_adaptive_swap"] = float(info.config["adaptive_swap"])
     return [{**rec, **extra} for rec in store.presentation_records(run_id)]
 
 
@@ -911,63 +907,19 @@ def analyze_run(store: Store, run_id: int, records: Any = None, **overrides: Any
     }
     analyses = analyze(records, **{**settings, **overrides})
     threshold = cfg.get("adaptive_swap")
-    if threshold is not None:
-        analyses = [_adaptive_note(store, run_id, a, float(threshold), {**settings, **overrides}) for a in analyses]
+    # records carrying the registered threshold got the adaptive treatment in `analyze` already
+    if threshold is not None and getattr(records, "registered_adaptive_swap", None) is None:
+        heads = _unswapped_calls(store, run_id, float(threshold))
+        analyses = [adaptive_view(a, heads, float(threshold), {**settings, **overrides}) for a in analyses]
     return analyses
 
 
-def _adaptive_note(store: Store, run_id: int, analysis: Any, threshold: float, settings: dict[str, Any]) -> Any:
-    """An adaptive run's analysis, said plainly: swap-consistency (and the gate, and label accuracy) come from the
-    swapped pairs alone, a selected subset; the win rate counts every pair, an unswapped one by its one verdict."""
-    import dataclasses
-
-    from swapjudge.policy import decision, win_rate
-
+def _unswapped_calls(store: Store, run_id: int, threshold: float) -> list[dict[str, Any]]:
+    """The first calls of an adaptive run's pairs whose swap was skipped (confident enough, twin not stored)."""
     calls = list(store.calls(run_id))
     skipped = adaptive_skips(calls, threshold)
     stored = {(int(c["round"]), str(c["item"]), str(c["first"]), str(c["second"])) for c in calls
               if c["source"] != "inferred"}
-    chosen = set(analysis.pair) if analysis.pair else None
-    heads = [c for c in calls if c["order_index"] == 0 and c["source"] != "inferred"
-             and (int(c["round"]), str(c["item"]), str(c["second"]), str(c["first"])) in skipped
-             and (int(c["round"]), str(c["item"]), str(c["second"]), str(c["first"])) not in stored
-             and (chosen is None or {c["first"], c["second"]} == chosen)]
-    if not heads:
-        return analysis
-    unswapped = len(heads)
-    o = analysis.outcomes
-    other_incomplete = o.incomplete - unswapped
-    generic = f"{o.incomplete} pair(s) without two usable verdicts"
-    notes = [n for n in analysis.notes if not n.startswith(generic)]
-    if other_incomplete > 0:
-        notes.append(f"{other_incomplete} pair(s) without two usable verdicts (failed or unparsable calls) are "
-                     "shown and left out of every rate")
-    cons = analysis.consistency
-    measured = "not measured" if cons is None or cons.rate is None else f"{cons.rate:.1%}"
-    head = (f"adaptive swapping (threshold {threshold:g}): {o.complete} pair(s) swapped, {unswapped} judged in one "
-            f"order only (first verdict's confidence >= {threshold:g}; no swap measurement, nothing assumed). ")
-    if o.complete == 0:
-        notes.append(head + "No pair was swapped, so swap-consistency is not measured and the gate fails; "
-                            "confident verdicts can still be position-driven")
-    else:
-        notes.append(head + f"Swap-consistency ({measured}), the gate and label accuracy use the {o.complete} swapped "
-                            "pair(s) alone: a selected subset (the least confident first verdicts, plus any served "
-                            "from the cache), which says nothing certain about the unswapped pairs; confident "
-                            "verdicts can still be position-driven")
-    rate = analysis.win_rate
-    result = dataclasses.replace(analysis, notes=tuple(notes))
-    if analysis.pair is None:
-        return result
-    a, b = analysis.pair
-    aw, bw, splits = (0, 0, 0) if rate is None else (rate.a_wins, rate.b_wins, rate.splits)
-    for h in heads:
-        named = "tie" if h["verdict"] == "tie" else h["first"] if h["verdict"] == "first" else h["second"]
-        aw, bw, splits = aw + (named == a), bw + (named == b), splits + (named == "tie")
-    policy = rate.policy if rate is not None else settings.get("tie_policy") or "half_credit"
-    mixed = win_rate(a, b, aw, bw, splits, policy, float(settings.get("confidence", 0.95)))
-    notes.append(
-        f"win rate over all {mixed.pairs} pair(s): each swapped pair by its two-order outcome under the tie policy, "
-        f"each of the {unswapped} unswapped pair(s) by its one verdict in its coin-flipped order (a position-driven "
-        "verdict there counts as a win for whichever system sat in slot 1, not as a flip)")
-    return dataclasses.replace(result, win_rate=mixed, notes=tuple(notes),
-                               decision=decision(mixed.margin, cons.flip_rate_high if cons else None))
+    twin = [(int(c["round"]), str(c["item"]), str(c["second"]), str(c["first"])) for c in calls]
+    return [c for c, key in zip(calls, twin, strict=True)
+            if c["order_index"] == 0 and c["source"] != "inferred" and key in skipped and key not in stored]
