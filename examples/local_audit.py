@@ -5,7 +5,8 @@
 3. the identical-answer probe (swapjudge.probes.identical_live): a seeded sample of 10 answers, each in both
    slots, same scaffolding;
 4. prints the audit (accuracy per order against the labels, order-controlled accuracy, swap-consistency with
-   its interval, flip direction with its p-value, the probe) and writes the report files under out/.
+   its interval, flip direction with its p-value, the probe) and writes the report files under out/: the HTML
+   report (every flipped pair's answers side by side), the analysis as JSON and Markdown, and the records.
 
     .venv/bin/python examples/local_audit.py [examples/local_llmbar.yaml] [--probe N]
 Exit status: 0, or 1 when the judge falls below the consistency gate (the audit is still printed).
@@ -67,6 +68,27 @@ async def judge_and_probe(loaded: LoadedConfig, judge: LocalJudge, probe_n: int)
     return outcome, list(probe.records)
 
 
+def write_html_report(loaded: LoadedConfig, stem: Path) -> str | None:
+    """The HTML report people read (answers side by side for every flipped pair), from the records just written;
+    None when matplotlib (the [report] extra) is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        stderr.print("  (no HTML report: pip install 'swapjudge[report]')", highlight=False)
+        return None
+    from swapjudge.report.build import prepare_report
+    from swapjudge.report.html import render_html
+    from swapjudge.report.source import report_source
+
+    cfg = loaded.config
+    source = report_source(stem.with_suffix(".records.jsonl"), pairs=loaded.pairs_path)
+    inputs = prepare_report(source, a=cfg.pairs.a, b=cfg.pairs.b, tie_policy=cfg.tie_policy,
+                            min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
+    path = stem.with_suffix(".report.html")
+    write_atomic(path, render_html(inputs))
+    return str(path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", type=Path, nargs="?", default=ROOT / "examples" / "local_llmbar.yaml")
@@ -103,7 +125,9 @@ def main() -> int:
     write_atomic(stem.with_suffix(".analysis.json"),
                  json.dumps(payload[0] if len(payload) == 1 else {"judges": payload}, indent=2) + "\n")
     write_atomic(stem.with_suffix(".analysis.md"), markdown.render_analyses(analyses))
-    stdout.print(f"\nreports: {stem}.analysis.json, {stem}.analysis.md, records {stem}.records.jsonl; "
+    html = write_html_report(loaded, stem)
+    stdout.print(f"\nreports: {html + ', ' if html else ''}{stem}.analysis.json, {stem}.analysis.md, "
+                 f"records {stem}.records.jsonl; "
                  f"store {outcome.store_path.resolve()} (run {outcome.run_id}); "
                  f"{time.perf_counter() - started:.0f} s in all",
                  highlight=False, soft_wrap=True)

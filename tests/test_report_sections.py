@@ -196,6 +196,23 @@ def test_length_fields_without_texts_give_the_length_section(tmp_path: Path) -> 
     assert "length-matched pairs (|d| &lt;= 20)</td><td class=\"n\">13</td>" in page.read_text()
 
 
+def test_length_section_without_consistent_wins_says_so(tmp_path: Path) -> None:
+    """A judge that always names slot 1 has no consistent win: the length sentence says the preference is not
+    measured instead of printing n/a figures."""
+    rows = []
+    for i in range(6):
+        for first, second in (("x", "y"), ("y", "x")):
+            rows.append({"item": f"q{i}", "first": first, "second": second, "verdict": "first",
+                         "first_length": 900 if first == "x" else 200, "second_length": 900 if second == "x" else 200})
+    records = write_jsonl(tmp_path / "slot1.jsonl", rows)
+    page, md = tmp_path / "s.html", tmp_path / "s.md"
+    run_cli("report", str(records), "--html", str(page), "--markdown", str(md), "--min-consistency", "0")
+    html = page.read_text()
+    assert "No consistent win where the lengths differ by more than 100 chars" in html
+    assert 'data-figure="length.prefer_longer"' not in html
+    assert "no consistent win where lengths differ by more than 100 chars" in md.read_text()
+
+
 def test_hostile_system_names_are_text_in_the_ranking(tmp_path: Path) -> None:
     names = ["<script>alert(1)</script>", "a|b</td>", "<img src=x onerror=alert(2)>"]
     rows: list[dict[str, Any]] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -12,10 +11,9 @@ from swapjudge.cli.app import app, stderr, user_errors
 from swapjudge.errors import SwapjudgeError
 from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.report.build import DEFAULT_REPORT_ROUNDS
-from swapjudge.report.source import ReportSource, load_source, run_pairs_file
+from swapjudge.report.source import report_source
 from swapjudge.review import (
     QUEUE_FIELDS,
-    attach_texts,
     load_pair_items,
     make_sheet,
     review_queue,
@@ -39,20 +37,6 @@ AOpt = Annotated[str | None, typer.Option("--a", help="System whose win rate is 
 BOpt = Annotated[str | None, typer.Option("--b", help="The system it is compared against.")]
 UnpairedOpt = Annotated[bool, typer.Option(
     "--allow-unpaired", help="Count a pair judged in one order only as incomplete instead of an error.")]
-
-
-def _source(path: Path, run: int | None, pairs: Path | None, allow_unpaired: bool) -> ReportSource:
-    source = load_source(path, run=run, allow_unpaired=allow_unpaired)
-    provenance = dict(source.provenance)
-    if pairs is None and not source.has_texts:
-        # A stored run knows its pairs file: use it when it is unchanged since the run.
-        pairs, why_not = run_pairs_file(provenance)
-        if why_not is not None:
-            provenance["pairs_file"] = why_not
-    if pairs is None:
-        return ReportSource(source.records, source.name, provenance)
-    records = replace(source.records, frame=attach_texts(source.frame, load_pair_items(pairs)))
-    return ReportSource(records, source.name, {**provenance, "pairs_file": str(pairs)})
 
 
 @app.command("report")
@@ -90,7 +74,7 @@ def report_command(
         raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")
     from swapjudge.report.build import prepare_report
 
-    loaded = _source(source, run, pairs, allow_unpaired)
+    loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
     inputs = prepare_report(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
                             confidence=confidence, segment=segment,
                             rank_rounds=rank_bootstrap, rank_seed=rank_seed)
@@ -126,7 +110,7 @@ def queue_command(
     """The pairs that flipped or half-tied, with both answers (when known) and both raw judge replies."""
     if (a is None) != (b is None):
         raise SwapjudgeError("give both --a and --b, or neither")
-    loaded = _source(source, run, pairs, allow_unpaired)
+    loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
     if judge is not None and judge not in loaded.records.judges:
         raise SwapjudgeError(f"no records for judge {judge!r}; judges: "
                              + ", ".join(repr(j) for j in loaded.records.judges))

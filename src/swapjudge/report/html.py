@@ -369,11 +369,15 @@ def _length_section(probe: LengthProbe) -> str:
         "a logistic slope of " + figure("length.slope", s.slope, f"{s.slope:+.3f}")
         + e(f" per {s.per} {probe.unit.value} of length difference (odds ratio {s.odds_ratio:.2f}, "
             + ("n/a" if s.low is None or s.high is None else f"{s.low:+.3f} to {s.high:+.3f}") + ")"))
-    sentence = (f"Of the {p.n:,} consistent wins where the lengths differ by more than {probe.threshold} "
-                f"{e(probe.unit.value)}, the longer answer won "
-                + figure("length.prefer_longer", p.rate, "n/a" if p.rate is None else pct(p.rate))
-                + f" ({p.k:,} of {p.n:,}; {e(interval(p.low, p.high))}; exact binomial p = "
-                + figure("length.prefer_longer_p_value", probe.prefer_longer_p_value, pv) + "); " + slope + ".")
+    if p.n == 0:  # e.g. a judge with almost no consistent wins: nothing to say about length there
+        sentence = (f"No consistent win where the lengths differ by more than {probe.threshold} "
+                    f"{e(probe.unit.value)}, so how often the longer answer wins is not measured; " + slope + ".")
+    else:
+        sentence = (f"Of the {p.n:,} consistent wins where the lengths differ by more than {probe.threshold} "
+                    f"{e(probe.unit.value)}, the longer answer won "
+                    + figure("length.prefer_longer", p.rate, "n/a" if p.rate is None else pct(p.rate))
+                    + f" ({p.k:,} of {p.n:,}; {e(interval(p.low, p.high))}; exact binomial p = "
+                    + figure("length.prefer_longer_p_value", probe.prefer_longer_p_value, pv) + "); " + slope + ".")
     [t] = length_tables([probe])
     return (f'<section class="length"><h3>Length probe ({probe.pairs:,} pairs with both answer lengths)</h3>'
             f"<p>{sentence}</p>" + _plain_table(t) + "</section>")

@@ -122,6 +122,10 @@ def render_length(probe: LengthProbe) -> str:
     pv = "" if probe.prefer_longer_p_value is None else f", p = {probe.prefer_longer_p_value:.3g}"
     slope = ("no slope" if s.slope is None else
              f"slope {s.slope:+.3f} per {s.per} {probe.unit.value} ({_num_range(s.low, s.high)})")
+    if p.n == 0:
+        return (f"Length probe ({probe.pairs:,} pairs with both lengths): no consistent win where lengths differ by "
+                f"more than {probe.threshold} {probe.unit.value}; {slope}. Swapping cannot remove a length "
+                "preference.\n")
     return (f"Length probe ({probe.pairs:,} pairs with both lengths): the longer answer won {pct(p.rate)} of "
             f"{p.n:,} consistent wins where lengths differ by more than {probe.threshold} {probe.unit.value} "
             f"({interval(p.low, p.high)}{pv}); {slope}. Swapping cannot remove a length preference.\n")

@@ -8,7 +8,7 @@ store) gives the frame and the run's configuration, its hash, judge, counts, cos
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -120,3 +120,21 @@ def run_pairs_file(provenance: dict[str, Any]) -> tuple[Path | None, str | None]
     if digest != provenance.get("pairs_digest"):
         return None, f"the run's pairs file {path} changed since the run (give --pairs to show answers anyway)"
     return path, None
+
+
+def report_source(path: str | Path, *, pairs: str | Path | None = None, run: int | None = None,
+                  allow_unpaired: bool = False) -> ReportSource:
+    """A report's source with the answer texts attached when they can be had: from `pairs` (a pairs file), else
+    for a stored run from its own pairs file when it is unchanged since the run (see `run_pairs_file`)."""
+    from swapjudge.review import attach_texts, load_pair_items
+
+    source = load_source(path, run=run, allow_unpaired=allow_unpaired)
+    provenance = dict(source.provenance)
+    if pairs is None and not source.has_texts:
+        pairs, why_not = run_pairs_file(provenance)
+        if why_not is not None:
+            provenance["pairs_file"] = why_not
+    if pairs is None:
+        return ReportSource(source.records, source.name, provenance)
+    records = replace(source.records, frame=attach_texts(source.frame, load_pair_items(pairs)))
+    return ReportSource(records, source.name, {**provenance, "pairs_file": str(pairs)})
