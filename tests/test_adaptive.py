@@ -289,9 +289,12 @@ def test_export_of_adaptive_run_analyses_as_the_run_did(tmp_path: Path, threshol
         res = CliRunner().invoke(app, ["export", "--latest", "-o", str(export), "--store", str(db)],
                                  catch_exceptions=False)
         assert res.exit_code == 0, res.output
-        # exports do not register which system is `a` (analyze would take them alphabetically): name it
-        got = _cli_json(["analyze", str(export), "--a", "good"], gate_exit)
+        # the export registers which system is `a`, so analyze reads it the same way round as the run did
+        got = _cli_json(["analyze", str(export)], gate_exit)
         assert got == ran, suffix
+        # asking for the other side is honoured
+        flipped = _cli_json(["analyze", str(export), "--a", "bad"], gate_exit)
+        assert flipped["systems"] == {"a": "bad", "b": "good"} and flipped["consistency"] == ran["consistency"]
         # the acceptance is tied to the registration: without it the skipped swaps are lonely calls again
         # (in single-order data, with no pair swapped, they were always accepted, as single-order data)
         bare = _without(export, "registered_adaptive_swap")

@@ -49,11 +49,14 @@ def test_better_answer_judge_is_consistent_and_export_roundtrips(
         for name in ("out.jsonl", "out.csv"):
             exp = _invoke(tmp_path, monkeypatch, "export", "--latest", "-o", name)
             assert exp.exit_code == 0
-            again = _invoke(tmp_path, monkeypatch, "analyze", name, "--format", "json")
-            assert json.loads(again.stdout)["consistency"] == out["consistency"]
+            again = json.loads(_invoke(tmp_path, monkeypatch, "analyze", name, "--format", "json").stdout)
+            # the same analysis, the same way round ("bad" < "good": without the registration, bad would be a)
+            assert again["consistency"] == out["consistency"] and again["systems"] == out["systems"]
+            assert again["win_rate"] == out["win_rate"]
         rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
         assert len(rows) == 24 and {r["label"] for r in rows} == {"good"}
         assert {r["registered_tie_policy"] for r in rows} == {"half_credit"}
+        assert {(r["registered_a"], r["registered_b"]) for r in rows} == {("good", "bad")}
         listing = _invoke(tmp_path, monkeypatch, "runs", "--format", "json")
         runs = json.loads(listing.stdout)
         assert [(r["id"], r["status"], r["stored_calls"]) for r in runs] == [(1, "done", 24)]

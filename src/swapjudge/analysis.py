@@ -157,13 +157,17 @@ def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: s
     policy_note = (f"this analysis uses the {policy.value} tie policy, but the run was registered with "
                    f"{registered}: its headline differs from the one fixed before the run"
                    if registered and registered != policy.value else None)
+    # a run's export names the two systems it compared: unless others are asked for, read it the same way round
+    registered_pair = records.registered_systems if isinstance(records, RecordSet) and a is None and b is None \
+        else None
     # validation already paired the calls; build the pairs only for a frame that came without them
     pairs_all = records.pairs if isinstance(records, RecordSet) and records.pairs is not None else build_pairs(frame)
     results = []
     for name in judges:
         pairs = PairTable(pairs_all.frame.filter(pl.col("judge") == name))
         calls = frame.filter(pl.col("judge") == name)
-        result = _analyze_judge(name, pairs, calls, a, b, policy, min_consistency, confidence)
+        ja, jb = registered_pair if registered_pair and set(registered_pair) <= set(pairs.systems) else (a, b)
+        result = _analyze_judge(name, pairs, calls, ja, jb, policy, min_consistency, confidence)
         # an adaptive run's export: its skipped swaps are read as `swapjudge run` reads them from the store
         threshold = registered_adaptive_swap(calls)
         if threshold is not None:

@@ -33,11 +33,15 @@ CORE_SCHEMA: dict[str, Any] = {
     "label": pl.String,
 }
 KEY = ("judge", "round", "item", "first", "second")
-# Provenance the analysis reads even when extras are skipped: the tie policy a run was registered with, and an
-# adaptive run's threshold (its pairs whose swap was skipped are single-order by design, not a defect).
+# Provenance the analysis reads even when extras are skipped: the tie policy a run was registered with, the two
+# systems it compared (which one is `a`: the side its win rate is of), and an adaptive run's threshold (its pairs
+# whose swap was skipped are single-order by design, not a defect).
 REGISTERED_POLICY = "registered_tie_policy"
+REGISTERED_A = "registered_a"
+REGISTERED_B = "registered_b"
 REGISTERED_ADAPTIVE = "registered_adaptive_swap"
-REGISTERED_SCHEMA: dict[str, Any] = {REGISTERED_POLICY: pl.String, REGISTERED_ADAPTIVE: pl.Float64}
+REGISTERED_SCHEMA: dict[str, Any] = {REGISTERED_POLICY: pl.String, REGISTERED_A: pl.String, REGISTERED_B: pl.String,
+                                     REGISTERED_ADAPTIVE: pl.Float64}
 
 
 @dataclass(frozen=True)
@@ -51,13 +55,23 @@ class RecordSet:
     # the pairing computed during validation, reused by the analysis so it is built once
     pairs: PairTable | None = field(default=None, compare=False, repr=False)
 
+    def _registered(self, column: str) -> str | None:
+        """The one value of a registration column (None: absent, or the records disagree)."""
+        if column not in self.frame.columns:
+            return None
+        values = self.frame.get_column(column).drop_nulls().unique().to_list()
+        return str(values[0]) if len(values) == 1 else None
+
     @property
     def registered_tie_policy(self) -> str | None:
         """The tie policy the run behind these records was registered with (exports of a stored run carry it)."""
-        if REGISTERED_POLICY not in self.frame.columns:
-            return None
-        values = self.frame.get_column(REGISTERED_POLICY).drop_nulls().unique().to_list()
-        return str(values[0]) if len(values) == 1 else None
+        return self._registered(REGISTERED_POLICY)
+
+    @property
+    def registered_systems(self) -> tuple[str, str] | None:
+        """The systems `a` and `b` the run behind these records compared, when it named two."""
+        a, b = self._registered(REGISTERED_A), self._registered(REGISTERED_B)
+        return (a, b) if a and b and a != b else None
 
     @property
     def registered_adaptive_swap(self) -> float | None:

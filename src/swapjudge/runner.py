@@ -864,10 +864,15 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
 
 
 def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
-    """A run's presentation records with the run's registration (configuration hash, tie policy and, for an
-    adaptive run, its threshold) attached, so a later analysis applies what the run was registered with."""
+    """A run's presentation records with the run's registration (configuration hash, tie policy, the systems a and
+    b it compared and, for an adaptive run, its threshold) attached, so a later analysis applies what the run was
+    registered with."""
     info = store.run(run_id)
     extra = {"config_hash": info.config_hash, "registered_tie_policy": info.config.get("tie_policy")}
+    pairs = info.config.get("pairs") or {}
+    if pairs.get("a") and pairs.get("b"):
+        # which system the run's win rate is of: `analyze` of the export then reads it the same way round
+        extra |= {"registered_a": pairs["a"], "registered_b": pairs["b"]}
     if info.config.get("adaptive_swap") is not None:
         # the skipped swaps are part of the run: the analysis of the export accepts and counts them as `run` does
         extra["registered_adaptive_swap"] = float(info.config["adaptive_swap"])
