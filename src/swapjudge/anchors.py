@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from swapjudge.errors import SwapjudgeError
 from swapjudge.stats import Proportion, wilson
@@ -181,6 +180,8 @@ def check_anchors(pinned: Mapping[str, int], current: Mapping[str, int], scale: 
     nonzero = shift[shift != 0]
     p = None
     if nonzero.size:
+        from scipy import stats  # only for a shifted anchor check: its import is slow
+
         p = float(stats.wilcoxon(nonzero, zero_method="wilcox").pvalue)
     mean_shift = float(shift.mean())
     reasons = []

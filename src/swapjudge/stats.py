@@ -1,4 +1,9 @@
-"""Interval estimates and tests, thin wrappers over scipy so every module computes them the same way."""
+"""Interval estimates and tests, thin wrappers over scipy so every module computes them the same way.
+
+They use scipy.special's distribution functions, not scipy.stats: importing scipy.stats costs about 0.4 s more
+on every command start, and these few functions are its one-line cases (tests/test_stats.py holds them equal to
+scipy.stats.binomtest and scipy.stats.t).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 
 @dataclass(frozen=True)
@@ -23,19 +28,33 @@ class Proportion:
         return {"k": self.k, "n": self.n, "rate": self.rate, "low": self.low, "high": self.high}
 
 
+def normal_quantile(confidence: float) -> float:
+    """z of a two-sided interval at `confidence` (1.96 at 0.95)."""
+    return float(special.ndtri(0.5 + confidence / 2))
+
+
 def wilson(k: int, n: int, confidence: float = 0.95) -> Proportion:
-    """Proportion with its Wilson score interval (scipy's binomtest); empty when n == 0."""
+    """Proportion with its Wilson score interval, without continuity correction (Newcombe 1998, method 3, as
+    scipy.stats.binomtest(k, n).proportion_ci(method="wilson") computes it); empty when n == 0."""
     if n == 0:
         return Proportion(k, n, None, None, None)
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
-    return Proportion(int(k), int(n), k / n, float(ci.low), float(ci.high))
+    k, n = int(k), int(n)
+    z, p = normal_quantile(confidence), k / n
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
+    return Proportion(k, n, p, 0.0 if k == 0 else center - delta, 1.0 if k == n else center + delta)
 
 
-def binomial_p(k: int, n: int, p: float = 0.5) -> float | None:
-    """Exact two-sided binomial test of k of n against p; None when n == 0."""
+def binomial_p(k: int, n: int) -> float | None:
+    """Exact two-sided binomial test of k of n against 1/2; None when n == 0. With p = 1/2 the distribution is
+    symmetric, so the outcomes at most as likely as k are the two tails beyond min(k, n - k)."""
     if n == 0:
         return None
-    return float(stats.binomtest(int(k), int(n), p).pvalue)
+    k, n = int(k), int(n)
+    if 2 * k == n:
+        return 1.0
+    return min(1.0, 2 * float(special.bdtr(min(k, n - k), n, 0.5)))
 
 
 def mean_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
@@ -55,7 +74,7 @@ def mean_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float |
     if n == 1:
         return mean, 0.0, 1.0
     se = float(scores.std(ddof=1)) / math.sqrt(n)
-    half = float(stats.t.ppf(0.5 + confidence / 2, df=n - 1)) * se
+    half = float(special.stdtrit(n - 1, 0.5 + confidence / 2)) * se
     return mean, max(0.0, mean - half), min(1.0, mean + half)
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special
+
+from swapjudge.stats import normal_quantile
 
 # |coefficient| on standardised regressors beyond which the fit is treated as separated (no finite maximum)
 SEPARATION_LIMIT = 30.0
@@ -29,14 +31,14 @@ class LogitFit:
     converged: bool
 
     def interval(self, index: int, confidence: float = 0.95) -> tuple[float, float]:
-        z = float(stats.norm.ppf(0.5 + confidence / 2))
+        z = normal_quantile(confidence)
         return self.coef[index] - z * self.se[index], self.coef[index] + z * self.se[index]
 
     def p_value(self, index: int) -> float:
         """Two-sided Wald test of coefficient `index` against zero (robust standard error)."""
         if self.se[index] == 0:
             return 1.0
-        return float(2 * stats.norm.sf(abs(self.coef[index] / self.se[index])))
+        return float(2 * special.ndtr(-abs(self.coef[index] / self.se[index])))
 
 
 def fit_logit(design: np.ndarray, outcome: np.ndarray) -> LogitFit | None:
@@ -60,6 +62,8 @@ def fit_logit(design: np.ndarray, outcome: np.ndarray) -> LogitFit | None:
         return np.asarray(z.T @ (special.expit(z @ beta) - y))
 
     start = np.zeros(z.shape[1])
+    from scipy import optimize  # only when a model is fitted: its import is slow
+
     res = optimize.minimize(negloglik, start, jac=gradient, method="BFGS", options={"gtol": 1e-10})
     beta = res.x
     if not np.all(np.isfinite(beta)) or np.any(np.abs(beta) > SEPARATION_LIMIT):

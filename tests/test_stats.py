@@ -1,0 +1,50 @@
+"""The interval and test functions equal scipy.stats' own (they use scipy.special to keep command start-up fast)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from swapjudge.probes.logit import fit_logit
+from swapjudge.stats import binomial_p, mean_interval, normal_quantile, wilson
+
+CASES = [(k, n) for n in (*range(1, 60), 99, 100, 443, 2400, 20000) for k in range(0, n + 1, max(1, n // 60))]
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.9, 0.95, 0.99])
+def test_wilson_equals_scipy_binomtest(confidence: float) -> None:
+    for k, n in CASES:
+        ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+        got = wilson(k, n, confidence)
+        assert (got.low, got.high) == pytest.approx((ci.low, ci.high), rel=1e-13, abs=1e-15), (k, n)
+    assert wilson(0, 0).rate is None
+
+
+def test_exact_binomial_p_equals_scipy_binomtest() -> None:
+    for k, n in CASES:
+        assert binomial_p(k, n) == pytest.approx(stats.binomtest(k, n, 0.5).pvalue, rel=1e-9, abs=1e-300), (k, n)
+    # the MT-Bench gpt-4 flip split (198 toward slot 1, 245 toward slot 2) and the always-slot-1 judge
+    assert binomial_p(198, 443) == pytest.approx(0.0287, abs=5e-5)
+    assert binomial_p(0, 10) == pytest.approx(2 / 1024) and binomial_p(5, 10) == 1.0 and binomial_p(0, 0) is None
+
+
+def test_t_interval_and_normal_quantile_equal_scipy() -> None:
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 7, 30, 300):
+        scores = rng.choice([0.0, 0.5, 1.0], size=n)
+        scores[0] = 0.5  # halves: the Student-t interval, not Wilson
+        mean, low, high = mean_interval(scores, 0.9)
+        half = stats.t.ppf(0.95, df=n - 1) * scores.std(ddof=1) / np.sqrt(n)
+        assert (low, high) == pytest.approx((max(0.0, mean - half), min(1.0, mean + half)), rel=1e-12)
+    assert normal_quantile(0.95) == pytest.approx(stats.norm.ppf(0.975), rel=1e-15)
+
+
+def test_logit_p_value_equals_the_normal_tail() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=200)
+    y = (rng.random(200) < 1 / (1 + np.exp(-0.8 * x))).astype(float)
+    fit = fit_logit(np.column_stack([np.ones_like(x), x]), y)
+    assert fit is not None
+    z = fit.coef[1] / fit.se[1]
+    assert fit.p_value(1) == pytest.approx(2 * stats.norm.sf(abs(z)), rel=1e-12)
