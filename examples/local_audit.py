@@ -3,7 +3,8 @@
 1. assembles and verifies the default model (once; later runs reuse the verified file);
 2. runs the example configuration (every pair in both orders, stored and resumable, progress shown);
 3. the identical-answer probe (swapjudge.probes.identical_live): a seeded sample of 10 answers, each in both
-   slots, same scaffolding;
+   slots, same scaffolding; each probe call is made right after the run's call that shows its answer in slot 1
+   (the same code word frames both), so the local judge evaluates only the tokens after that answer;
 4. prints the audit (accuracy per order against the labels, order-controlled accuracy, swap-consistency with
    its interval, flip direction with its p-value, the probe) and writes the report files under out/: the HTML
    report (every flipped pair's answers side by side), the analysis as JSON and Markdown, and the records.
@@ -29,7 +30,7 @@ from swapjudge.config import LoadedConfig, load_config
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.local import LocalJudge, from_config
 from swapjudge.models import PACKAGED_MODELS, ensure_model
-from swapjudge.probes.identical_live import run_identical_async
+from swapjudge.probes.identical_live import IdenticalProbeSession
 from swapjudge.records import records_from_dicts
 from swapjudge.report import markdown, text
 from swapjudge.runner import run_async, run_records
@@ -55,17 +56,23 @@ def ensure_judge_model(loaded: LoadedConfig) -> None:
 
 async def judge_and_probe(loaded: LoadedConfig, judge: LocalJudge, probe_n: int) -> tuple[Any, list[dict[str, Any]]]:
     cfg = loaded.config
-    stderr.print(f"[bold][2/4][/] judging {cfg.pairs.path} in both orders (progress below)")
-    outcome = await run_async(loaded, judge=judge, console=stderr, progress=True, handle_sigint=True)
+    stderr.print(f"[bold][2/4][/] judging {cfg.pairs.path} in both orders, and the identical-answer probe on "
+                 f"{probe_n} answers (a seeded sample, the same text in both slots): each probe call right after "
+                 "the call that shows its answer in slot 1, so the KV cache serves the task and that answer")
+    probe = IdenticalProbeSession(loaded, judge, sample=probe_n)
+    outcome = await run_async(loaded, judge=judge, console=stderr, progress=True, handle_sigint=True,
+                              after_call=probe.after_call)
     if outcome.interrupted:
         raise SwapjudgeError(f"interrupted; finished calls are stored in {outcome.store_path}: `make run` resumes")
+    alongside = len(probe.records)
     stderr.print(f"  {outcome.stats.made} calls made, {outcome.stats.cached + outcome.stats.already_stored} reused "
-                 f"from the store, {outcome.elapsed_s:.1f} s", highlight=False)
-    stderr.print(f"[bold][3/4][/] identical-answer probe: {probe_n} answers (seeded sample), each in both slots")
+                 f"from the store, {alongside} probe calls alongside, {outcome.elapsed_s:.1f} s", highlight=False)
+    stderr.print(f"[bold][3/4][/] identical-answer probe: {probe_n - alongside} calls left to make")
     started = time.perf_counter()
-    probe = await run_identical_async(loaded, sample=probe_n, judge=judge)
-    stderr.print(f"  {probe.planned} probe calls, {time.perf_counter() - started:.1f} s", highlight=False)
-    return outcome, list(probe.records)
+    result = await probe.finish()
+    stderr.print(f"  {result.planned} probe calls in all, {time.perf_counter() - started:.1f} s for the rest",
+                 highlight=False)
+    return outcome, list(result.records)
 
 
 def write_html_report(loaded: LoadedConfig, stem: Path) -> str | None:

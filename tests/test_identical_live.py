@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judge_server import JudgeServer, frame_answers
+from judge_server import JudgeServer, frame_answers, frame_code, frame_text
 from runner_helpers import write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.probes.identical_live import run_identical
+from swapjudge.judges.registry import create_judge
+from swapjudge.probes.identical_live import IdenticalProbeSession, run_identical
+from swapjudge.runner import resolved_judge_config, run_async
 
 runner = CliRunner()
 
@@ -57,6 +59,46 @@ def test_a_judge_that_may_tie_ties_and_the_records_feed_analyze(tmp_path: Path,
     assert keys[0] == keys[1]
 
 
+async def _run_with_probe(cfg_path: Path, sample: int) -> tuple[object, object, int]:
+    loaded = load_config(cfg_path)
+    judge = create_judge(resolved_judge_config(loaded))
+    try:
+        session = IdenticalProbeSession(loaded, judge, sample=sample)
+        outcome = await run_async(loaded, judge=judge, progress=False, after_call=session.after_call)
+        alongside = len(session.records)
+        return outcome, await session.finish(), alongside
+    finally:
+        await judge.aclose()
+
+
+def test_probe_calls_follow_the_run_call_that_shares_their_prefix(tmp_path: Path) -> None:
+    """Interleaved with a run, each probe call comes right after the call showing its answer in slot 1 of the
+    same item, framed by the same code word; the verdicts equal the probe made on its own."""
+    import asyncio
+
+    write_pairs(tmp_path, 10)
+    with JudgeServer(policy="first") as server:
+        cfg = write_config(tmp_path, base_url=server.openai_url, judge={"max_concurrency": 1})
+        outcome, probe, alongside = asyncio.run(_run_with_probe(cfg, sample=6))
+        users = [body["messages"][1]["content"] for body in server.bodies]
+    assert server.total == 20 + 6 and alongside == 6 and outcome.complete  # type: ignore[attr-defined]
+    probes = [i for i, u in enumerate(users) if (a := frame_answers(u)) is not None and a[0] == a[1]]
+    assert len(probes) == 6
+    for i in probes:
+        before, probe_user = users[i - 1], users[i]
+        pair_answers, answer = frame_answers(before), frame_answers(probe_user)
+        assert pair_answers is not None and answer is not None and pair_answers[0] != pair_answers[1]
+        assert pair_answers[0] == answer[0] and frame_text(before, "task") == frame_text(probe_user, "task")
+        assert frame_code(before) == frame_code(probe_user)
+        # so the probe's prompt starts as the pair's does, through the answer in slot 1
+        shared = before[: before.index("</answer A")]
+        assert probe_user.startswith(shared)
+    with JudgeServer(policy="first") as server:
+        alone = run_identical(load_config(write_config(tmp_path, base_url=server.openai_url)), sample=6)
+    key = [(r["item"], r["first"], r["verdict"]) for r in alone.records]
+    assert [(r["item"], r["first"], r["verdict"]) for r in probe.records] == key  # type: ignore[attr-defined]
+
+
 @pytest.mark.slow
 def test_live_probe_through_the_local_backend(tmp_path: Path) -> None:
     """The embedded test model (SmolLM2-135M) judging byte-identical answers: what it does, counted."""
@@ -75,3 +117,25 @@ def test_live_probe_through_the_local_backend(tmp_path: Path) -> None:
         verdicts.count("first"), verdicts.count("second"), verdicts.count("tie"), verdicts.count(None))
     # forced choice with log-probability verdicts: the judge always names a slot, so it always "decides"
     assert d["decided_rate"] == 1.0
+
+
+@pytest.mark.slow
+def test_probe_alongside_a_local_run_reuses_the_kv_cache(tmp_path: Path) -> None:
+    """With the embedded test model: a probe call made right after its pair's call evaluates only what follows
+    the shared answer (more tokens from the KV cache than the same call made on its own), same verdicts."""
+    import asyncio
+
+    write_pairs(tmp_path, 3)
+    cfg = {"protocol": "pairwise", "orders": ["ab", "ba"], "schema": "forced_choice", "tie_policy": "half_credit",
+           "judge": {"backend": "local", "model": "smollm2-135m-instruct-q4_1", "n_threads": 1,
+                     "max_concurrency": 1, "timeout_s": 300},
+           "pairs": {"path": "pairs.jsonl", "a": "good", "b": "bad"}, "store": "swapjudge.db"}
+    (tmp_path / "run.yaml").write_text(json.dumps(cfg), encoding="utf-8")
+    _, probe, alongside = asyncio.run(_run_with_probe(tmp_path / "run.yaml", sample=4))
+    alone = run_identical(load_config(tmp_path / "run.yaml"), sample=4)
+    assert alongside == 4
+    together, apart = probe.records, alone.records  # type: ignore[attr-defined]
+    assert [r["verdict"] for r in together] == [r["verdict"] for r in apart]
+    assert [r["input_tokens"] for r in together] == [r["input_tokens"] for r in apart]
+    for t, a in zip(together, apart, strict=True):
+        assert t["cached_input_tokens"] > a["cached_input_tokens"], (t, a)

@@ -109,13 +109,17 @@ def _code_word(digest: bytes) -> str:
 def boundary_code(task: str, first: str, second: str) -> str:
     """A code word that depends on the task and the set of answers (not their order) and occurs in none of
     them, whatever the letter case."""
-    texts = tuple(t.lower() for t in (task, first, second))
     payload = json.dumps([task, sorted((first, second))], ensure_ascii=False)
     for attempt in range(1000):
         code = _code_word(hashlib.sha256(f"{attempt}:{payload}".encode()).digest())
-        if not any(code in t for t in texts):
+        if code_is_free(code, (task, first, second)):
             return code
     raise RuntimeError("no free boundary code")  # pragma: no cover - needs ~1000 planted collisions
+
+
+def code_is_free(code: str, texts: tuple[str, ...]) -> bool:
+    """True when no text contains the code, in any letter case (so no text can forge a tag carrying it)."""
+    return not any(code.lower() in t.lower() for t in texts)
 
 
 def open_tag(name: str, code: str) -> str:
@@ -131,8 +135,11 @@ def framed(name: str, code: str, text: str) -> str:
     return f"{open_tag(name, code)}\n{text}\n{close_tag(name, code)}"
 
 
-def render_user(task: str, first: str, second: str, *, allow_tie: bool) -> str:
-    code = boundary_code(task, first, second)
+def render_user(task: str, first: str, second: str, *, allow_tie: bool, code: str | None = None) -> str:
+    """`code`: a code word to frame with when it is free in these texts (the identical-answer probe reuses its
+    pair's, so its prompt shares the pair's prefix); otherwise, and by default, the one derived from them."""
+    if code is None or not code_is_free(code, (task, first, second)):
+        code = boundary_code(task, first, second)
     a, b = SLOT_LABELS
     return (
         f"{framed('task', code, task)}\n\n"
@@ -166,6 +173,7 @@ def render_request(
     chain_of_thought: bool,
     structured: bool,
     metadata: dict[str, Any] | None = None,
+    code: str | None = None,
 ) -> JudgeRequest:
     """One judge call. `first`/`second` are answer texts; the request never carries their identities,
     except in `metadata`, which only the replay backend reads and no backend sends anywhere."""
@@ -175,7 +183,7 @@ def render_request(
         chain_of_thought=chain_of_thought,
         structured=structured,
     )
-    user = render_user(task, first, second, allow_tie=allow_tie)
+    user = render_user(task, first, second, allow_tie=allow_tie, code=code)
     return JudgeRequest(
         system=system,
         user=user,

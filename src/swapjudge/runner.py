@@ -15,7 +15,7 @@ import random
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,10 @@ class PlannedCall:
     @property
     def key(self) -> tuple[int, str, str, str]:
         return (self.round, self.item, self.first, self.second)
+
+
+# Awaited after each call the runner makes (see run_async).
+AfterCall = Callable[[PlannedCall], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -578,8 +582,12 @@ async def run_async(
     console: Console | None = None,
     progress: bool = True,
     handle_sigint: bool = False,
+    after_call: AfterCall | None = None,
 ) -> RunOutcome:
-    """Judge the configured pairs. Resumes the unfinished run of the same configuration if there is one."""
+    """Judge the configured pairs. Resumes the unfinished run of the same configuration if there is one.
+    `after_call` is awaited after each call is made and stored (not for calls served from the store or cache),
+    on the same worker, before that worker's next call: e.g. the live identical probe runs a self-pair call
+    there, right after the call that shares its prefix, so a local judge's KV cache serves both."""
     cfg = loaded.config
     started = time.perf_counter()
     pairs, plan = prepare(loaded)
@@ -649,6 +657,7 @@ async def run_async(
                         console=console,
                         progress=progress,
                         handle_sigint=handle_sigint,
+                        after_call=after_call,
                     )
         except BaseException:
             # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable.
@@ -684,6 +693,7 @@ async def _execute(
     console: Console | None,
     progress: bool,
     handle_sigint: bool,
+    after_call: AfterCall | None = None,
 ) -> bool:
     jc = loaded.config.judge
     own_judge = judge is None
@@ -713,6 +723,8 @@ async def _execute(
                     group = queue.popleft()
                     try:
                         await _process(ctx, active, group, limiter, loaded)
+                        if after_call is not None:
+                            await after_call(group[0])
                     except (FatalJudgeError, SwapjudgeError) as err:
                         fatal.append(err)
                         stop.set()
