@@ -99,15 +99,21 @@ def test_probe_calls_follow_the_run_call_that_shares_their_prefix(tmp_path: Path
     assert [(r["item"], r["first"], r["verdict"]) for r in probe.records] == key  # type: ignore[attr-defined]
 
 
-@pytest.mark.slow
-def test_live_probe_through_the_local_backend(tmp_path: Path) -> None:
-    """The embedded test model (SmolLM2-135M) judging byte-identical answers: what it does, counted."""
+def _local_run_config(tmp_path: Path) -> Path:
+    """3 pairs judged by the embedded test model (SmolLM2-135M), one call at a time."""
     write_pairs(tmp_path, 3)
     cfg = {"protocol": "pairwise", "orders": ["ab", "ba"], "schema": "forced_choice", "tie_policy": "half_credit",
            "judge": {"backend": "local", "model": "smollm2-135m-instruct-q4_1", "n_threads": 1,
                      "max_concurrency": 1, "timeout_s": 300},
            "pairs": {"path": "pairs.jsonl", "a": "good", "b": "bad"}, "store": "swapjudge.db"}
     (tmp_path / "run.yaml").write_text(json.dumps(cfg), encoding="utf-8")
+    return tmp_path / "run.yaml"
+
+
+@pytest.mark.slow
+def test_live_probe_through_the_local_backend(tmp_path: Path) -> None:
+    """The embedded test model (SmolLM2-135M) judging byte-identical answers: what it does, counted."""
+    _local_run_config(tmp_path)
     result = run_identical(load_config(tmp_path / "run.yaml"), sample=4)
     d = result.to_dict()["identical"]
     verdicts = [r["verdict"] for r in result.records]
@@ -125,12 +131,7 @@ def test_probe_alongside_a_local_run_reuses_the_kv_cache(tmp_path: Path) -> None
     the shared answer (more tokens from the KV cache than the same call made on its own), same verdicts."""
     import asyncio
 
-    write_pairs(tmp_path, 3)
-    cfg = {"protocol": "pairwise", "orders": ["ab", "ba"], "schema": "forced_choice", "tie_policy": "half_credit",
-           "judge": {"backend": "local", "model": "smollm2-135m-instruct-q4_1", "n_threads": 1,
-                     "max_concurrency": 1, "timeout_s": 300},
-           "pairs": {"path": "pairs.jsonl", "a": "good", "b": "bad"}, "store": "swapjudge.db"}
-    (tmp_path / "run.yaml").write_text(json.dumps(cfg), encoding="utf-8")
+    _local_run_config(tmp_path)
     _, probe, alongside = asyncio.run(_run_with_probe(tmp_path / "run.yaml", sample=4))
     alone = run_identical(load_config(tmp_path / "run.yaml"), sample=4)
     assert alongside == 4
