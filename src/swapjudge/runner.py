@@ -348,6 +348,12 @@ class _Progress:
             self._next_line = done + max(1, -(-self.total // 10))
 
 
+def _stored(call: PlannedCall, **outcome: Any) -> CallRecord:
+    """The stored record of a planned call: its identity (round, item, slots, order, label, prompt) and `outcome`."""
+    return CallRecord(item=call.item, first=call.first, second=call.second, order_index=call.order_index,
+                      round=call.round, label=call.label, prompt_hash=call.request.prompt_hash, **outcome)
+
+
 def _record_from_reply(
     call: PlannedCall,
     reply: JudgeReply | None,
@@ -358,18 +364,7 @@ def _record_from_reply(
     price: Price | None,
 ) -> CallRecord:
     if reply is None:
-        return CallRecord(
-            item=call.item,
-            first=call.first,
-            second=call.second,
-            order_index=call.order_index,
-            verdict=None,
-            source=source,
-            label=call.label,
-            prompt_hash=call.request.prompt_hash,
-            error=error,
-            attempts=attempts,
-        )
+        return _stored(call, verdict=None, source=source, error=error, attempts=attempts)
     cost = reply.cost_usd
     if cost is None:
         cost = call_cost(
@@ -379,15 +374,10 @@ def _record_from_reply(
             cached_input_tokens=reply.cached_input_tokens,
             cache_write_tokens=reply.cache_write_tokens,
         )
-    return CallRecord(
-        item=call.item,
-        first=call.first,
-        second=call.second,
-        order_index=call.order_index,
+    return _stored(
+        call,
         verdict=reply.verdict,
         source=source,
-        label=call.label,
-        prompt_hash=call.request.prompt_hash,
         raw=reply.raw,
         input_tokens=reply.input_tokens,
         output_tokens=reply.output_tokens,
@@ -506,15 +496,10 @@ async def _process(
 
 
 def _cached_record(call: PlannedCall, cached: Any) -> CallRecord:
-    return CallRecord(
-        item=call.item,
-        first=call.first,
-        second=call.second,
-        order_index=call.order_index,
+    return _stored(
+        call,
         verdict=cached.verdict,
         source="cache",
-        label=call.label,
-        prompt_hash=call.request.prompt_hash,
         raw=cached.raw,
         input_tokens=cached.input_tokens,
         output_tokens=cached.output_tokens,
@@ -527,18 +512,8 @@ def _cached_record(call: PlannedCall, cached: Any) -> CallRecord:
 
 
 def _identical_record(call: PlannedCall) -> CallRecord:
-    return CallRecord(
-        item=call.item,
-        first=call.first,
-        second=call.second,
-        order_index=call.order_index,
-        verdict="tie",
-        source="identical",
-        label=call.label,
-        prompt_hash=call.request.prompt_hash,
-        raw="(identical answers: no call made, counted as a tie)",
-        cost_usd=0.0,
-    )
+    return _stored(call, verdict="tie", source="identical", raw="(identical answers: no call made, counted as a tie)",
+                   cost_usd=0.0)
 
 
 def adaptive_skips(calls: Iterable[Mapping[str, Any]], threshold: float) -> dict[tuple[int, str, str, str], float]:
