@@ -192,7 +192,7 @@ async def _score_http(judge: JudgeConfig, rubric: str, items: list[ScoreItem], s
         key = api_key(judge.api_key_env or "OPENAI_API_KEY", required=base_url == DEFAULT_BASE_URL)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         endpoint = "chat/completions"
-    pool = ClientPool(base_url=base_url.rstrip("/") + "/", headers=headers, timeout_s=judge.timeout_s,
+    pool = ClientPool(base_url=base_url, headers=headers, timeout_s=judge.timeout_s,
                       concurrency=judge.max_concurrency)
     gate = asyncio.Semaphore(judge.max_concurrency)
     system = scoring_system(rubric)

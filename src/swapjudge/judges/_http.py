@@ -116,7 +116,7 @@ class ClientPool:
         proxy = _proxy_for(base_url)
         self._transports = [httpx.AsyncHTTPTransport(verify=verify, limits=limits, proxy=proxy) for _ in range(shards)]
         self._busy = [0] * shards
-        self._base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self._base_url = base_url.rstrip("/") + "/"  # request paths are joined to it
         self._urls: dict[str, httpx.URL] = {}
         self._headers = {"content-type": "application/json", "user-agent": "swapjudge", **headers}
         self._timeout = httpx.Timeout(timeout_s).as_dict()

@@ -45,7 +45,7 @@ class AnthropicJudge:
         if api_key:
             headers["x-api-key"] = api_key
         self._client = ClientPool(
-            base_url=base_url.rstrip("/") + "/",
+            base_url=base_url,
             headers=headers,
             timeout_s=timeout_s,
             concurrency=max_connections,

@@ -77,7 +77,7 @@ class OpenAIJudge:
         self.extra_body = dict(extra_body or {})
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = ClientPool(
-            base_url=base_url.rstrip("/") + "/",
+            base_url=base_url,
             headers=headers,
             timeout_s=timeout_s,
             concurrency=max_connections,
