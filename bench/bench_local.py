@@ -1,4 +1,4 @@
-"""Speed of the local backend on the bundled LLMBar pairs (the real judge prompt of swapjudge.prompts).
+"""Speed of the local backend on the bundled LLMBar pairs (the real judge prompt of swapjudge.judges.prompts).
 
 Prints: seconds per judgment in log-probability mode and in generation mode (calls in run order, both
 orders of each pair back to back, KV cache kept); and per pair, the time of both orders with prefix reuse and
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from swapjudge.judges.base import JudgeReply, JudgeRequest
 from swapjudge.judges.local import LocalJudge
-from swapjudge.models import DEFAULT_MODEL
-from swapjudge.prompts import render_request
+from swapjudge.judges.model_files import DEFAULT_MODEL
+from swapjudge.judges.prompts import render_request
 
 ROOT = Path(__file__).resolve().parent.parent
 

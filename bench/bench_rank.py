@@ -17,7 +17,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from swapjudge.rank import Comparisons, Model, Outcome, _cells, _item_matrix, _solve, fit, rank
+from swapjudge.ranking.bradley_terry import Comparisons, Model, Outcome, _cells, _item_matrix, _solve, fit, rank
 
 
 def synthetic(n_systems: int = 130, n_items: int = 50_000, pairs_per_item: int = 17, theta: float = 1.6,

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from runner_helpers import write_config, write_pairs  # noqa: E402
 from swapjudge.config import load_config  # noqa: E402
-from swapjudge.runner import run_async  # noqa: E402
+from swapjudge.runner.session import run_async  # noqa: E402
 
 
 def start_server(delay: float) -> tuple[subprocess.Popen[str], str]:

@@ -25,17 +25,18 @@ from typing import Any
 
 from rich.console import Console
 
-from swapjudge.analysis import analyze
 from swapjudge.config import LoadedConfig, load_config
+from swapjudge.core.analysis import analyze
+from swapjudge.core.records import records_from_dicts
+from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.local import LocalJudge, from_config
-from swapjudge.models import PACKAGED_MODELS, ensure_model
+from swapjudge.judges.model_files import PACKAGED_MODELS, ensure_model
 from swapjudge.probes.identical_live import IdenticalProbeSession
-from swapjudge.records import records_from_dicts
 from swapjudge.report import markdown, text
-from swapjudge.runner import run_async, run_records
+from swapjudge.runner.session import run_async
 from swapjudge.store import Store
-from swapjudge.textfiles import write_atomic
+from swapjudge.store.analysis import run_records
 
 ROOT = Path(__file__).resolve().parent.parent
 stdout, stderr = Console(), Console(stderr=True)

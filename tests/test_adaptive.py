@@ -17,14 +17,17 @@ from typer.testing import CliRunner
 
 from judge_server import JudgeServer
 from runner_helpers import stored_calls, write_config, write_pairs
-from swapjudge.adaptive import adaptive_offline
-from swapjudge.analysis import analyze
 from swapjudge.cli import app
 from swapjudge.config import load_config
+from swapjudge.core.adaptive import verdict_confidence
+from swapjudge.core.analysis import analyze
+from swapjudge.core.records import load_records, records_from_dicts
+from swapjudge.drift.adaptive import adaptive_offline
 from swapjudge.errors import ConfigError, InputError
-from swapjudge.records import load_records, records_from_dicts
-from swapjudge.runner import analyze_run, estimate, run, verdict_confidence
+from swapjudge.runner.dry_run import estimate
+from swapjudge.runner.session import run
 from swapjudge.store import Store
+from swapjudge.store.analysis import analyze_run
 
 N_ITEMS = 30
 UNSURE = {i for i in range(N_ITEMS) if i % 4 == 0}  # 8 items

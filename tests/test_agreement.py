@@ -6,11 +6,11 @@ from sklearn.metrics import cohen_kappa_score
 from typer.testing import CliRunner
 
 from conftest import pair, shi2024_records, write_jsonl
-from swapjudge.agreement import agreement, cohen_kappa
 from swapjudge.cli import app
+from swapjudge.core.records import records_from_dicts
+from swapjudge.core.sidefiles import load_labels
 from swapjudge.errors import InputError
-from swapjudge.records import records_from_dicts
-from swapjudge.sidefiles import load_labels
+from swapjudge.probes.agreement import agreement, cohen_kappa
 
 runner = CliRunner()
 

@@ -5,9 +5,9 @@ import sys
 import pytest
 
 from conftest import contract_300, contract_400, pair, shi2024_records, write_jsonl
-from swapjudge.analysis import analyze
+from swapjudge.core.analysis import analyze
+from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.errors import SwapjudgeError
-from swapjudge.records import load_records, records_from_dicts
 
 CLI = [sys.executable, "-m", "swapjudge"]
 

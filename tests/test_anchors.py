@@ -17,9 +17,17 @@ from typer.testing import CliRunner
 
 from conftest import write_jsonl
 from judge_server import JudgeServer, frame_text
-from swapjudge.anchors import Exemplar, Level, Scale, check_anchors, parse_score, render_rubric, score_distribution
-from swapjudge.anchors_run import run_anchors
 from swapjudge.cli import app
+from swapjudge.drift.anchors import (
+    Exemplar,
+    Level,
+    Scale,
+    check_anchors,
+    parse_score,
+    render_rubric,
+    score_distribution,
+)
+from swapjudge.drift.anchors_run import run_anchors
 from swapjudge.errors import SwapjudgeError
 from swapjudge.store import Store
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from swapjudge.analysis import calculate
+from swapjudge.core.analysis import calculate
 from swapjudge.errors import SwapjudgeError
 
 

@@ -19,7 +19,7 @@ from judge_server import JudgeServer
 from runner_helpers import write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.history import (  # mcnemar: variants' McNemar
+from swapjudge.drift.history import (  # mcnemar: variants' McNemar
     NEVER_MEASURED,
     STALE_SWAP,
     compare_runs,
@@ -27,9 +27,10 @@ from swapjudge.history import (  # mcnemar: variants' McNemar
     mcnemar,
     newcombe_paired,
 )
-from swapjudge.prompts import FORCED_CHOICE_RUBRIC, template_hash
-from swapjudge.runner import run
-from swapjudge.store import _SCHEMA, PROVENANCE_COLUMNS, SCHEMA_VERSION, Store
+from swapjudge.judges.prompts import FORCED_CHOICE_RUBRIC, template_hash
+from swapjudge.runner.session import run
+from swapjudge.store import PROVENANCE_COLUMNS, SCHEMA_VERSION, Store
+from swapjudge.store.schema import _SCHEMA
 
 cli = CliRunner()
 RUBRIC_1 = "Prefer the answer that is correct.\nIgnore style."

@@ -15,11 +15,13 @@ from typer.testing import CliRunner
 
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.history import STALE_SWAP, compare_runs
-from swapjudge.models import TEST_MODEL
-from swapjudge.runner import analyze_run, run, verdict_confidence
-from swapjudge.stats import binomial_p
+from swapjudge.core.adaptive import verdict_confidence
+from swapjudge.core.stats import binomial_p
+from swapjudge.drift.history import STALE_SWAP, compare_runs
+from swapjudge.judges.model_files import TEST_MODEL
+from swapjudge.runner.session import run
 from swapjudge.store import Store
+from swapjudge.store.analysis import analyze_run
 
 ROOT = Path(__file__).resolve().parent.parent
 NATURAL = ROOT.parent / "shared" / "data" / "llmbar" / "dataset__LLMBar__Natural.json"

@@ -14,7 +14,8 @@ from swapjudge.cli import app
 from swapjudge.config import load_config
 from swapjudge.judges.registry import create_judge
 from swapjudge.probes.identical_live import IdenticalProbeSession, run_identical
-from swapjudge.runner import resolved_judge_config, run_async
+from swapjudge.runner.execute import resolved_judge_config
+from swapjudge.runner.session import run_async
 
 runner = CliRunner()
 

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from runner_helpers import stored_calls, write_config, write_pairs
-from swapjudge.analysis import analyze
 from swapjudge.cli import app
-from swapjudge.models import TEST_MODEL, resolve_model
-from swapjudge.records import load_records
+from swapjudge.core.analysis import analyze
+from swapjudge.core.records import load_records
+from swapjudge.judges.model_files import TEST_MODEL, resolve_model
 
 ALIAS = "smollm2-135m"
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from swapjudge.analysis import analyze
+from swapjudge.core.analysis import analyze
+from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import ConfigError
 from swapjudge.judges.base import Judge, JudgeReply, JudgeRequest
 from swapjudge.judges.local import LocalJudge, from_config
-from swapjudge.models import TEST_MODEL
-from swapjudge.prompts import parse_followup, parse_reply
-from swapjudge.records import records_from_dicts
+from swapjudge.judges.model_files import TEST_MODEL
+from swapjudge.judges.prompts import parse_followup, parse_reply
 
 ROOT = Path(__file__).resolve().parent.parent
 # One thread: the tiny model gains little from two, and spinning threads suffer on a busy CI machine.
@@ -130,7 +130,7 @@ def test_same_prompt_same_verdict_and_probabilities(judge: LocalJudge) -> None:
     a = judge.judge_sync(req)
     judge.judge_sync(other)  # a different prompt in between: the cache now holds another suffix
     b = judge.judge_sync(req)
-    c = judge.judge_sync(req)  # fully cached prompt: only the last token is evaluated again
+    c = judge.judge_sync(req)  # fully cached prompt: only the last two tokens are evaluated again
     fresh = LocalJudge(TEST_MODEL, n_threads=THREADS, n_ctx=4096, reuse_prefix=False)
     d = fresh.judge_sync(req)
     fresh.close()
@@ -140,7 +140,7 @@ def test_same_prompt_same_verdict_and_probabilities(judge: LocalJudge) -> None:
         assert reply.probabilities is not None
         for key in ("first", "second"):
             assert reply.probabilities[key] == pytest.approx(a.probabilities[key], rel=1e-4, abs=1e-6)
-    assert c.cached_input_tokens == c.input_tokens - 1
+    assert c.cached_input_tokens == c.input_tokens - 2
     assert d.cached_input_tokens == 0
 
 

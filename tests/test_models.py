@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from swapjudge.errors import SwapjudgeError
-from swapjudge.models import (
+from swapjudge.judges.model_files import (
     PACKAGED_MODELS,
     TEST_MODEL,
     PackagedModel,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from swapjudge.prompts import (
+from swapjudge.judges.prompts import (
     ALLOW_TIE_RUBRIC,
     FORCED_CHOICE_RUBRIC,
     boundary_code,

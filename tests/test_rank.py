@@ -16,10 +16,11 @@ from scipy import optimize, stats
 from typer.testing import CliRunner
 
 from conftest import ROOT, shi2024_records
-from swapjudge.battles import comparisons_from_records
 from swapjudge.cli import app
+from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import InputError
-from swapjudge.rank import (
+from swapjudge.ranking.battles import comparisons_from_records
+from swapjudge.ranking.bradley_terry import (
     Comparisons,
     Model,
     Outcome,
@@ -32,7 +33,6 @@ from swapjudge.rank import (
     outcome_probabilities,
     rank,
 )
-from swapjudge.records import records_from_dicts
 
 EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
 

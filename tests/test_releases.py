@@ -20,11 +20,13 @@ from conftest import write_jsonl
 from judge_server import JudgeServer, frame_answers
 from swapjudge.cli import app
 from swapjudge.config import load_config
+from swapjudge.core.pairs_file import load_pairs
+from swapjudge.drift.releases import answer_properties, release_report
 from swapjudge.errors import ConfigError, InputError
-from swapjudge.pairs_input import load_pairs
-from swapjudge.releases import answer_properties, release_report
-from swapjudge.runner import release_pairs, run, run_record_set
+from swapjudge.runner.plan import release_pairs
+from swapjudge.runner.session import run
 from swapjudge.store import Store
+from swapjudge.store.analysis import run_record_set
 
 RELEASES = ["v1", "v2", "v3", "v4", "v5"]
 GROWTH = 1.04

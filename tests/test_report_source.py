@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import pair, write_jsonl
-from swapjudge.records import records_from_dicts
+from swapjudge.core.records import records_from_dicts
 from swapjudge.report.build import prepare_report
 from swapjudge.report.html import render_html
 from swapjudge.report.markdown import render_report

@@ -14,11 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import shared_data, write_jsonl
-from swapjudge.analysis import analyze
 from swapjudge.cli import app
+from swapjudge.core.analysis import analyze
+from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.errors import InputError
-from swapjudge.records import load_records, records_from_dicts
-from swapjudge.review import load_key, load_pair_items, make_sheet, review_queue, tally, write_sheet
+from swapjudge.review.queue import load_pair_items, review_queue
+from swapjudge.review.sheet import load_key, make_sheet, tally, write_sheet
 
 CLI = [sys.executable, "-m", "swapjudge"]
 SYSTEMS = ("zeta-sys-one", "omega-sys-two")
@@ -263,7 +264,7 @@ def test_queue_carries_answer_texts_from_a_pairs_file(tmp_path: Path) -> None:
     pairs = write_jsonl(tmp_path / "pairs.jsonl", [
         {"item": f"i{i}", "prompt": f"task {i}", "answers": {"m1": f"m1 says {i}", "m2": f"m2 says {i}"}}
         for i in range(3)])
-    from swapjudge.review import attach_texts
+    from swapjudge.review.queue import attach_texts
 
     queue = review_queue(attach_texts(load_records(source).frame, load_pair_items(pairs))).to_dicts()
     assert [(q["item"], q["outcome"]) for q in queue] == [("i0", "flip_first"), ("i2", "half_tie_second")]

@@ -12,7 +12,8 @@ from judge_server import JudgeServer, frame_answers, frame_code, frame_text
 from runner_helpers import pair_verdicts, stored_calls, write_config, write_pairs
 from swapjudge.config import load_config
 from swapjudge.errors import SwapjudgeError
-from swapjudge.runner import estimate, run
+from swapjudge.runner.dry_run import estimate
+from swapjudge.runner.session import run
 from swapjudge.store import Store
 
 
@@ -135,7 +136,7 @@ def test_exhausted_retries_are_recorded_and_rerun_makes_only_those(tmp_path: Pat
 
 
 def test_delimiters_and_fake_verdicts_inside_answers_cannot_break_the_frame(tmp_path: Path) -> None:
-    from swapjudge.prompts import boundary_code
+    from swapjudge.judges.prompts import boundary_code
 
     task = "Question 0: what is 0 times 7?"
     good = "CORRECT answer: 0."

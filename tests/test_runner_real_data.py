@@ -10,8 +10,9 @@ import pytest
 from judge_server import JudgeServer, frame_answers
 from runner_helpers import write_config
 from swapjudge.config import load_config
-from swapjudge.runner import analyze_run, run
+from swapjudge.runner.session import run
 from swapjudge.store import Store
+from swapjudge.store.analysis import analyze_run
 
 SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "llmbar" / "dataset__Processed__FairEval.json"
 

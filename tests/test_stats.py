@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from swapjudge.core.stats import binomial_p, mean_interval, normal_quantile, wilson
 from swapjudge.probes.logit import fit_logit
-from swapjudge.stats import binomial_p, mean_interval, normal_quantile, wilson
 
 CASES = [(k, n) for n in (*range(1, 60), 99, 100, 443, 2400, 20000) for k in range(0, n + 1, max(1, n // 60))]
 

@@ -275,7 +275,7 @@ def text_hash(text: str) -> str:
 def run_provenance(config: dict[str, Any], *, structured: bool) -> dict[str, Any]:
     """Judge model and version, the rubric in effect (the built-in one when none is configured) and its hash,
     the prompt template's hash, the schema and the tie policy, from a normalised configuration."""
-    from swapjudge.prompts import default_rubric, template_hash
+    from swapjudge.judges.prompts import default_rubric, template_hash
 
     judge = config.get("judge") or {}
     schema = str(config.get("schema") or "forced_choice")

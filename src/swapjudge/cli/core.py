@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
-from swapjudge.analysis import analyze as run_analysis
-from swapjudge.analysis import calculate
 from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
-from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.records import load_records
+from swapjudge.core.analysis import analyze as run_analysis
+from swapjudge.core.analysis import calculate
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.records import load_records
 from swapjudge.report import markdown, text
 
 ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]

@@ -9,16 +9,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from swapjudge.adaptive import THRESHOLDS, adaptive_offline
 from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
 from swapjudge.config import DEFAULT_STORE, load_config
+from swapjudge.core.pairs_file import load_pairs
+from swapjudge.drift.adaptive import THRESHOLDS, adaptive_offline
+from swapjudge.drift.history import HistoryEntry, RunComparison, compare_runs, history
+from swapjudge.drift.releases import ReleaseReport, ReleaseStep, release_report
 from swapjudge.errors import SwapjudgeError
-from swapjudge.history import HistoryEntry, RunComparison, compare_runs, history
-from swapjudge.pairs_input import load_pairs
-from swapjudge.releases import ReleaseReport, ReleaseStep, release_report
 from swapjudge.report.wording import pct
-from swapjudge.runner import run_record_set
 from swapjudge.store import Store
+from swapjudge.store.analysis import run_record_set
 
 StoreOpt = Annotated[Path | None, typer.Option("--store", help=f"The run store (default ./{DEFAULT_STORE}).")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
@@ -289,8 +289,8 @@ def releases_command(
     rep = release_report(records, pairs, pcfg.releases, pcfg.baseline, tie_policy=cfg.tie_policy,
                          min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
     if html is not None:
+        from swapjudge.core.textfiles import write_atomic
         from swapjudge.report.releases import render_releases_html
-        from swapjudge.textfiles import write_atomic
 
         write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
     if output is OutputFormat.json:
@@ -375,8 +375,8 @@ def anchors_command(
 ) -> None:
     """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
     distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
-    from swapjudge.anchors_run import run_anchors
-    from swapjudge.textfiles import write_atomic
+    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.drift.anchors_run import run_anchors
 
     res = run_anchors(config, pinned=pinned, store=store)
     if out is not None:

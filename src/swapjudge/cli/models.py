@@ -10,7 +10,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
 from swapjudge.errors import SwapjudgeError
-from swapjudge.models import (
+from swapjudge.judges.model_files import (
     DEFAULT_MODEL,
     PACKAGED_MODELS,
     PackagedModel,

@@ -10,23 +10,23 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from swapjudge.agreement import agreement as run_agreement
 from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
 from swapjudge.cli.core import ConfidenceOpt, FormatOpt, dump_json
+from swapjudge.core.pairs import build_pairs
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.records import load_records, select_judges
+from swapjudge.core.sidefiles import load_answer_texts, load_labels, texts_from_records, with_labels
+from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.pairs import build_pairs
-from swapjudge.panel import panel as run_panel
-from swapjudge.panel import parse_families
-from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.probes.agreement import agreement as run_agreement
 from swapjudge.probes.length import LengthUnit, SplitHandling, length_probe, lengths_for_pairs
+from swapjudge.probes.panel import panel as run_panel
+from swapjudge.probes.panel import parse_families
 from swapjudge.probes.repeat import repeat_stability
-from swapjudge.records import load_records, select_judges
+from swapjudge.probes.segments import segment_analyses
+from swapjudge.probes.variants import compare_variants
 from swapjudge.report import probe_tables
 from swapjudge.report.probe_tables import Table
-from swapjudge.segments import segment_analyses
-from swapjudge.sidefiles import load_answer_texts, load_labels, texts_from_records, with_labels
-from swapjudge.textfiles import write_atomic
-from swapjudge.variants import compare_variants
 
 probe_app = typer.Typer(help="Probes for what swapping cannot see: answer length, repeat stability.",
                         no_args_is_help=True)

@@ -9,12 +9,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from swapjudge.battles import OutcomeSource, comparisons_from_records
 from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
+from swapjudge.core.records import load_records
 from swapjudge.errors import InputError
-from swapjudge.rank import DEFAULT_ROUNDS, IntervalMethod, Model
-from swapjudge.rank import rank as fit_ranking
-from swapjudge.records import load_records
+from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
+from swapjudge.ranking.bradley_terry import DEFAULT_ROUNDS, IntervalMethod, Model
+from swapjudge.ranking.bradley_terry import rank as fit_ranking
 from swapjudge.report import rank as render
 
 

@@ -8,20 +8,13 @@ from typing import Annotated
 import typer
 
 from swapjudge.cli.app import app, stderr, user_errors
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
-from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.report.build import DEFAULT_REPORT_ROUNDS
 from swapjudge.report.source import report_source
-from swapjudge.review import (
-    QUEUE_FIELDS,
-    load_pair_items,
-    make_sheet,
-    review_queue,
-    tally,
-    write_sheet,
-    write_table,
-)
-from swapjudge.textfiles import write_atomic
+from swapjudge.review.queue import QUEUE_FIELDS, load_pair_items, review_queue, write_table
+from swapjudge.review.sheet import make_sheet, tally, write_sheet
 
 review_app = typer.Typer(name="review", help="Human review: the queue of unsettled pairs, blind review sheets.",
                          no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)

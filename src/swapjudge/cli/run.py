@@ -11,11 +11,14 @@ from rich.table import Table
 
 from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
 from swapjudge.config import DEFAULT_STORE, load_config
+from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
-from swapjudge.review import write_table
-from swapjudge.runner import DryRunEstimate, RunOutcome, analyze_run, estimate, run, run_records
+from swapjudge.review.queue import write_table
+from swapjudge.runner.dry_run import DryRunEstimate, estimate
+from swapjudge.runner.outcome import RunOutcome
+from swapjudge.runner.session import run
 from swapjudge.store import Store
-from swapjudge.textfiles import write_atomic
+from swapjudge.store.analysis import analyze_run, run_records
 
 StoreOpt = Annotated[
     Path | None,

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Concatenate, Literal, ParamSpec
 
+from swapjudge.core.textfiles import atomic_text
 from swapjudge.errors import InputError
-from swapjudge.textfiles import atomic_text
 
 Record = dict[str, Any]
 

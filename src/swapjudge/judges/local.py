@@ -26,7 +26,7 @@ import numpy as np
 
 from swapjudge.errors import ConfigError, SwapjudgeError
 from swapjudge.judges.base import JudgeReply, JudgeRequest, Verdict
-from swapjudge.models import DEFAULT_MODEL, Progress, resolve_model
+from swapjudge.judges.model_files import DEFAULT_MODEL, Progress, resolve_model
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -247,8 +247,10 @@ class LocalJudge:
         reuse = 0
         if self.reuse_prefix and llm.n_tokens > 0:
             reuse = _common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-        # At least one token must be evaluated to get fresh logits for the last position.
-        reuse = min(reuse, len(tokens) - 1)
+        # At least two tokens are evaluated: one gives fresh logits for the last position, and a second keeps
+        # llama.cpp on its batched path (a lone token takes a matrix-vector path that rounds differently: a
+        # fully cached prompt then moved P(second) by 2.7% on one build).
+        reuse = max(0, min(reuse, len(tokens) - 2))
         llm.n_tokens = reuse
         llm.eval(tokens[reuse:])
         logits = np.array(_last_logits(llm), dtype=np.float32)
@@ -322,7 +324,7 @@ class LocalJudge:
 
     def _generate(self, request: JudgeRequest, logits: np.ndarray, stats: EvalStats,
                   started: float) -> JudgeReply:
-        from swapjudge.prompts import followup_prompt, parse_followup, parse_reply
+        from swapjudge.judges.prompts import followup_prompt, parse_followup, parse_reply
 
         text, n_out = self._greedy(logits, self._max_new_tokens(request))
         parsed = parse_reply(text, request)

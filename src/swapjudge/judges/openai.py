@@ -11,7 +11,7 @@ from typing import Any
 from swapjudge.config import JudgeConfig
 from swapjudge.judges._http import ClientPool, api_key, require_httpx
 from swapjudge.judges.base import JudgeReply, JudgeRequest, TransientJudgeError
-from swapjudge.prompts import ParsedVerdict, followup_prompt, parse_followup, parse_reply, verdict_schema
+from swapjudge.judges.prompts import ParsedVerdict, followup_prompt, parse_followup, parse_reply, verdict_schema
 
 SUPPORTS_STRUCTURED = True
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

@@ -18,7 +18,7 @@ SUPPORTS_STRUCTURED = False
 
 class ReplayJudge:
     def __init__(self, *, name: str, path: str | Path, judge: str | None = None) -> None:
-        from swapjudge.records import load_records
+        from swapjudge.core.records import load_records
 
         self.name = name
         frame = load_records(path).frame

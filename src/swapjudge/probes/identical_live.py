@@ -2,7 +2,7 @@
 both slots, sent to the configured judge. A normal run short-circuits identical answers (no call, counted as a
 tie); this is how you measure what the judge would have done with them.
 
-The calls go through the runner's retry and rate-limit machinery (`runner.call_with_retries`) but not through
+The calls go through the runner's retry and rate-limit machinery (`runner.execute.call_with_retries`) but not through
 the store: a probe is a measurement of the judge, not part of a run's results. `-o` keeps the calls as
 presentation records (first == second), which `swapjudge analyze` reports under `identical`.
 """
@@ -17,21 +17,16 @@ from typing import Any
 import numpy as np
 
 from swapjudge.config import LoadedConfig
+from swapjudge.core.identical import IdenticalRun, identical_probe
+from swapjudge.core.pairs import MISSING, VERDICT_CODES
+from swapjudge.core.pairs_file import PairsFile, load_pairs
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.base import FatalJudgeError, Judge, JudgeRequest
+from swapjudge.judges.prompts import boundary_code, render_request
 from swapjudge.judges.registry import create_judge, supports_structured
-from swapjudge.pairs import MISSING, VERDICT_CODES
-from swapjudge.pairs_input import PairsFile, load_pairs
-from swapjudge.probes.identical import IdenticalProbe, identical_probe
-from swapjudge.prompts import boundary_code, render_request
-from swapjudge.runner import (
-    RateLimiter,
-    call_with_retries,
-    estimated_tokens,
-    expected_output_tokens,
-    resolved_judge_config,
-    system_pairs,
-)
+from swapjudge.runner.execute import call_with_retries, resolved_judge_config
+from swapjudge.runner.plan import estimated_tokens, expected_output_tokens, system_pairs
+from swapjudge.runner.ratelimit import RateLimiter
 
 
 @dataclass(frozen=True)
@@ -41,19 +36,6 @@ class SelfCall:
     item: str
     system: str
     request: JudgeRequest
-
-
-@dataclass(frozen=True)
-class IdenticalRun:
-    judge: str
-    planned: int
-    failed: int  # calls with no reply after retries (their verdict is null)
-    records: tuple[dict[str, Any], ...]
-    probe: IdenticalProbe | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"judge": self.judge, "calls": self.planned, "failed": self.failed,
-                "identical": self.probe.to_dict() if self.probe else None}
 
 
 def plan_self_pairs(loaded: LoadedConfig, pairs: PairsFile, *, sample: int | None = None, seed: str = "",
@@ -81,7 +63,7 @@ def plan_self_pairs(loaded: LoadedConfig, pairs: PairsFile, *, sample: int | Non
 
 
 class IdenticalProbeSession:
-    """The live probe's calls through one judge: `after_call` (hand it to `runner.run_async`) makes each probe
+    """The live probe's calls through one judge: `after_call` (hand it to `runner.session.run_async`) makes each probe
     call right after the run's call that shows the same answer in slot 1 of the same item, while a local
     judge's KV cache still holds the task and that answer; `finish` makes the calls still to make (all of them
     without a run, or those whose run calls were already stored) and returns the probe."""

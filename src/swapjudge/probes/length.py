@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from swapjudge.pairs import Outcome
-from swapjudge.policy import TiePolicy, WinRate, win_rate
+from swapjudge.core.pairs import Outcome
+from swapjudge.core.policy import TiePolicy, WinRate, win_rate
+from swapjudge.core.stats import Proportion, binomial_p, mean_interval, wilson
+from swapjudge.core.swap import Consistency, consistency, count_outcomes
 from swapjudge.probes.logit import fit_logit
-from swapjudge.stats import Proportion, binomial_p, mean_interval, wilson
-from swapjudge.swap import Consistency, consistency, count_outcomes
 
 SWAP_CANNOT_REMOVE = ("Swapping cannot remove a length preference: the length travels with the answer, not the "
                       "slot, so both orders see the same longer answer. A consistent verdict can still be a verdict "

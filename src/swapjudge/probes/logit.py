@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from swapjudge.stats import normal_quantile
+from swapjudge.core.stats import normal_quantile
 
 # |coefficient| on standardised regressors beyond which the fit is treated as separated (no finite maximum)
 SEPARATION_LIMIT = 30.0

@@ -9,19 +9,19 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.analysis import JudgeAnalysis, analyze
-from swapjudge.battles import OutcomeSource, comparisons_from_records
+from swapjudge.core.analysis import JudgeAnalysis, analyze
+from swapjudge.core.pairs import build_pairs
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.records import select_judges
+from swapjudge.core.sidefiles import texts_from_records
 from swapjudge.errors import InputError
-from swapjudge.pairs import build_pairs
-from swapjudge.panel import PanelResult, panel
-from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.probes.length import LengthProbe, LengthUnit, length_probe, text_length
-from swapjudge.rank import Model, Ranking, rank
-from swapjudge.records import select_judges
+from swapjudge.probes.panel import PanelResult, panel
+from swapjudge.probes.segments import SegmentedAnalysis, segment_analyses
+from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
+from swapjudge.ranking.bradley_terry import Model, Ranking, rank
 from swapjudge.report.source import ReportSource
-from swapjudge.review import review_queue
-from swapjudge.segments import SegmentedAnalysis, segment_analyses
-from swapjudge.sidefiles import texts_from_records
+from swapjudge.review.queue import review_queue
 
 # one segment's value and its analysis for one judge
 SegmentRow = tuple[str, JudgeAnalysis]

@@ -12,9 +12,9 @@ from html import escape
 from typing import Any
 
 from swapjudge import __version__
-from swapjudge.analysis import JudgeAnalysis
-from swapjudge.panel import PanelResult
+from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.probes.length import LengthProbe
+from swapjudge.probes.panel import PanelResult
 from swapjudge.report import plots
 from swapjudge.report.build import JudgeRanking, ReportInputs, SegmentRow
 from swapjudge.report.probe_tables import Table, length_tables, panel_tables

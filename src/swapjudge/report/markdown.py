@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from swapjudge.analysis import Calculation, JudgeAnalysis
+from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.rank import rank_range
 from swapjudge.report.wording import RANKING_WITHHELD, flip_sentence, headline, interval, judge_name, pct
 
 if TYPE_CHECKING:
-    from swapjudge.panel import PanelResult
     from swapjudge.probes.length import LengthProbe
-    from swapjudge.rank import Ranking
+    from swapjudge.probes.panel import PanelResult
+    from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.report.build import ReportInputs, SegmentRow
 
 # a ranking longer than this folds into <details> so the pull-request comment stays short

@@ -8,10 +8,10 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from swapjudge.analysis import JudgeAnalysis
+from swapjudge.core.analysis import JudgeAnalysis
+from swapjudge.core.swap import CrossTable, VerdictSplit
 from swapjudge.errors import SwapjudgeError
-from swapjudge.rank import Ranking
-from swapjudge.swap import CrossTable, VerdictSplit
+from swapjudge.ranking.bradley_terry import Ranking
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -208,7 +208,7 @@ def _segment_label(value: str, analysis: JudgeAnalysis) -> str:
 def ranking_svg(ranking: Ranking) -> str:
     """A forest plot of a ranking: each system's score (centred log-strength) with its bootstrap interval, best
     at the top, the Elo-style rating on the top axis and the average system (score 0) dotted."""
-    from swapjudge.rank import ELO_CENTRE, ELO_PER_UNIT
+    from swapjudge.ranking.bradley_terry import ELO_CENTRE, ELO_PER_UNIT
 
     rows = ranking.rows
     fig = _figure(7.5, 1.1 + 0.24 * len(rows))

@@ -12,16 +12,16 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from swapjudge.agreement import JudgeAgreement, Kappa
-from swapjudge.panel import JudgeSummary, PanelResult
+from swapjudge.probes.agreement import JudgeAgreement, Kappa
 from swapjudge.probes.length import LengthProbe
+from swapjudge.probes.panel import JudgeSummary, PanelResult
 from swapjudge.probes.repeat import RepeatStability
+from swapjudge.probes.segments import SegmentedAnalysis
+from swapjudge.probes.variants import VariantComparison
 from swapjudge.report.wording import interval, pct
-from swapjudge.segments import SegmentedAnalysis
-from swapjudge.variants import VariantComparison
 
 if TYPE_CHECKING:  # the live probe pulls in the runner and HTTP clients; only its type is needed here
-    from swapjudge.probes.identical_live import IdenticalRun
+    from swapjudge.core.identical import IdenticalRun
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from swapjudge.rank import Ranking
+from swapjudge.ranking.bradley_terry import Ranking
 
 MODEL_WORDS = {
     "rao-kupper": "Rao-Kupper (ties from a threshold theta)",

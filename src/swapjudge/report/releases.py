@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swapjudge.releases import ReleaseReport, ReleaseStep
+from swapjudge.drift.releases import ReleaseReport, ReleaseStep
 from swapjudge.report.html import CSS, e, svg_image
 from swapjudge.report.plots import SLOT1, SLOT2, _figure, to_svg
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from swapjudge.review import Sheet
+from swapjudge.review.sheet import Sheet
 
 CSS = """
 body { font: 14px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; max-width: 1100px;

@@ -15,8 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from swapjudge.core.records import RecordSet, load_records
 from swapjudge.errors import InputError
-from swapjudge.records import RecordSet, load_records
 
 # Optional per-call text columns: the answers shown in slot 1 and slot 2, and the task. A records file may carry
 # them directly; otherwise `review.attach_texts` adds them from a pairs file.
@@ -92,7 +92,7 @@ def _store_source(path: Path, run: int | None, allow_unpaired: bool) -> ReportSo
     except ImportError:
         raise InputError("is a run store, and this build of swapjudge has no store module to read it",
                          path=str(path)) from None
-    from swapjudge.records import records_from_dicts
+    from swapjudge.core.records import records_from_dicts
 
     with Store(path) as store:
         info = store.run(run) if run is not None else store.latest_run()
@@ -126,7 +126,7 @@ def report_source(path: str | Path, *, pairs: str | Path | None = None, run: int
                   allow_unpaired: bool = False) -> ReportSource:
     """A report's source with the answer texts attached when they can be had: from `pairs` (a pairs file), else
     for a stored run from its own pairs file when it is unchanged since the run (see `run_pairs_file`)."""
-    from swapjudge.review import attach_texts, load_pair_items
+    from swapjudge.review.queue import attach_texts, load_pair_items
 
     source = load_source(path, run=run, allow_unpaired=allow_unpaired)
     provenance = dict(source.provenance)

@@ -10,7 +10,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from swapjudge.analysis import Calculation, JudgeAnalysis
+from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.wording import (
     consistency_sentence,
     flip_sentence,

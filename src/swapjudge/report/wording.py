@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from swapjudge.analysis import JudgeAnalysis
-from swapjudge.policy import TiePolicy
+from swapjudge.core.analysis import JudgeAnalysis
+from swapjudge.core.policy import TiePolicy
 
 POLICY_WORDS = {
     TiePolicy.half_credit: "splits and ties worth half",

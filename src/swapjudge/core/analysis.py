@@ -7,17 +7,17 @@ imported judgments, live runs and human review sheets go through the same code.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from swapjudge.adaptive import adaptive_view
-from swapjudge.agreement import Accuracy, label_accuracy
-from swapjudge.errors import SwapjudgeError
-from swapjudge.pairs import PairTable, build_pairs, probe_calls, verdict_codes
-from swapjudge.policy import (
+from swapjudge.core.accuracy import Accuracy, label_accuracy
+from swapjudge.core.identical import IdenticalProbe, identical_probe
+from swapjudge.core.pairs import PairTable, build_pairs, probe_calls, verdict_codes
+from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     Decision,
     Gate,
@@ -27,9 +27,8 @@ from swapjudge.policy import (
     gate,
     win_rate,
 )
-from swapjudge.probes.identical import IdenticalProbe, identical_probe
-from swapjudge.records import RecordSet, registered_adaptive_swap, select_judges, skipped_swaps
-from swapjudge.swap import (
+from swapjudge.core.records import RecordSet, registered_adaptive_swap, select_judges, skipped_swaps
+from swapjudge.core.swap import (
     Consistency,
     CrossTable,
     FlipDirection,
@@ -41,6 +40,7 @@ from swapjudge.swap import (
     flip_direction,
     verdict_split,
 )
+from swapjudge.errors import SwapjudgeError
 
 SINGLE_ORDER_NOTE = ("every pair was judged in one order only: swap-consistency cannot be measured, and any win "
                      "rate would carry the judge's position preference; only the first-slot rate is reported")
@@ -260,3 +260,55 @@ def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confi
         "win_rate": rate if counts.complete else None,
         "decision": decision(rate.margin, cons.flip_rate_high if cons else None),
     }
+
+def adaptive_view(analysis: JudgeAnalysis, unswapped: Iterable[Mapping[str, Any]], threshold: float,
+                  settings: Mapping[str, Any]) -> JudgeAnalysis:
+    """An adaptive run's analysis, said plainly: swap-consistency (and the gate, and label accuracy) come from the
+    swapped pairs alone, a selected subset; the win rate counts every pair, an unswapped one by its one verdict.
+
+    `analysis`: the plain analysis of the run's calls (an unswapped pair counts there as incomplete);
+    `unswapped`: the one call (first, second, verdict) of each pair whose swap was skipped; `settings`: the
+    analysis' `tie_policy` and `confidence`. Pure: `store.analysis.analyze_run` (the store) and `core.analysis.analyze`
+    (exported records carrying `registered_adaptive_swap`) both end here, so they say the same."""
+    chosen = set(analysis.pair) if analysis.pair else None
+    heads = [c for c in unswapped if c["verdict"] is not None
+             and (chosen is None or {c["first"], c["second"]} == chosen)]
+    if not heads:
+        return analysis
+    unswapped_n = len(heads)
+    o = analysis.outcomes
+    other_incomplete = o.incomplete - unswapped_n
+    generic = f"{o.incomplete} pair(s) without two usable verdicts"
+    notes = [n for n in analysis.notes if not n.startswith(generic)]
+    if other_incomplete > 0:
+        notes.append(f"{other_incomplete} pair(s) without two usable verdicts (failed or unparsable calls) are "
+                     "shown and left out of every rate")
+    cons = analysis.consistency
+    measured = "not measured" if cons is None or cons.rate is None else f"{cons.rate:.1%}"
+    head = (f"adaptive swapping (threshold {threshold:g}): {o.complete} pair(s) swapped, {unswapped_n} judged in "
+            f"one order only (first verdict's confidence >= {threshold:g}; no swap measurement, nothing assumed). ")
+    if o.complete == 0:
+        notes.append(head + "No pair was swapped, so swap-consistency is not measured and the gate fails; "
+                            "confident verdicts can still be position-driven")
+    else:
+        notes.append(head + f"Swap-consistency ({measured}), the gate and label accuracy use the {o.complete} swapped "
+                            "pair(s) alone: a selected subset (the least confident first verdicts, plus any served "
+                            "from the cache), which says nothing certain about the unswapped pairs; confident "
+                            "verdicts can still be position-driven")
+    rate = analysis.win_rate
+    result = dataclasses.replace(analysis, notes=tuple(notes))
+    if analysis.pair is None:
+        return result
+    a, b = analysis.pair
+    aw, bw, splits = (0, 0, 0) if rate is None else (rate.a_wins, rate.b_wins, rate.splits)
+    for h in heads:
+        named = "tie" if h["verdict"] == "tie" else h["first"] if h["verdict"] == "first" else h["second"]
+        aw, bw, splits = aw + (named == a), bw + (named == b), splits + (named == "tie")
+    policy = rate.policy if rate is not None else settings.get("tie_policy") or "half_credit"
+    mixed = win_rate(a, b, aw, bw, splits, policy, float(settings.get("confidence", 0.95)))
+    notes.append(
+        f"win rate over all {mixed.pairs} pair(s): each swapped pair by its two-order outcome under the tie policy, "
+        f"each of the {unswapped_n} unswapped pair(s) by its one verdict in its coin-flipped order (a position-driven "
+        "verdict there counts as a win for whichever system sat in slot 1, not as a flip)")
+    return dataclasses.replace(result, win_rate=mixed, notes=tuple(notes),
+                               decision=decision(mixed.margin, cons.flip_rate_high if cons else None))

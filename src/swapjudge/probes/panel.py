@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.agreement import Accuracy, label_accuracy
+from swapjudge.core.accuracy import Accuracy, label_accuracy
+from swapjudge.core.pairs import Outcome, PairTable, build_pairs
+from swapjudge.core.records import select_judges
+from swapjudge.core.stats import Proportion, wilson
+from swapjudge.core.swap import Consistency, FlipDirection, Outcomes, consistency, count_outcomes, flip_direction
 from swapjudge.errors import SwapjudgeError
-from swapjudge.pairs import Outcome, PairTable, build_pairs
-from swapjudge.records import select_judges
-from swapjudge.stats import Proportion, wilson
-from swapjudge.swap import Consistency, FlipDirection, Outcomes, consistency, count_outcomes, flip_direction
 
 SPLIT = "split"
 NO_MAJORITY = "(no majority)"

@@ -12,12 +12,12 @@ import enum
 import numpy as np
 import polars as pl
 
+from swapjudge.core.pairs import Outcome as PairOutcome
+from swapjudge.core.pairs import build_pairs
+from swapjudge.core.records import RecordSet
 from swapjudge.errors import InputError
-from swapjudge.pairs import Outcome as PairOutcome
-from swapjudge.pairs import build_pairs
-from swapjudge.rank import Comparisons
-from swapjudge.rank import Outcome as Battle
-from swapjudge.records import RecordSet
+from swapjudge.ranking.bradley_terry import Comparisons
+from swapjudge.ranking.bradley_terry import Outcome as Battle
 
 
 class OutcomeSource(enum.StrEnum):

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swapjudge.core.textfiles import decode_text, json_lines, read_bytes
 from swapjudge.errors import InputError
-from swapjudge.textfiles import decode_text, json_lines, read_bytes
 
 
 @dataclass(frozen=True)

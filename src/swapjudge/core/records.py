@@ -16,9 +16,9 @@ from typing import Any
 
 import polars as pl
 
+from swapjudge.core.pairs import PairTable, build_pairs
+from swapjudge.core.textfiles import csv_rows, decode_text, json_lines, read_bytes
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.pairs import PairTable, build_pairs
-from swapjudge.textfiles import csv_rows, decode_text, json_lines, read_bytes
 
 VERDICT_VALUES = ("first", "second", "tie")
 REQUIRED = ("item", "first", "second", "verdict")

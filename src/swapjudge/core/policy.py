@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.stats import mean_interval, wilson
+from swapjudge.core.stats import mean_interval, wilson
 
 
 class TiePolicy(enum.StrEnum):

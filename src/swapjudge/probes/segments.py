@@ -1,7 +1,7 @@
 """Any analysis broken down by a record field (task category, question type, ...).
 
 Position preference concentrates on close, hard items, so one overall consistency can hide a segment where the
-judge is a coin toss. Each segment is the records whose field has one value, analysed by `analysis.analyze`
+judge is a coin toss. Each segment is the records whose field has one value, analysed by `core.analysis.analyze`
 exactly as a whole file is: consistency and win rate per segment with their intervals, the gate per segment.
 The field must be the same on both calls of a pair (a pair belongs to one segment); a field that differs
 between the two calls (latency, raw text) is refused with the pair it differs on.
@@ -14,10 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.analysis import JudgeAnalysis, analyze
+from swapjudge.core.analysis import JudgeAnalysis, analyze
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.records import RecordSet
 from swapjudge.errors import SwapjudgeError
-from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.records import RecordSet
 
 MISSING_VALUE = "(missing)"
 # fields that identify a call rather than describe the pair: segmenting by them is meaningless or circular

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from swapjudge.core.pairs import Outcome, PairTable, build_pairs
+from swapjudge.core.stats import binomial_p
 from swapjudge.errors import SwapjudgeError
-from swapjudge.pairs import Outcome, PairTable, build_pairs
-from swapjudge.panel import JudgeSummary, summarize
-from swapjudge.stats import binomial_p
+from swapjudge.probes.panel import JudgeSummary, summarize
 
 VARIANT_FIELDS = ("judge", "round")
 

@@ -1,7 +1,7 @@
 """Anchored pointwise scoring through a judge: the exemplars and the pinned reference set scored by an
 OpenAI-compatible chat endpoint, the Anthropic Messages API (temperature pinned, strict `Score: N` parsing) or the
 embedded local model (the level read from its next-token probabilities, or its greedy reply parsed strictly), then
-checked against the pinned scores with `swapjudge.anchors` and stored in the run store.
+checked against the pinned scores with `swapjudge.drift.anchors` and stored in the run store.
 
 Configuration (YAML, paths relative to it):
 
@@ -27,7 +27,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from swapjudge.anchors import (
+from swapjudge.config import JudgeConfig, text_hash
+from swapjudge.drift.anchors import (
     DEFAULT_TOLERANCE,
     AnchorCheck,
     Exemplar,
@@ -39,10 +40,9 @@ from swapjudge.anchors import (
     render_rubric,
     score_distribution,
 )
-from swapjudge.config import JudgeConfig, text_hash
 from swapjudge.errors import ConfigError, InputError, SwapjudgeError
 from swapjudge.judges.base import TransientJudgeError
-from swapjudge.prompts import boundary_code, framed
+from swapjudge.judges.prompts import boundary_code, framed
 
 
 class ExemplarConfig(BaseModel):

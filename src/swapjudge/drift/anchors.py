@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from swapjudge.core.stats import Proportion, wilson
 from swapjudge.errors import SwapjudgeError
-from swapjudge.stats import Proportion, wilson
 
 DEFAULT_TOLERANCE = 0.5  # levels: a mean move of half a level on the reference set flags the run
 

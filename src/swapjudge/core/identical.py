@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.pairs import FIRST, MISSING, SECOND, TIE
-from swapjudge.stats import binomial_p, wilson
+from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE
+from swapjudge.core.stats import binomial_p, wilson
 
 
 @dataclass(frozen=True)
@@ -37,3 +37,16 @@ def identical_probe(codes: np.ndarray, confidence: float = 0.95) -> IdenticalPro
         return None
     return IdenticalProbe(int(np.sum(codes == FIRST)), int(np.sum(codes == SECOND)), int(np.sum(codes == TIE)),
                           int(np.sum(codes == MISSING)), confidence)
+
+
+@dataclass(frozen=True)
+class IdenticalRun:
+    judge: str
+    planned: int
+    failed: int  # calls with no reply after retries (their verdict is null)
+    records: tuple[dict[str, Any], ...]
+    probe: IdenticalProbe | None  # None when no call gave a verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"judge": self.judge, "calls": self.planned, "failed": self.failed,
+                "identical": self.probe.to_dict() if self.probe else None}

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.analysis import JudgeAnalysis
+from swapjudge.core.analysis import JudgeAnalysis
+from swapjudge.core.pairs import Outcome, PairTable, build_pairs
+from swapjudge.core.records import RecordSet
+from swapjudge.core.stats import Proportion, wilson
 from swapjudge.errors import SwapjudgeError
-from swapjudge.pairs import Outcome, PairTable, build_pairs
-from swapjudge.records import RecordSet
-from swapjudge.stats import Proportion, wilson
+from swapjudge.probes.variants import McNemar, mcnemar
 from swapjudge.store import RunInfo, Store
-from swapjudge.variants import McNemar, mcnemar
 
 STALE_SWAP = "position preference last measured under another template"
 NEVER_MEASURED = "position preference never measured: no run of this store judged both orders"
@@ -156,7 +156,7 @@ class LoadedRun:
 def load_run(store: Store, run_id: int) -> LoadedRun:
     """A stored run with its records and its analysis under the registered policy (an error kept, not raised:
     a history lists every run, including one with no calls)."""
-    from swapjudge.runner import analyze_run, run_record_set
+    from swapjudge.store.analysis import analyze_run, run_record_set
 
     info = store.run(run_id)
     try:

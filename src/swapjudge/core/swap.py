@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.pairs import FIRST, MISSING, SECOND, TIE, Outcome
-from swapjudge.stats import band, binomial_p, wilson
+from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome
+from swapjudge.core.stats import band, binomial_p, wilson
 
 
 @dataclass(frozen=True)

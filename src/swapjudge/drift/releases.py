@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.analysis import JudgeAnalysis, analyze
+from swapjudge.core.analysis import JudgeAnalysis, analyze
+from swapjudge.core.pairs import Outcome, build_pairs
+from swapjudge.core.pairs_file import PairsFile
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.records import RecordSet
+from swapjudge.core.stats import Proportion, wilson
 from swapjudge.errors import SwapjudgeError
-from swapjudge.pairs import Outcome, build_pairs
-from swapjudge.pairs_input import PairsFile
-from swapjudge.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.records import RecordSet
-from swapjudge.stats import Proportion, wilson
 
 _HEADER = re.compile(r"^\s{0,3}#{1,6}\s+\S", re.MULTILINE)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S", re.MULTILINE)

@@ -1,0 +1,1 @@
+"""Across runs and months: history, compare, releases, anchored scoring, adaptive-swap analysis."""

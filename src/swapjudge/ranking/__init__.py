@@ -1,0 +1,1 @@
+"""Ranking many systems: tie-aware Bradley-Terry fits with item-bootstrap intervals."""

@@ -1,0 +1,148 @@
+"""The runner: the only code that knows which identity sits in which slot.
+
+It plans the calls (every pair in both orders, or one coin-flipped order in `random` mode), serves what it can
+from the store (calls already made by an unfinished run, the reply cache, identical answers), makes the rest
+with bounded concurrency, client-side rate limits and retries, and commits every call the moment it is in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from swapjudge.config import LoadedConfig
+from swapjudge.core.pairs_file import PairsFile, load_pairs
+from swapjudge.judges.base import (
+    Judge,
+)
+from swapjudge.judges.registry import create_judge, supports_structured
+from swapjudge.runner.adaptive import second_calls_to_make
+from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, identical_record, resolved_judge_config
+from swapjudge.runner.outcome import RunOutcome, RunStats
+from swapjudge.runner.plan import (
+    Plan,
+    PlannedCall,
+    build_plan,
+)
+from swapjudge.store import Store
+
+
+def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
+    pairs = load_pairs(loaded.pairs_path)
+    structured = loaded.config.judge.structured_output and supports_structured(loaded.config.judge.backend)
+    return pairs, build_plan(loaded, pairs, structured=structured)
+
+
+async def run_async(
+    loaded: LoadedConfig,
+    *,
+    store_path: str | Path | None = None,
+    judge: Judge | None = None,
+    console: Console | None = None,
+    progress: bool = True,
+    handle_sigint: bool = False,
+    after_call: AfterCall | None = None,
+) -> RunOutcome:
+    """Judge the configured pairs. Resumes the unfinished run of the same configuration if there is one.
+    `after_call` is awaited after each call is made and stored (not for calls served from the store or cache),
+    on the same worker, before that worker's next call: e.g. the live identical probe runs a self-pair call
+    there, right after the call that shares its prefix, so a local judge's KV cache serves both."""
+    cfg = loaded.config
+    started = time.perf_counter()
+    pairs, plan = prepare(loaded)
+    path = loaded.store_path(store_path)
+    stats = RunStats(planned=len(plan.calls))
+    store = Store(path)
+    try:
+        config_hash = loaded.config_hash
+        run_id = store.resumable_run(config_hash, pairs.digest)
+        resumed = run_id is not None
+        if run_id is None:
+            run_id = store.create_run(
+                config_hash=config_hash,
+                judge_hash=loaded.judge_hash,
+                judge=cfg.judge.judge_name,
+                config=loaded.normalised(),
+                config_path=str(loaded.source.resolve()),
+                pairs_digest=pairs.digest,
+                seed=plan.seed,
+                orders=cfg.orders,
+                total_calls=len(plan.calls),
+                provenance={**loaded.provenance(structured=plan.structured), "pair_set_hash": plan.pair_set_hash},
+            )
+        else:
+            store.mark_running(run_id)
+        done_keys = store.done_keys(run_id)
+        pending = [c for c in plan.calls if c.key not in done_keys]
+        stats.already_stored = len(plan.calls) - len(pending)
+        identical = [c for c in pending if c.identical]
+        if identical:
+            store.record_calls(run_id, [identical_record(c) for c in identical])
+        stats.identical = len(identical)
+        pending = [c for c in pending if not c.identical]
+        cache = store.cached(loaded.judge_hash, (c.request.prompt_hash for c in pending))
+        hits = [c for c in pending if c.request.prompt_hash in cache]
+        if hits:
+            store.record_calls(run_id, [cached_record(c, cache[c.request.prompt_hash]) for c in hits])
+        stats.cached = len(hits)
+        pending = [c for c in pending if c.request.prompt_hash not in cache]
+        stats.to_call = len(pending)
+        threshold = cfg.adaptive_swap
+        phases = [pending] if threshold is None else [
+            [c for c in pending if c.order_index == 0], [c for c in pending if c.order_index != 0]]
+        interrupted = False
+        # Adaptive runs make two passes with one judge (a local model is loaded once).
+        own_judge = judge is None and len(phases) > 1 and any(phases)
+        active = judge
+        try:
+            if own_judge:
+                active = create_judge(resolved_judge_config(loaded))
+            for phase, calls in enumerate(phases):
+                if interrupted:
+                    break
+                if phase == 1 and threshold is not None:
+                    calls = second_calls_to_make(store, run_id, calls, threshold, stats)
+                groups: dict[str, list[PlannedCall]] = {}
+                for c in calls:
+                    groups.setdefault(c.request.prompt_hash, []).append(c)
+                if groups:
+                    interrupted = await execute_groups(
+                        loaded,
+                        store,
+                        run_id,
+                        list(groups.values()),
+                        stats,
+                        judge=active,
+                        console=console,
+                        progress=progress,
+                        handle_sigint=handle_sigint,
+                        after_call=after_call,
+                    )
+        except BaseException:
+            # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable.
+            store.finish_run(run_id, "incomplete")
+            raise
+        finally:
+            if own_judge and active is not None:
+                await active.aclose()
+        status = "interrupted" if interrupted else ("done" if stats.failed == 0 else "incomplete")
+        store.finish_run(run_id, status)
+        return RunOutcome(
+            run_id=run_id,
+            store_path=path,
+            resumed=resumed,
+            interrupted=interrupted,
+            stats=stats,
+            elapsed_s=time.perf_counter() - started,
+            seed=plan.seed,
+            orders=cfg.orders,
+        )
+    finally:
+        store.close()
+
+def run(loaded: LoadedConfig, **kwargs: Any) -> RunOutcome:
+    return asyncio.run(run_async(loaded, **kwargs))

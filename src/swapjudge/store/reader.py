@@ -1,0 +1,170 @@
+"""The store's read model: runs, calls, the reply cache and anchored-scoring history, as queries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from swapjudge.errors import SwapjudgeError
+from swapjudge.store.schema import PROVENANCE_COLUMNS, CachedReply, RunInfo, StoreFile, _loads
+
+
+class StoreReader(StoreFile):
+    """Reads: nothing here writes."""
+
+    def resumable_run(self, config_hash: str, pairs_digest: str) -> int | None:
+        """The latest unfinished run of this exact configuration and pairs file (killed or interrupted)."""
+        row = self._db.execute(
+            "SELECT id FROM runs WHERE config_hash=? AND pairs_digest=? AND status != 'done' ORDER BY id DESC LIMIT 1",
+            (config_hash, pairs_digest),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def _run_from_row(self, row: Sequence[Any]) -> RunInfo:
+        return RunInfo(
+            id=row[0],
+            config_hash=row[1],
+            judge_hash=row[2],
+            judge=row[3],
+            config=json.loads(row[4]),
+            config_path=row[5],
+            pairs_digest=row[6],
+            seed=row[7],
+            orders=row[8],
+            total_calls=row[9],
+            started_at=row[10],
+            ended_at=row[11],
+            status=row[12],
+            stored_calls=row[13] or 0,
+            failed_calls=row[14] or 0,
+            cost_usd=row[15] or 0.0,
+            **dict(zip(PROVENANCE_COLUMNS, row[16:], strict=True)),
+        )
+
+    _RUN_SELECT = (
+        "SELECT r.id, r.config_hash, r.judge_hash, r.judge, r.config_json, r.config_path, r.pairs_digest,"
+        " r.seed, r.orders, r.total_calls, r.started_at, r.ended_at, r.status,"
+        " (SELECT COUNT(*) FROM calls c WHERE c.run_id=r.id AND c.error IS NULL),"
+        " (SELECT COUNT(*) FROM calls c WHERE c.run_id=r.id AND c.error IS NOT NULL),"
+        " (SELECT SUM(c.cost_usd) FROM calls c WHERE c.run_id=r.id AND c.source='api'), "
+        + ", ".join(f"r.{c}" for c in PROVENANCE_COLUMNS)
+        + " FROM runs r"
+    )
+
+    def runs(self) -> list[RunInfo]:
+        return [self._run_from_row(r) for r in self._db.execute(self._RUN_SELECT + " ORDER BY r.id")]
+
+    def run(self, run_id: int) -> RunInfo:
+        row = self._db.execute(self._RUN_SELECT + " WHERE r.id=?", (run_id,)).fetchone()
+        if row is None:
+            raise SwapjudgeError(f"{self.path}: no run {run_id}")
+        return self._run_from_row(row)
+
+    def latest_run(self) -> RunInfo:
+        row = self._db.execute(self._RUN_SELECT + " ORDER BY r.id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise SwapjudgeError(f"{self.path}: the store holds no runs")
+        return self._run_from_row(row)
+
+    def anchor_runs(self) -> list[dict[str, Any]]:
+        """Every anchored scoring run, oldest first, with its setup, flag and stored summary."""
+        cur = self._db.execute(
+            "SELECT id, started_at, config_path, judge, judge_hash, judge_model, rubric_hash, reference_hash,"
+            " pinned_path, tolerance, flagged, result_json FROM anchor_runs ORDER BY id")
+        names = [d[0] for d in cur.description]
+        out = []
+        for row in cur:
+            rec = dict(zip(names, row, strict=True))
+            rec["flagged"] = bool(rec["flagged"])
+            rec["result"] = json.loads(rec.pop("result_json"))
+            out.append(rec)
+        return out
+
+    def anchor_scores(self, run_id: int) -> dict[str, int | None]:
+        """The reference items' scores of one anchored run (exemplars left out), e.g. to pin them."""
+        rows = self._db.execute("SELECT item, score FROM anchor_scores WHERE run_id=? AND exemplar=0 ORDER BY item",
+                                (run_id,))
+        return {str(r[0]): r[1] for r in rows}
+
+    def done_keys(self, run_id: int) -> set[tuple[int, str, str, str]]:
+        """(round, item, first, second) of the calls already stored without a transport error."""
+        rows = self._db.execute(
+            "SELECT round, item, first, second FROM calls WHERE run_id=? AND error IS NULL", (run_id,)
+        )
+        return {(int(r[0]), r[1], r[2], r[3]) for r in rows}
+
+    def cached(self, judge_hash: str, prompt_hashes: Iterable[str]) -> dict[str, CachedReply]:
+        wanted = list(dict.fromkeys(prompt_hashes))
+        out: dict[str, CachedReply] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                "SELECT prompt_hash, verdict, raw, input_tokens, output_tokens, cached_input_tokens,"
+                " latency_s, cost_usd, probabilities, settings FROM cache"
+                f" WHERE judge_hash=? AND prompt_hash IN ({marks})",
+                (judge_hash, *chunk),
+            )
+            for r in rows:
+                out[r[0]] = CachedReply(
+                    verdict=r[1],
+                    raw=r[2],
+                    input_tokens=r[3],
+                    output_tokens=r[4],
+                    cached_input_tokens=r[5],
+                    latency_s=r[6],
+                    cost_usd=r[7],
+                    probabilities=_loads(r[8]),
+                    settings=_loads(r[9]) or {},
+                )
+        return out
+
+    def calls(self, run_id: int) -> Iterator[dict[str, Any]]:
+        cur = self._db.execute(
+            "SELECT round, item, first, second, order_index, label, prompt_hash, verdict, raw, input_tokens,"
+            " output_tokens, cached_input_tokens, latency_s, cost_usd, error, probabilities, settings,"
+            " attempts, source FROM calls WHERE run_id=? ORDER BY item, round, first, second",
+            (run_id,),
+        )
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            rec = dict(zip(names, row, strict=True))
+            rec["probabilities"] = _loads(rec["probabilities"])
+            rec["settings"] = _loads(rec["settings"])
+            yield rec
+
+    def presentation_records(self, run_id: int) -> list[dict[str, Any]]:
+        """The run's calls as DESIGN 3.1 presentation records (labels included when the pairs carry them)."""
+        info = self.run(run_id)
+        out: list[dict[str, Any]] = []
+        for c in self.calls(run_id):
+            rec: dict[str, Any] = {
+                "judge": info.judge,
+                "round": c["round"],
+                "item": c["item"],
+                "first": c["first"],
+                "second": c["second"],
+                "verdict": c["verdict"],
+            }
+            if c["label"] is not None:
+                rec["label"] = c["label"]
+            rec.update(
+                {
+                    "raw": c["raw"],
+                    "latency_s": c["latency_s"],
+                    "input_tokens": c["input_tokens"],
+                    "output_tokens": c["output_tokens"],
+                    "cost_usd": c["cost_usd"],
+                    "prompt_hash": c["prompt_hash"],
+                    "order_index": c["order_index"],
+                    "source": c["source"],
+                    "error": c["error"],
+                }
+            )
+            probs = c["probabilities"] or {}
+            for slot in ("first", "second", "tie"):
+                if slot in probs:
+                    rec[f"p_{slot}"] = probs[slot]
+            out.append(rec)
+        return out

@@ -1,0 +1,275 @@
+"""The run store's file: its SQLite schema, migrations, connection, and the rows it holds.
+
+Every call is committed in its own transaction the moment its reply is in, so a `kill -9` at any point leaves
+a consistent file in which every finished call is kept; the next run of the same configuration resumes the
+unfinished run and makes only the missing calls. The cache is keyed by (judge hash, prompt hash): the same
+judge configuration is never paid twice for the same prompt, across runs too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+from swapjudge.errors import SwapjudgeError
+
+SCHEMA_VERSION = "2"
+
+# Run provenance added in schema 2 (run history): what makes two runs comparable. Added to a store made by
+# schema 1 with ALTER TABLE and filled from each run's stored configuration (pair_set_hash stays unknown there).
+PROVENANCE_COLUMNS: tuple[str, ...] = (
+    "judge_model",
+    "judge_version",
+    "rubric_text",
+    "rubric_hash",
+    "template_hash",
+    "schema",
+    "tie_policy",
+    "pair_set_hash",
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    config_hash TEXT NOT NULL,
+    judge_hash TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    config_path TEXT,
+    pairs_digest TEXT NOT NULL,
+    seed TEXT NOT NULL,
+    orders TEXT NOT NULL,
+    total_calls INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    status TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_hash ON runs (config_hash, pairs_digest);
+CREATE TABLE IF NOT EXISTS calls (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    round INTEGER NOT NULL DEFAULT 0,
+    item TEXT NOT NULL,
+    first TEXT NOT NULL,
+    second TEXT NOT NULL,
+    order_index INTEGER NOT NULL,
+    label TEXT,
+    prompt_hash TEXT,
+    verdict TEXT CHECK (verdict IN ('first', 'second', 'tie') OR verdict IS NULL),
+    raw TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cached_input_tokens INTEGER,
+    latency_s REAL,
+    cost_usd REAL,
+    error TEXT,
+    probabilities TEXT,
+    settings TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, round, item, first, second)
+);
+CREATE TABLE IF NOT EXISTS cache (
+    judge_hash TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    verdict TEXT,
+    raw TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cached_input_tokens INTEGER,
+    latency_s REAL,
+    cost_usd REAL,
+    probabilities TEXT,
+    settings TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (judge_hash, prompt_hash)
+);
+CREATE TABLE IF NOT EXISTS anchor_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at TEXT NOT NULL,
+    config_path TEXT,
+    judge TEXT NOT NULL,
+    judge_hash TEXT NOT NULL,
+    judge_model TEXT,
+    rubric_text TEXT NOT NULL,
+    rubric_hash TEXT NOT NULL,
+    reference_hash TEXT NOT NULL,
+    pinned_path TEXT,
+    tolerance REAL NOT NULL,
+    flagged INTEGER NOT NULL,
+    result_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS anchor_scores (
+    run_id INTEGER NOT NULL REFERENCES anchor_runs(id),
+    item TEXT NOT NULL,
+    exemplar INTEGER NOT NULL,
+    score INTEGER,
+    raw TEXT,
+    probabilities TEXT,
+    PRIMARY KEY (run_id, item)
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One stored judge call (a presentation record plus provenance)."""
+
+    item: str
+    first: str
+    second: str
+    order_index: int
+    verdict: str | None
+    source: str  # api | cache | identical | replay
+    round: int = 0
+    label: str | None = None
+    prompt_hash: str | None = None
+    raw: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    latency_s: float | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+    probabilities: dict[str, float] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    verdict: str | None
+    raw: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_input_tokens: int | None
+    latency_s: float | None
+    cost_usd: float | None
+    probabilities: dict[str, float] | None
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    config_hash: str
+    judge_hash: str
+    judge: str
+    config: dict[str, Any]
+    config_path: str | None
+    pairs_digest: str
+    seed: str
+    orders: str
+    total_calls: int
+    started_at: str
+    ended_at: str | None
+    status: str
+    stored_calls: int = 0
+    failed_calls: int = 0
+    cost_usd: float = 0.0
+    judge_model: str | None = None
+    judge_version: str | None = None
+    rubric_text: str | None = None
+    rubric_hash: str | None = None
+    template_hash: str | None = None
+    schema: str | None = None
+    tie_policy: str | None = None
+    pair_set_hash: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _provenance_of_stored(config: dict[str, Any]) -> dict[str, Any]:
+    """Provenance derived from a stored configuration; whether the verdict was asked for as JSON follows the
+    backend's support, as the runner decides it (plain text when the backend cannot be loaded here)."""
+    from swapjudge.config import run_provenance
+
+    if not config:
+        return {}
+    judge = config.get("judge") or {}
+    structured = False
+    if judge.get("structured_output", True) and judge.get("backend"):
+        from swapjudge.errors import ConfigError
+        from swapjudge.judges.registry import supports_structured
+
+        try:
+            structured = supports_structured(str(judge["backend"]))
+        except ConfigError:
+            structured = False
+    return run_provenance(config, structured=structured)
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True)
+
+
+def _loads(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+class StoreFile:
+    """A SQLite store file. One connection, used from one thread (the runner's event loop)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a committed transaction survives a killed process (not a power cut).
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)
+            self._migrate()
+        except sqlite3.DatabaseError as err:
+            raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
+
+    def _migrate(self) -> None:
+        """Bring a store of an older schema up to this one, in one transaction (a kill leaves the old file)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = SCHEMA_VERSION if row is None else row[0]
+        have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
+        missing = [c for c in PROVENANCE_COLUMNS if c not in have]
+        # Runs registered by an older swapjudge in a current file still get their provenance filled in.
+        unfilled = not missing and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone()
+        if not missing and not unfilled and row is not None and version == SCHEMA_VERSION:
+            return
+        if version not in ("1", SCHEMA_VERSION):
+            raise SwapjudgeError(f"{self.path}: store schema {version} is newer than this swapjudge ({SCHEMA_VERSION})")
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for col in missing:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
+            todo = db.execute("SELECT id, config_json FROM runs WHERE rubric_hash IS NULL").fetchall()
+            for run_id, config_json in todo:
+                prov = _provenance_of_stored(json.loads(config_json))
+                if not prov:
+                    continue
+                sets = ", ".join(f"{k}=?" for k in prov)
+                db.execute(f"UPDATE runs SET {sets} WHERE id=?", (*prov.values(), run_id))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

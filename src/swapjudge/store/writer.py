@@ -1,0 +1,153 @@
+"""The store's write path: registering runs, committing calls (each in its own transaction) and the reply cache."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from swapjudge.store.schema import PROVENANCE_COLUMNS, CallRecord, StoreFile, _dumps, _now, _provenance_of_stored
+
+
+class StoreWriter(StoreFile):
+    """Writes: one transaction per committed call, so a kill at any point keeps every finished call."""
+
+    def create_run(
+        self,
+        *,
+        config_hash: str,
+        judge_hash: str,
+        judge: str,
+        config: dict[str, Any],
+        config_path: str | None,
+        pairs_digest: str,
+        seed: str,
+        orders: str,
+        total_calls: int,
+        provenance: dict[str, Any] | None = None,
+    ) -> int:
+        """Register a run. `provenance` holds PROVENANCE_COLUMNS values; those left out are derived from the
+        configuration (the pair set's hash then stays unknown)."""
+        prov = dict(provenance or {})
+        if set(PROVENANCE_COLUMNS) - {"pair_set_hash"} - set(prov):
+            prov = {**_provenance_of_stored(config), **prov}
+        unknown = set(prov) - set(PROVENANCE_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown provenance field(s): {', '.join(sorted(unknown))}")
+        cols = ", ".join(PROVENANCE_COLUMNS)
+        marks = ",".join("?" * len(PROVENANCE_COLUMNS))
+        cur = self._db.execute(
+            "INSERT INTO runs (config_hash, judge_hash, judge, config_json, config_path, pairs_digest, seed,"
+            f" orders, total_calls, started_at, status, {cols}) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', {marks})",
+            (
+                config_hash,
+                judge_hash,
+                judge,
+                json.dumps(config, sort_keys=True),
+                config_path,
+                pairs_digest,
+                seed,
+                orders,
+                total_calls,
+                _now(),
+                *(prov.get(c) for c in PROVENANCE_COLUMNS),
+            ),
+        )
+        assert cur.lastrowid is not None
+        return int(cur.lastrowid)
+
+    def mark_running(self, run_id: int) -> None:
+        self._db.execute("UPDATE runs SET status='running', ended_at=NULL WHERE id=?", (run_id,))
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        self._db.execute("UPDATE runs SET status=?, ended_at=? WHERE id=?", (status, _now(), run_id))
+
+    def record_anchor_run(self, *, setup: dict[str, Any], result: dict[str, Any], flagged: bool,
+                          scores: Iterable[tuple[str, bool, int | None, str | None, dict[str, float] | None]]
+                          ) -> int:
+        """Store one anchored scoring run with every score (item, is an exemplar, score, raw reply,
+        probabilities) in one transaction. `setup` holds config_path, judge, judge_hash, judge_model,
+        rubric_text, rubric_hash, reference_hash, pinned_path, tolerance; `result` the run's summary."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = db.execute(
+                "INSERT INTO anchor_runs (started_at, config_path, judge, judge_hash, judge_model, rubric_text,"
+                " rubric_hash, reference_hash, pinned_path, tolerance, flagged, result_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (_now(), setup.get("config_path"), setup["judge"], setup["judge_hash"], setup.get("judge_model"),
+                 setup["rubric_text"], setup["rubric_hash"], setup["reference_hash"], setup.get("pinned_path"),
+                 float(setup["tolerance"]), int(flagged), json.dumps(result, sort_keys=True)),
+            )
+            assert cur.lastrowid is not None
+            run_id = int(cur.lastrowid)
+            db.executemany("INSERT INTO anchor_scores VALUES (?,?,?,?,?,?)",
+                           [(run_id, item, int(ex), score, raw, _dumps(probs))
+                            for item, ex, score, raw, probs in scores])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return run_id
+
+    def _call_row(self, run_id: int, c: CallRecord) -> tuple[Any, ...]:
+        return (
+            run_id,
+            c.round,
+            c.item,
+            c.first,
+            c.second,
+            c.order_index,
+            c.label,
+            c.prompt_hash,
+            c.verdict,
+            c.raw,
+            c.input_tokens,
+            c.output_tokens,
+            c.cached_input_tokens,
+            c.latency_s,
+            c.cost_usd,
+            c.error,
+            _dumps(c.probabilities),
+            _dumps(c.settings),
+            c.attempts,
+            c.source,
+            _now(),
+        )
+
+    _CALL_INSERT = "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    _CACHE_INSERT = "INSERT OR REPLACE INTO cache VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+
+    def record_call(self, run_id: int, call: CallRecord, *, judge_hash: str | None = None) -> None:
+        """Store one call (and, given `judge_hash` and no error, its reply in the cache) atomically."""
+        self.record_calls(run_id, [call], judge_hash=judge_hash)
+
+    def record_calls(self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for c in calls:
+                db.execute(self._CALL_INSERT, self._call_row(run_id, c))
+                if judge_hash is not None and c.error is None and c.prompt_hash and c.source == "api":
+                    db.execute(
+                        self._CACHE_INSERT,
+                        (
+                            judge_hash,
+                            c.prompt_hash,
+                            c.verdict,
+                            c.raw,
+                            c.input_tokens,
+                            c.output_tokens,
+                            c.cached_input_tokens,
+                            c.latency_s,
+                            c.cost_usd,
+                            _dumps(c.probabilities),
+                            _dumps(c.settings),
+                            _now(),
+                        ),
+                    )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
