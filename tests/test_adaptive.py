@@ -134,9 +134,10 @@ def test_runner_adaptive_option_and_offline_analysis(tmp_path: Path) -> None:
     assert analysis.outcomes.complete == len(UNSURE) and analysis.outcomes.incomplete == sure
     assert not analysis.gate.passed
     # the win rate counts all 30 pairs: 22 single verdicts for the correct answer, 8 flips at half credit
-    wr = analysis.win_rate
+    wr = analysis.ungated_win_rate  # the gate failed: only the explicitly ungated figure carries the rate
     assert wr is not None and (wr.a_wins, wr.b_wins, wr.splits) == (sure, 0, len(UNSURE))
     assert wr.headline.value == pytest.approx((sure + len(UNSURE) / 2) / N_ITEMS)
+    assert analysis.win_rate is not None and analysis.win_rate.headline.value is None
     note = next(n for n in analysis.notes if n.startswith("adaptive swapping"))
     assert f"{len(UNSURE)} pair(s) swapped, {sure} judged in one order only" in note and "selected subset" in note
     assert "(0.0%)" in note

@@ -48,8 +48,9 @@ def test_segment_win_rate_uses_the_overall_pair_and_reuses_analyze():
     # hard: 4 flips (half each for B) + 2 consistent B wins over 6 pairs, but consistency 2/6 fails the gate
     h = hard.analyses[0]
     assert h.consistency.rate == pytest.approx(2 / 6) and not h.gate.passed
-    assert h.win_rate.half_credit.value == pytest.approx(4 / 6)
-    assert h.to_dict()["win_rate"] is None  # withheld by the gate
+    assert h.win_rate.half_credit.value is None  # withheld by the gate, in the library as in the JSON
+    assert h.ungated_win_rate.half_credit.value == pytest.approx(4 / 6)
+    assert h.to_dict()["win_rate"] is None
     assert result.to_dict()["segments"][1]["value"] == "hard"
 
 

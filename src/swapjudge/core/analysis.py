@@ -16,7 +16,7 @@ import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.identical import IdenticalProbe, identical_probe
-from swapjudge.core.pairs import PairTable, build_pairs, probe_calls, verdict_codes
+from swapjudge.core.pairs import MISSING, TIE, PairTable, build_pairs, probe_calls, verdict_codes
 from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     Decision,
@@ -25,9 +25,12 @@ from swapjudge.core.policy import (
     WinRate,
     decision,
     gate,
+    two_order_decision,
     win_rate,
+    withheld_copy,
 )
 from swapjudge.core.records import RecordSet, registered_adaptive_swap, select_judges, skipped_swaps
+from swapjudge.core.stats import holm
 from swapjudge.core.swap import (
     Consistency,
     CrossTable,
@@ -60,16 +63,26 @@ class JudgeAnalysis:
     gate: Gate
     pair: tuple[str, str] | None = None
     cross_table: CrossTable | None = None
-    win_rate: WinRate | None = None
+    # the win rate whatever the gate says: read it only on purpose (`win_rate` is the gated one)
+    ungated_win_rate: WinRate | None = None
     decision: Decision | None = None
     accuracy: Accuracy | None = None
     identical: IdenticalProbe | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    design: str = "both_orders"  # both_orders | single_order | random_order | adaptive: how the pairs were judged
 
     @property
     def withheld(self) -> bool:
         """True when a win rate exists but the gate keeps it from being reported."""
-        return self.win_rate is not None and not self.gate.passed
+        return self.ungated_win_rate is not None and not self.gate.passed
+
+    @property
+    def win_rate(self) -> WinRate | None:
+        """The win rate the gate allows: when the gate fails, the counts stay and every rate is None
+        (`ungated_win_rate` holds the figures, for a reader who asks for them by name)."""
+        if self.ungated_win_rate is None or self.gate.passed:
+            return self.ungated_win_rate
+        return withheld_copy(self.ungated_win_rate)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -84,11 +97,13 @@ class JudgeAnalysis:
             "verdicts": self.verdicts.to_dict(),
             "gate": self.gate.to_dict(),
             "systems_seen": list(self.systems),
+            "design": self.design,
         }
         if self.pair:
             out["systems"] = {"a": self.pair[0], "b": self.pair[1]}
             out["cross_table"] = self.cross_table.to_dict() if self.cross_table else None
-            out["win_rate"] = None if self.withheld or self.win_rate is None else self.win_rate.to_dict()
+            out["win_rate"] = None if self.withheld or self.ungated_win_rate is None else \
+                self.ungated_win_rate.to_dict()
             out["decision"] = self.decision.to_dict() if self.decision and not self.withheld else None
         if self.accuracy:
             out["accuracy"] = self.accuracy.to_dict()
@@ -176,7 +191,17 @@ def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: s
         if policy_note:
             result = dataclasses.replace(result, notes=(*result.notes, policy_note))
         results.append(result)
-    return results
+    return with_holm(results)
+
+
+def with_holm(results: list[JudgeAnalysis]) -> list[JudgeAnalysis]:
+    """Several judges (or segments) tested in one command: each flip-direction test gets its Holm-adjusted p,
+    and a lean is claimed only when the adjusted p rejects."""
+    if len(results) < 2:
+        return results
+    adjusted = holm([r.flip_direction.p_value for r in results])
+    return [dataclasses.replace(r, flip_direction=dataclasses.replace(r.flip_direction, p_holm=p))
+            for r, p in zip(results, adjusted, strict=True)]
 
 
 def _choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str, str] | None:
@@ -226,7 +251,8 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
                      "items as independent and are too narrow; `swapjudge probe repeat` measures round-to-round "
                      "agreement")
     verdicts = verdict_split(pair_calls.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy(), confidence)
-    gate_result = gate(cons.rate if cons else None, min_consistency)
+    gate_result = gate(cons.rate if cons else None, min_consistency, cons.low if cons else None,
+                       cons.high if cons else None)
     result: dict[str, Any] = {}
     if chosen:
         result.update(_compare(pairs, chosen, policy, confidence, cons))
@@ -236,11 +262,20 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     consistent_mask = (outcome <= 2)
     accuracy = label_accuracy(x, y, labels, vx, vy, consistent_mask, confidence)
     probe_codes = probes.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy()
+    never_tie = verdicts.tie == 0 and not bool(np.any(probe_codes == TIE))
     return JudgeAnalysis(
         judge=name or None, single_order=single, systems=tuple(systems), outcomes=counts, consistency=cons,
         flip_direction=flip_direction(counts.toward_first, counts.toward_second, confidence),
         verdicts=verdicts, gate=gate_result, accuracy=accuracy,
-        identical=identical_probe(probe_codes, confidence), notes=tuple(notes), **result)
+        identical=identical_probe(probe_codes, confidence, forced_choice=never_tie), notes=tuple(notes),
+        design=_design(pairs) if single else "both_orders", **result)
+
+
+def _design(pairs: PairTable) -> str:
+    """Pairs judged once: "random_order" when the same two systems were shown both ways round across items (a
+    coin-flipped order), "single_order" when each comparison kept one order."""
+    shown = pairs.frame.select("x", "y", (pl.col("n_xf") > 0).alias("x_first")).unique()
+    return "random_order" if shown.group_by("x", "y").len().get_column("len").max() == 2 else "single_order"
 
 
 def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confidence: float,
@@ -254,11 +289,12 @@ def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confi
     a_wins = int(np.sum(outcome == (0 if a_is_x else 1)))
     b_wins = int(np.sum(outcome == (1 if a_is_x else 0)))
     rate = win_rate(a, b, a_wins, b_wins, counts.complete - a_wins - b_wins, policy, confidence)
+    complete = (va != MISSING) & (vb != MISSING)
     return {
         "pair": chosen,
         "cross_table": cross_table(a, b, va, vb),
-        "win_rate": rate if counts.complete else None,
-        "decision": decision(rate.margin, cons.flip_rate_high if cons else None),
+        "ungated_win_rate": rate if counts.complete else None,
+        "decision": two_order_decision(rate, va[complete], vb[complete], cons.flip_rate_high if cons else None),
     }
 
 def adaptive_view(analysis: JudgeAnalysis, unswapped: Iterable[Mapping[str, Any]], threshold: float,
@@ -295,8 +331,8 @@ def adaptive_view(analysis: JudgeAnalysis, unswapped: Iterable[Mapping[str, Any]
                             "pair(s) alone: a selected subset (the least confident first verdicts, plus any served "
                             "from the cache), which says nothing certain about the unswapped pairs; confident "
                             "verdicts can still be position-driven")
-    rate = analysis.win_rate
-    result = dataclasses.replace(analysis, notes=tuple(notes))
+    rate = analysis.ungated_win_rate
+    result = dataclasses.replace(analysis, notes=tuple(notes), design="adaptive")
     if analysis.pair is None:
         return result
     a, b = analysis.pair
@@ -310,5 +346,5 @@ def adaptive_view(analysis: JudgeAnalysis, unswapped: Iterable[Mapping[str, Any]
         f"win rate over all {mixed.pairs} pair(s): each swapped pair by its two-order outcome under the tie policy, "
         f"each of the {unswapped_n} unswapped pair(s) by its one verdict in its coin-flipped order (a position-driven "
         "verdict there counts as a win for whichever system sat in slot 1, not as a flip)")
-    return dataclasses.replace(result, win_rate=mixed, notes=tuple(notes),
+    return dataclasses.replace(result, ungated_win_rate=mixed, notes=tuple(notes),
                                decision=decision(mixed.margin, cons.flip_rate_high if cons else None))

@@ -6,6 +6,7 @@ fixed before the run, says what a split is worth. Every interval is over pairs, 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,7 @@ class WinRate:
     separate_a: Rate
     separate_b: Rate
     separate_split: Rate
+    withheld: bool = False  # True: the gate failed, so every rate here is None (the counts stay, as measured)
 
     @property
     def pairs(self) -> int:
@@ -78,6 +80,15 @@ class WinRate:
                                        "split": self.separate_split.to_dict()}},
             "counts": {"a_wins": self.a_wins, "b_wins": self.b_wins, "splits": self.splits, "pairs": self.pairs},
         }
+
+
+NO_RATE = Rate(None, None, None)
+
+
+def withheld_copy(rate: WinRate) -> WinRate:
+    """The same comparison with every rate removed: what the library hands out when the gate fails."""
+    return dataclasses.replace(rate, half_credit=NO_RATE, exclude=NO_RATE, no_credit=NO_RATE, separate_a=NO_RATE,
+                               separate_b=NO_RATE, separate_split=NO_RATE, withheld=True)
 
 
 def _proportion(k: int, n: int, confidence: float) -> Rate:
@@ -110,34 +121,72 @@ class Gate:
     min_self_consistency: float
     passed: bool
     reason: str | None
+    # True when the consistency interval contains the threshold: the data cannot tell a pass from a fail
+    uncertain: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"min_self_consistency": self.min_self_consistency, "passed": self.passed, "reason": self.reason}
+        return {"min_self_consistency": self.min_self_consistency, "passed": self.passed, "reason": self.reason,
+                "uncertain": self.uncertain}
 
 
-def gate(rate: float | None, minimum: float = DEFAULT_MIN_CONSISTENCY) -> Gate:
+def gate(rate: float | None, minimum: float = DEFAULT_MIN_CONSISTENCY, low: float | None = None,
+         high: float | None = None) -> Gate:
+    """The gate on the point estimate; `low`/`high` (the consistency interval) say whether the verdict is sure."""
     if rate is None:
         return Gate(minimum, False, "swap-consistency cannot be measured (no pair has both orders with verdicts)")
+    uncertain = None if low is None or high is None else bool(low <= minimum <= high)
     if rate < minimum:
         return Gate(minimum, False, f"swap-consistency {rate:.1%} is below the gate of {minimum:.0%}: "
-                                    "the judge cannot tell these answers apart reliably; no win rate reported")
-    return Gate(minimum, True, None)
+                                    "the judge cannot tell these answers apart reliably; no win rate reported",
+                    uncertain)
+    return Gate(minimum, True, None, uncertain)
+
+
+def _side(rate: float | None) -> int:
+    """Which system a rate of a names as the leader: +1 a, -1 b, 0 neither."""
+    return 0 if rate is None or rate == 0.5 else (1 if rate > 0.5 else -1)
 
 
 @dataclass(frozen=True)
 class Decision:
-    """Could presentation order alone have decided the contested pairs? Compares the upper bound of the flip
-    rate with the observed margin between the two systems."""
+    """Could presentation order have decided the lead?
+
+    `mode` "two_orders" (both orders judged): the half-credit rate already cancels order, so the question is
+    whether the lead is there at all (its interval excludes 50%, `lead_clear`) and whether a single-order run with
+    this judge would have named another leader (`order_could_decide`): `a_first_rate` / `b_first_rate` are a's
+    half-credit rate read from the calls with a (or b) always in slot 1, i.e. with the flips and their direction
+    as measured. `mode` "worst_case" (counts only, or a mix with pairs judged once): the upper bound of the flip
+    rate against the margin of consistent wins.
+    """
 
     margin: float | None
     flip_rate_high: float | None
     order_could_decide: bool | None
+    mode: str = "worst_case"
+    a: str | None = None
+    b: str | None = None
+    rate: Rate | None = None  # the two-order half-credit win rate of a
+    a_first_rate: float | None = None
+    b_first_rate: float | None = None
+
+    @property
+    def lead_clear(self) -> bool | None:
+        """Two orders: the half-credit interval excludes 50%."""
+        if self.rate is None or self.rate.low is None or self.rate.high is None:
+            return None
+        return self.rate.low > 0.5 or self.rate.high < 0.5
 
     def to_dict(self) -> dict[str, Any]:
-        return {"margin": self.margin, "flip_rate_high": self.flip_rate_high,
-                "order_could_decide": self.order_could_decide}
+        out: dict[str, Any] = {"margin": self.margin, "flip_rate_high": self.flip_rate_high,
+                               "order_could_decide": self.order_could_decide, "mode": self.mode}
+        if self.mode == "two_orders":
+            out.update({"lead_clear": self.lead_clear, "a_first_rate": self.a_first_rate,
+                        "b_first_rate": self.b_first_rate})
+        return out
 
     def sentence(self) -> str:
+        if self.mode == "two_orders":
+            return self._two_order_sentence()
         if self.margin is None or self.flip_rate_high is None:
             return "no margin to compare with the flip rate"
         if self.order_could_decide:
@@ -146,8 +195,43 @@ class Decision:
         return (f"the flip rate's upper bound {self.flip_rate_high:.1%} is below the margin of {self.margin:.1%}: "
                 "order alone cannot explain the lead")
 
+    def _two_order_sentence(self) -> str:
+        r = self.rate
+        if r is None or r.low is None or r.high is None or self.a_first_rate is None or self.b_first_rate is None:
+            return "no complete pair: nothing to decide"
+        span = f"{r.low:.1%}–{r.high:.1%}"
+        leader = self.a if _side(r.value) > 0 else self.b
+        lead = (f"{leader} leads: the half-credit win rate's interval ({span}) excludes 50%" if self.lead_clear
+                else f"no clear lead: the half-credit win rate's interval ({span}) contains 50%")
+        single = (f"a single-order run would have given {self.a} {self.a_first_rate:.1%} with {self.a} always in "
+                  f"slot 1 and {self.b_first_rate:.1%} with {self.b} always in slot 1")
+        if self.order_could_decide:
+            return f"{lead}; {single}: presentation order alone could have named a different leader"
+        if self.lead_clear:
+            return f"{lead}; {single}: both name {leader} too, so order alone cannot explain the lead"
+        return f"{lead}; {single}: both on the same side as the two-order rate"
+
 
 def decision(margin: float | None, flip_rate_high: float | None) -> Decision:
+    """The worst case (counts only, or pairs judged once): could flips as frequent as the flip rate's upper bound
+    cover the margin?"""
     if margin is None or flip_rate_high is None:
         return Decision(margin, flip_rate_high, None)
     return Decision(margin, flip_rate_high, flip_rate_high >= margin)
+
+
+def single_order_rate(verdicts: np.ndarray, a_first: bool) -> float | None:
+    """a's half-credit rate from one order's positional verdict codes (0 first, 1 second, 2 tie)."""
+    if verdicts.size == 0:
+        return None
+    a_named = verdicts == (0 if a_first else 1)
+    return float(np.mean(np.where(a_named, 1.0, np.where(verdicts == 2, 0.5, 0.0))))
+
+
+def two_order_decision(rate: WinRate, va: np.ndarray, vb: np.ndarray, flip_rate_high: float | None) -> Decision:
+    """The decision on two-order data; `va` / `vb`: the positional verdicts, over complete pairs, of the call with
+    a (respectively b) in slot 1."""
+    ra, rb = single_order_rate(va, a_first=True), single_order_rate(vb, a_first=False)
+    side = _side(rate.half_credit.value)
+    could = None if ra is None or rb is None else (_side(ra) != side or _side(rb) != side)
+    return Decision(rate.margin, flip_rate_high, could, "two_orders", rate.a, rate.b, rate.half_credit, ra, rb)

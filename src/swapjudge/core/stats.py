@@ -8,6 +8,7 @@ scipy.stats.binomtest and scipy.stats.t).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,3 +88,15 @@ def band(consistency: float | None) -> str | None:
     if consistency >= 0.75:
         return "moderate"
     return "high"
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of several p-values tested at once (None: no test, left out of the family);
+    each adjusted p is the smallest family-wise level at which its test rejects."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m, running = len(tested), 0.0
+    out: list[float | None] = [None] * len(p_values)
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (m - rank) * p))  # step-down: never below an earlier adjusted p
+        out[i] = running
+    return out

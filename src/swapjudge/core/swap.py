@@ -109,16 +109,29 @@ class FlipDirection:
     low: float | None
     high: float | None
     p_value: float | None
+    level: float = 0.05  # a lean is claimed only when the test rejects at this level
+    p_holm: float | None = None  # Holm-adjusted p when several judges or segments are tested at once
+
+    @property
+    def lean(self) -> str | None:
+        """"first" or "second" when the exact test (Holm-adjusted when several were tested) rejects at `level`;
+        None otherwise: no clear lean."""
+        p = self.p_holm if self.p_holm is not None else self.p_value
+        if p is None or self.first_share is None or p >= self.level or self.first_share == 0.5:
+            return None
+        return "first" if self.first_share > 0.5 else "second"
 
     def to_dict(self) -> dict[str, Any]:
         return {"first": self.first, "second": self.second, "first_share": self.first_share,
-                "low": self.low, "high": self.high, "p_value": self.p_value}
+                "low": self.low, "high": self.high, "p_value": self.p_value, "p_holm": self.p_holm,
+                "level": self.level, "lean": self.lean}
 
 
 def flip_direction(toward_first: int, toward_second: int, confidence: float = 0.95) -> FlipDirection:
     n = toward_first + toward_second
     p = wilson(toward_first, n, confidence)
-    return FlipDirection(toward_first, toward_second, p.rate, p.low, p.high, binomial_p(toward_first, n))
+    return FlipDirection(toward_first, toward_second, p.rate, p.low, p.high, binomial_p(toward_first, n),
+                         round(1 - confidence, 12))
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,14 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.core.analysis import JudgeAnalysis, analyze
+from swapjudge.core.analysis import JudgeAnalysis, analyze, with_holm
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.core.records import RecordSet
 from swapjudge.errors import SwapjudgeError
 
 MISSING_VALUE = "(missing)"
+# below this many complete pairs a segment's consistency interval is too wide for its gate to mean much
+MIN_SEGMENT_PAIRS = 30
 # fields that identify a call rather than describe the pair: segmenting by them is meaningless or circular
 NOT_SEGMENTS = ("first", "second", "verdict")
 
@@ -32,7 +34,19 @@ class Segment:
     analyses: tuple[JudgeAnalysis, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "analyses": [a.to_dict() for a in self.analyses]}
+        return {"value": self.value,
+                "analyses": [{**a.to_dict(), "too_small_for_gate": too_small(a)} for a in self.analyses]}
+
+
+def too_small(analysis: JudgeAnalysis) -> bool:
+    """A segment with fewer than MIN_SEGMENT_PAIRS complete pairs: its gate, passed or failed, is not to be
+    trusted."""
+    return analysis.outcomes.complete < MIN_SEGMENT_PAIRS
+
+
+def small_segment_note(analysis: JudgeAnalysis) -> str:
+    return (f"only {analysis.outcomes.complete} complete pair(s), fewer than {MIN_SEGMENT_PAIRS}: too few for the "
+            "gate to be trusted either way")
 
 
 @dataclass(frozen=True)
@@ -111,8 +125,21 @@ def segment_analyses(records: RecordSet | pl.DataFrame, by: str, *, judge: str |
                             min_consistency=min_consistency, confidence=confidence)
             if pair is None:
                 # a segment that happens to hold two systems must not get a win rate the whole file has not
-                found = [replace(x, pair=None, cross_table=None, win_rate=None, decision=None) for x in found]
+                found = [replace(x, pair=None, cross_table=None, ungated_win_rate=None, decision=None) for x in found]
             results += found
         if results:
             segments.append(Segment(value, tuple(results)))
-    return SegmentedAnalysis(by, tuple(overall), tuple(segments))
+    return SegmentedAnalysis(by, tuple(overall), _holm_segments(segments))
+
+
+def _holm_segments(segments: list[Segment]) -> tuple[Segment, ...]:
+    """Every segment's flip-direction test is one of many run at once: Holm-adjust them as one family, and note
+    the segments too small for the gate."""
+    flat = with_holm([a for s in segments for a in s.analyses])
+    out, at = [], 0
+    for s in segments:
+        found = flat[at:at + len(s.analyses)]
+        at += len(s.analyses)
+        found = [replace(a, notes=(*a.notes, small_segment_note(a))) if too_small(a) else a for a in found]
+        out.append(Segment(s.value, tuple(found)))
+    return tuple(out)
