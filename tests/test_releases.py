@@ -144,7 +144,13 @@ def test_each_step_wins_while_the_baseline_chain_shows_the_drift(tmp_path: Path)
     assert [p.bullets_mean for p in rep.properties] == [0.0, 1.0, 2.0, 3.0, 4.0]
     last = rep.against_baseline[-1].longer_won
     assert last.n == N_ITEMS and last.rate is not None and last.rate >= 0.9
-    assert "every release beat its predecessor" in rep.summary and "+17%" in rep.summary
+    # "beat" only where every step's interval lies above 50%; a modest step on 40 items says what was measured
+    lows = [s.analysis.win_rate.headline.low for s in rep.previous]
+    if all(low > 0.5 for low in lows):
+        assert "every release beat its predecessor" in rep.summary
+    else:
+        assert "every release beat" not in rep.summary and "does not lie above 50%" in rep.summary, (lows, rep.summary)
+    assert "+17%" in rep.summary
     # the CLI reports both chains side by side
     cli = CliRunner()
     res = cli.invoke(app, ["releases", str(cfg), "--format", "json"], catch_exceptions=False)
@@ -153,7 +159,7 @@ def test_each_step_wins_while_the_baseline_chain_shows_the_drift(tmp_path: Path)
     assert [s["win_rate"]["value"] for s in data["against_baseline"]] == pytest.approx(base)
     assert data["properties"][-1]["chars_mean"] == pytest.approx(chars[-1])
     text = cli.invoke(app, ["releases", str(cfg), "--html", str(tmp_path / "chains.html")], catch_exceptions=False)
-    assert "every release beat its predecessor" in text.stdout
+    assert rep.summary.split(";")[0].split()[0] in text.stdout  # the same summary as the library's
     page = (tmp_path / "chains.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and "data:image/svg+xml;base64," in page
     assert "100.0% [91.2%, 100.0%]" in page or f"{base[-1]:.1%}" in page

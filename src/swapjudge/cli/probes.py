@@ -110,6 +110,9 @@ def probe_length(
     = TiePolicy.half_credit,
     allow_unpaired: AllowUnpairedOpt = False,
     confidence: ConfidenceOpt = 0.95,
+    min_consistency: Annotated[float, typer.Option(
+        "--min-consistency", help="Gate: below this swap-consistency of the --a/--b pairs, the matched and "
+                                  "length-controlled win rates are withheld (exit 1).")] = DEFAULT_MIN_CONSISTENCY,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Does the judge prefer longer answers? Logistic slope of the order-cancelled outcome on the length
@@ -137,9 +140,14 @@ def probe_length(
             f.get_column("outcome").to_numpy()[found], lx[found], ly[found], judge=name or None, x=x[found],
             y=y[found], pair=pair, unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
             length_controlled=length_controlled, tie_policy=tie_policy, missing_texts=int((~found).sum()),
-            confidence=confidence))
+            confidence=confidence, min_consistency=min_consistency))
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.length_tables(results))
+    failed = [r for r in results if a is not None and b is not None and r.gate is not None and not r.gate.passed]
+    if failed:  # the win rates asked for were withheld, as `analyze` withholds them
+        reason = failed[0].gate.reason if failed[0].gate else None
+        typer.echo(f"gate failed for judge {failed[0].judge or '-'}: {reason}", err=True)
+        raise typer.Exit(1)
 
 
 @probe_app.command("repeat")

@@ -84,6 +84,13 @@ class ReleaseStep:
         wr = self.analysis.win_rate
         return None if wr is None or self.analysis.withheld else wr.headline.value
 
+    @property
+    def beat_clearly(self) -> bool:
+        """The newer release's win rate interval lies above 50% (the gate passed)."""
+        wr = self.analysis.win_rate
+        low = None if wr is None else wr.headline.low
+        return low is not None and low > 0.5
+
     def to_dict(self) -> dict[str, Any]:
         d = self.analysis.to_dict()
         return {"newer": self.newer, "older": self.older, "pairs": d["pairs"], "consistency": d["consistency"],
@@ -104,11 +111,20 @@ class ReleaseReport:
         base = [s.win_rate for s in self.against_baseline]
         parts = []
         known = [w for w in steps if w is not None]
-        if steps and len(known) == len(steps) and all(w > 0.5 for w in known):
-            parts.append(f"every release beat its predecessor (step win rates {min(known):.0%} to {max(known):.0%})")
+        if steps and len(known) == len(steps):
+            # "beat" is said only when every step's interval lies above 50%; otherwise what was measured
+            if all(s.beat_clearly for s in self.previous):
+                parts.append(f"every release beat its predecessor (step win rates {min(known):.0%} to "
+                             f"{max(known):.0%}, each interval above 50%)")
+            else:
+                unclear = [s.newer for s in self.previous if not s.beat_clearly]
+                parts.append(f"step win rates {min(known):.0%} to {max(known):.0%}; the interval of "
+                             f"{', '.join(unclear)} against its predecessor does not lie above 50%")
         if base and base[-1] is not None:
+            last = self.against_baseline[-1]
+            verb = "beats it" if last.beat_clearly else "is not clearly ahead (interval reaches 50%)"
             parts.append(f"against the pinned baseline {self.baseline} the latest release {self.releases[-1]} "
-                         f"wins {base[-1]:.0%}")
+                         f"scores {base[-1]:.0%} and {verb}")
         first, last = self.properties[0], self.properties[-1]
         if first.chars_mean > 0:
             growth = last.chars_mean / first.chars_mean - 1

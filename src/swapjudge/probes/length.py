@@ -37,7 +37,8 @@ import numpy as np
 from scipy import special
 
 from swapjudge.core.pairs import Outcome
-from swapjudge.core.policy import TiePolicy, WinRate, win_rate
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, WinRate, win_rate, withheld_copy
+from swapjudge.core.policy import gate as gate_for
 from swapjudge.core.stats import Proportion, binomial_p, mean_interval, wilson
 from swapjudge.core.swap import Consistency, consistency, count_outcomes
 from swapjudge.probes.logit import fit_logit
@@ -101,10 +102,11 @@ class LengthControlled:
     high: float | None
     raw: float | None  # the plain half-credit win rate of a on the same pairs, for comparison
     pairs: int
+    withheld: bool = False  # the gate failed: a win rate under another name, so every figure here is None
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "value": self.value, "low": self.low, "high": self.high,
-                "raw_half_credit": self.raw, "pairs": self.pairs}
+                "raw_half_credit": self.raw, "pairs": self.pairs, "withheld": self.withheld}
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ class LengthProbe:
     matched_win_rate: WinRate | None
     length_controlled: LengthControlled | None
     note: str = SWAP_CANNOT_REMOVE
+    gate: Gate | None = None  # the self-consistency gate over the compared pair's pairs: it withholds win rates
 
     def to_dict(self) -> dict[str, Any]:
         hc = self.prefer_longer_half_credit
@@ -144,6 +147,7 @@ class LengthProbe:
                         "win_rate": self.matched_win_rate.to_dict() if self.matched_win_rate else None},
             "length_controlled": self.length_controlled.to_dict() if self.length_controlled else None,
             "note": self.note,
+            "gate": self.gate.to_dict() if self.gate else None,
         }
 
 
@@ -166,9 +170,12 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
                  unit: LengthUnit | str = LengthUnit.chars, splits: SplitHandling | str = SplitHandling.half,
                  threshold: int = 100, tolerance: int = 20, per: int = 100, length_controlled: bool = False,
                  tie_policy: TiePolicy | str = TiePolicy.half_credit, missing_texts: int = 0,
-                 confidence: float = 0.95) -> LengthProbe:
+                 confidence: float = 0.95, min_consistency: float = DEFAULT_MIN_CONSISTENCY,
+                 gate: Gate | None = None) -> LengthProbe:
     """The length probe over pairs (one entry per pair: outcome code, lengths of x and y; x/y the identities,
-    needed for the matched win rate and the length-controlled win rate of `pair` = (a, b))."""
+    needed for the matched win rate and the length-controlled win rate of `pair` = (a, b)). The win rates (matched
+    and length-controlled) pass the self-consistency gate: `gate` when given (a report passes the analysis'
+    own), else one at `min_consistency` over the compared pair's complete pairs; when it fails they are withheld."""
     splits = SplitHandling(splits)
     complete = outcome != Outcome.INCOMPLETE
     outcome, len_x, len_y = outcome[complete], len_x[complete].astype(float), len_y[complete].astype(float)
@@ -201,11 +208,18 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
         b_wins = int(np.sum(matched & in_pair & np.where(a_is_x, outcome == Outcome.Y_WINS,
                                                          outcome == Outcome.X_WINS)))
         n_in = int((matched & in_pair).sum())
+        if gate is None:
+            pair_counts = count_outcomes(outcome[in_pair])
+            pair_cons = consistency(pair_counts.consistent, pair_counts.complete, confidence)
+            gate = gate_for(pair_cons.rate, min_consistency, pair_cons.low, pair_cons.high)
         if n_in:
             m_rate = win_rate(a, b, a_wins, b_wins, n_in - a_wins - b_wins, tie_policy, confidence)
+            m_rate = m_rate if gate.passed else withheld_copy(m_rate)
         if length_controlled:
             lc = _length_controlled(a, b, score[in_pair], np.where(a_is_x, diff, -diff)[in_pair],
                                     a_is_x[in_pair], confidence)
+            if not gate.passed:
+                lc = LengthControlled(a, b, None, None, None, None, lc.pairs, withheld=True)
     return LengthProbe(
         judge=judge, unit=LengthUnit(unit), splits=splits, threshold=threshold, tolerance=tolerance,
         pairs=int(outcome.size), missing_texts=missing_texts,
@@ -216,7 +230,7 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
         prefer_longer_splits=int(apart.sum()) - n_decisive,
         prefer_longer_half_credit=mean_interval(longer_score, confidence),
         matched_pairs=int(matched.sum()), matched_consistency=m_cons, matched_win_rate=m_rate,
-        length_controlled=lc,
+        length_controlled=lc, gate=gate,
     )
 
 

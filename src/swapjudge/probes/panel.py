@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import polars as pl
+from scipy import special
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.pairs import Outcome, PairTable, build_pairs
 from swapjudge.core.records import select_judges
-from swapjudge.core.stats import Proportion, wilson
+from swapjudge.core.stats import Proportion, holm, wilson
 from swapjudge.core.swap import Consistency, FlipDirection, Outcomes, consistency, count_outcomes, flip_direction
 from swapjudge.errors import SwapjudgeError
 
@@ -98,6 +99,9 @@ class SelfPreference:
     pairs: int
     judge_score: float | None
     others_score: float | None
+    gap_low: float | None = None  # interval of the gap over items (pairs sharing an item averaged into one)
+    gap_high: float | None = None
+    items: int = 0
 
     @property
     def gap(self) -> float | None:
@@ -105,18 +109,28 @@ class SelfPreference:
             return None
         return self.judge_score - self.others_score
 
+    @property
+    def supported(self) -> bool:
+        """Self-preference is claimed only when the gap's interval lies above zero."""
+        return self.gap_low is not None and self.gap_low > 0
+
     def sentence(self) -> str:
-        base = (f"judge {self.judge} and system {self.system} are both of the {self.family} family: "
-                "self-preference may favour it")
+        base = f"judge {self.judge} and system {self.system} are both of the {self.family} family"
         if self.gap is None:
             return base + " (no common pairs to compare with the other judges)."
-        return (base + f"; on {self.pairs} common pairs it scores {self.system} {self.judge_score:.1%} against "
-                f"{self.others_score:.1%} from the other judges ({self.gap:+.1%}).")
+        span = ("no interval" if self.gap_low is None or self.gap_high is None else
+                f"{self.gap_low:+.1%} to {self.gap_high:+.1%} over {self.items} items, items independent")
+        measured = (f"on {self.pairs} common pairs it scores {self.system} {self.judge_score:.1%} against "
+                    f"{self.others_score:.1%} from the other judges (gap {self.gap:+.1%}; {span})")
+        if self.supported:
+            return f"{base}: self-preference: {measured}."
+        return f"{base}; no clear self-preference: {measured}."
 
     def to_dict(self) -> dict[str, Any]:
         return {"judge": self.judge, "system": self.system, "family": self.family, "pairs": self.pairs,
                 "judge_score": self.judge_score, "others_score": self.others_score, "gap": self.gap,
-                "warning": self.sentence()}
+                "gap_low": self.gap_low, "gap_high": self.gap_high, "items": self.items,
+                "self_preference": self.supported, "warning": self.sentence()}
 
 
 @dataclass(frozen=True)
@@ -167,8 +181,8 @@ def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
         raise SwapjudgeError("a panel needs at least two judges; judges in the file: "
                              + ", ".join(repr(j) for j in present))
     pairs = build_pairs(frame.filter(pl.col("judge").is_in(chosen))).frame
-    summaries = tuple(summarize(name, PairTable(pairs.filter(pl.col("judge") == name)), confidence)
-                      for name in chosen)
+    summaries = _with_holm(tuple(summarize(name, PairTable(pairs.filter(pl.col("judge") == name)), confidence)
+                                 for name in chosen))
 
     complete = pairs.filter(pl.col("outcome") != Outcome.INCOMPLETE).with_columns(
         _cancelled().alias("cancelled"), _positional("vx").alias("x_first"), _positional("vy").alias("y_first"))
@@ -194,7 +208,8 @@ def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
     return PanelResult(
         judges=summaries, common_pairs=n, disagreement=wilson(int(disagree.sum()), n, confidence),
         majority=majority_counts, majority_accuracy=majority_accuracy, pairwise_agreement=pairwise,
-        self_preference=_self_preference(chosen, verdicts, x, y, families),
+        self_preference=_self_preference(chosen, verdicts, x, y, families, wide.get_column("item").to_numpy(),
+                                         confidence),
         disagreements=review,
     )
 
@@ -220,8 +235,30 @@ def _review_rows(complete: pl.DataFrame, disagreeing: pl.DataFrame, majority: np
     return keyed.join(verdicts, on=list(PAIR_KEY), how="left").sort(list(PAIR_KEY))
 
 
+def _with_holm(summaries: tuple[JudgeSummary, ...]) -> tuple[JudgeSummary, ...]:
+    """The judges' flip-direction tests are run at once: each gets its Holm-adjusted p."""
+    adjusted = holm([s.flip_direction.p_value for s in summaries])
+    return tuple(replace(s, flip_direction=replace(s.flip_direction, p_holm=p))
+                 for s, p in zip(summaries, adjusted, strict=True))
+
+
+def item_mean_interval(values: np.ndarray, items: np.ndarray,
+                       confidence: float = 0.95) -> tuple[float | None, float | None, int]:
+    """Student-t interval of the mean of per-item means: pairs that share an item are averaged into one
+    observation, so items, not pairs, are what the interval treats as independent."""
+    _, inverse = np.unique(items.astype(str), return_inverse=True)
+    per_item = np.bincount(inverse, weights=values) / np.bincount(inverse)
+    n = int(per_item.size)
+    if n < 2:
+        return None, None, n
+    half = float(special.stdtrit(n - 1, 0.5 + confidence / 2)) * float(per_item.std(ddof=1)) / float(np.sqrt(n))
+    mean = float(per_item.mean())
+    return mean - half, mean + half, n
+
+
 def _self_preference(judges: Sequence[str], verdicts: np.ndarray, x: np.ndarray, y: np.ndarray,
-                     families: Mapping[str, Sequence[str]] | None) -> tuple[SelfPreference, ...]:
+                     families: Mapping[str, Sequence[str]] | None, items: np.ndarray,
+                     confidence: float = 0.95) -> tuple[SelfPreference, ...]:
     systems = sorted(set(x.tolist()) | set(y.tolist()))
     warnings = []
     for j, judge in enumerate(judges):
@@ -235,6 +272,12 @@ def _self_preference(judges: Sequence[str], verdicts: np.ndarray, x: np.ndarray,
             # half-credit score for the system: 1 when the verdict names it, 1/2 for a split, 0 otherwise
             scores = np.where(verdicts[involved] == system, 1.0, np.where(verdicts[involved] == SPLIT, 0.5, 0.0))
             others = np.delete(scores, j, axis=1)
+            if not others.size:
+                warnings.append(SelfPreference(judge, system, family, int(involved.sum()),
+                                               float(scores[:, j].mean()), None))
+                continue
+            # the gap per pair: this judge's score minus the other judges' mean score on the same pair
+            low, high, n_items = item_mean_interval(scores[:, j] - others.mean(axis=1), items[involved], confidence)
             warnings.append(SelfPreference(judge, system, family, int(involved.sum()), float(scores[:, j].mean()),
-                                           float(others.mean()) if others.size else None))
+                                           float(others.mean()), low, high, n_items))
     return tuple(warnings)

@@ -11,7 +11,7 @@ import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis, analyze
 from swapjudge.core.pairs import build_pairs
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
 from swapjudge.core.records import select_judges
 from swapjudge.core.sidefiles import texts_from_records
 from swapjudge.errors import InputError
@@ -128,9 +128,11 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
     rankings = tuple(r for name in judges if passed.get(name or None, False)
                      if (r := judge_ranking(source, name, rank_rounds, rank_seed, rank_model, confidence)))
     compared = {x.judge: x.pair for x in analyses}
+    gates = {x.judge: x.gate for x in analyses}
     known = answer_lengths(source.frame)
     lengths = tuple(p for name in judges if known
-                    if (p := judge_length(source, known, name, compared.get(name or None), policy, confidence)))
+                    if (p := judge_length(source, known, name, compared.get(name or None), policy, confidence,
+                                          gates.get(name or None))))
     return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, lengths,
                         judges_panel(source, judges, confidence))
 
@@ -162,8 +164,10 @@ def answer_lengths(frame: pl.DataFrame, unit: LengthUnit = LengthUnit.chars) -> 
 
 
 def judge_length(source: ReportSource, lengths: dict[tuple[str, str], float], judge: str,
-                 pair: tuple[str, str] | None, policy: TiePolicy, confidence: float) -> LengthProbe | None:
-    """The length probe over the judge's complete pairs whose two answer lengths are known (None: no such pair)."""
+                 pair: tuple[str, str] | None, policy: TiePolicy, confidence: float,
+                 gate: Gate | None = None) -> LengthProbe | None:
+    """The length probe over the judge's complete pairs whose two answer lengths are known (None: no such pair);
+    its win rates pass the judge's own `gate`, the one the analysis applied."""
     table = (source.records.pairs or build_pairs(source.frame)).frame.filter(pl.col("judge") == judge)
     items, x, y = (table.get_column(c).to_list() for c in ("item", "x", "y"))
     lx = np.array([lengths.get((str(i), s), np.nan) for i, s in zip(items, x, strict=True)])
@@ -175,7 +179,7 @@ def judge_length(source: ReportSource, lengths: dict[tuple[str, str], float], ju
     return length_probe(table.get_column("outcome").to_numpy()[keep], lx[keep], ly[keep], judge=judge or None,
                         x=np.asarray(x, dtype=object)[keep], y=np.asarray(y, dtype=object)[keep], pair=pair,
                         length_controlled=pair is not None, tie_policy=policy,
-                        missing_texts=int((~found).sum()), confidence=confidence)
+                        missing_texts=int((~found).sum()), confidence=confidence, gate=gate)
 
 
 def judges_panel(source: ReportSource, judges: list[str], confidence: float) -> PanelResult | None:

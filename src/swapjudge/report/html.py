@@ -24,11 +24,18 @@ from swapjudge.report.wording import (
     POLICY_WORDS,
     RANKING_WITHHELD,
     consistency_sentence,
+    data_sentence,
+    decided_cells,
+    design_sentence,
     flip_sentence,
+    gate_sentence,
     headline,
     interval,
     judge_name,
+    judged_once,
+    p_text,
     pct,
+    segment_gate_word,
 )
 
 OUTCOME_WORDS = {
@@ -193,17 +200,24 @@ def _headline_cards(a: JudgeAnalysis) -> str:
         cards.append(_card("swap-consistency", "n/a", "one order per pair"))
     f = a.flip_direction
     p = "n/a" if f.p_value is None else f"{f.p_value:.3g}"
+    holm = "" if f.p_holm is None else " · Holm " + figure("flip_direction.p_holm", f.p_holm, f"{f.p_holm:.3g}")
     cards.append(_card("splits toward slot 1", figure("flip_direction.first_share", f.first_share,
                                                         pct(f.first_share)),
                        figure("flip_direction.interval", None, interval(f.low, f.high))
-                       + " · p = " + figure("flip_direction.p_value", f.p_value, p)))
+                       + " · p = " + figure("flip_direction.p_value", f.p_value, p) + holm))
     g = a.gate
     verdict = "passed" if g.passed else "failed"
+    unsure = (" · " + figure("gate.uncertain", None, "not sure: the interval contains the threshold")
+              if g.uncertain else "")
     cards.append(_card(f"gate ≥ {pct(g.min_self_consistency, 0)}",
-                       figure("gate.passed", None, verdict), "self-consistency", "pass" if g.passed else "fail"))
+                       figure("gate.passed", None, verdict), "self-consistency" + unsure,
+                       "pass" if g.passed else "fail"))
     o = a.outcomes
-    cards.append(_card("pairs", figure("pairs.complete", o.complete, f"{o.complete:,}"),
-                       f"complete of {o.total:,}" + (f" · {o.incomplete:,} incomplete" if o.incomplete else "")))
+    if judged_once(a):  # one order by design: nothing is missing, so nothing is "incomplete"
+        cards.append(_card("pairs", figure("pairs.total", o.total, f"{o.total:,}"), "each judged once"))
+    else:
+        cards.append(_card("pairs", figure("pairs.complete", o.complete, f"{o.complete:,}"),
+                           f"complete of {o.total:,}" + (f" · {o.incomplete:,} incomplete" if o.incomplete else "")))
     return '<div class="cards">' + "".join(cards) + "</div>"
 
 
@@ -221,6 +235,8 @@ def _swap_section(a: JudgeAnalysis) -> str:
         ("first-slot win rate (calls)", figure("verdicts.first_slot_rate", v.first_slot_rate,
                                                pct(v.first_slot_rate)), e(interval(v.low, v.high))),
     ]
+    if judged_once(a):  # pairs judged once by design: no swap outcome to count, nothing incomplete
+        rows = [("pairs judged once", e(f"{o.total:,}"), "one order by design: no swap to measure"), *rows[4:]]
     out = ["<h3>What the swap shows</h3>", f"<p>{e(_capital(flip_sentence(a)))}.</p>",
            _table(["measure", "value", ""], [(e(r[0]), r[1], r[2]) for r in rows], {1})]
     out.append(f"<figure>{svg_image(plots.intervals_svg(a), 'headline proportions with intervals')}"
@@ -228,7 +244,9 @@ def _swap_section(a: JudgeAnalysis) -> str:
                "sensitivity, yellow: moderate, green: low) with the gate in red; the flip share and first-slot rate "
                "sit against 50% (no position preference).</figcaption></figure>")
     figures = []
-    if a.cross_table is not None:
+    if judged_once(a):
+        figures.append('<p class="muted">No cross-table: each pair was judged in one order only.</p>')
+    elif a.cross_table is not None:
         ct = a.cross_table
         figures.append(f"<figure>{svg_image(plots.cross_table_svg(ct), 'cross-table heat map')}<figcaption>Pairs "
                        f"by the verdict with {e(ct.a)} in slot 1 (rows) and with {e(ct.b)} in slot 1 (columns). "
@@ -286,8 +304,7 @@ def _identical_section(a: JudgeAnalysis) -> str:
     p = "n/a" if i["first_share_p_value"] is None else f"{i['first_share_p_value']:.3g}"
     rows = [("calls first / second / tie / none", e(f"{i['first']} / {i['second']} / {i['tie']} / {i['unparsed']}"),
              ""),
-            ("decided rate (named a winner)", e(pct(i["decided_rate"])), e(interval(i["decided_low"],
-                                                                                  i["decided_high"]))),
+            ("decided rate (named a winner)", *(e(cell) for cell in decided_cells(i))),
             ("first-slot share of decided", e(pct(i["first_share"])),
              e(interval(i["first_share_low"], i["first_share_high"])) + f" · p = {e(p)}")]
     return ("<h3>Identical-answer probe</h3><p>The same text in both slots: any named winner is the judge choosing "
@@ -305,11 +322,12 @@ def _segments_section(field: str, segments: Sequence[SegmentRow]) -> str:
         w = a.win_rate
         row = [e(value), f"{a.outcomes.complete:,}",
                e("n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"),
-               e("" if c is None else c.band), e(pct(a.flip_direction.first_share))]
+               e("" if c is None else c.band),
+               e(f"{pct(a.flip_direction.first_share)} (p = {p_text(a.flip_direction)})")]
         if with_rates:
             row.append(e("withheld" if a.withheld else "" if w is None else
                          f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})"))
-        row.append('<span class="pass">passed</span>' if a.gate.passed else '<span class="fail">failed</span>')
+        row.append(f'<span class="{"pass" if a.gate.passed else "fail"}">{e(segment_gate_word(a))}</span>')
         rows.append(row)
     header = [e(field), "pairs", "swap-consistency", "band", "splits → slot 1",
               *(["win rate"] if with_rates else []), "gate"]
@@ -403,6 +421,7 @@ def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
     parts = [f'<section class="judge" id="judge-{index}" data-judge="{e(a.judge or "")}">',
              f"<h2>Judge: {e(judge_name(a))}</h2>",
              f'<div class="headline{state}" data-figure="headline">{e(headline(a))}</div>',
+             f'<p class="sub">Data: {e(design_sentence(a))}. {e(gate_sentence(a.gate))}.</p>',
              _headline_cards(a)]
     if a.pair is None and len(a.systems) > 2:
         parts.append(f'<p class="muted">{len(a.systems)} systems were compared; name two with --a and --b for a '
@@ -514,7 +533,7 @@ def render_html(inputs: ReportInputs, *, max_pairs: int | None = 1000) -> str:
         f"<title>swapjudge report · {e(inputs.source.name)}</title>",
         f"<style>{CSS}</style><script>{SCRIPT}</script></head><body>",
         f'<header><h1>swapjudge report</h1><div class="sub">{e(inputs.source.name)} · generated '
-        f"{e(inputs.generated_at)} · every pair judged in both orders</div></header>",
+        f"{e(inputs.generated_at)} · {e(data_sentence(inputs.analyses))}</div></header>",
         summary, judges, "" if inputs.panel is None else _panel_section(inputs.panel),
         _pairs_section(inputs, max_pairs), _provenance_section(inputs),
         "</body></html>\n",

@@ -7,7 +7,20 @@ from typing import TYPE_CHECKING
 
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.rank import rank_range
-from swapjudge.report.wording import RANKING_WITHHELD, flip_sentence, headline, interval, judge_name, pct
+from swapjudge.report.wording import (
+    RANKING_WITHHELD,
+    decided_cells,
+    design_sentence,
+    flip_sentence,
+    gate_sentence,
+    headline,
+    interval,
+    judge_name,
+    judged_once,
+    p_text,
+    pct,
+    segment_gate_word,
+)
 
 if TYPE_CHECKING:
     from swapjudge.probes.length import LengthProbe
@@ -25,9 +38,13 @@ def _escape(text: str) -> str:
 
 def render_analysis(analysis: JudgeAnalysis) -> str:
     o, c, v = analysis.outcomes, analysis.consistency, analysis.verdicts
-    lines = [f"### swapjudge · {_escape(judge_name(analysis))}", "", f"**{_escape(headline(analysis))}**", ""]
+    lines = [f"### swapjudge · {_escape(judge_name(analysis))}", "", f"**{_escape(headline(analysis))}**", "",
+             f"Data: {_escape(design_sentence(analysis))}.", ""]
     lines += ["| measure | value | interval |", "|---|---:|---:|"]
-    lines.append(f"| pairs (complete / total) | {o.complete:,} / {o.total:,} | |")
+    if judged_once(analysis):
+        lines.append(f"| pairs (each judged once) | {o.total:,} | |")
+    else:
+        lines.append(f"| pairs (complete / total) | {o.complete:,} / {o.total:,} | |")
     if c is not None:
         lines.append(f"| swap-consistency | {pct(c.rate)} | {interval(c.low, c.high)} |")
         lines.append(f"| flip rate | {pct(c.flip_rate)} | {interval(c.flip_rate_low, c.flip_rate_high)} |")
@@ -35,7 +52,7 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
     else:
         lines.append("| swap-consistency | cannot be measured | |")
     f = analysis.flip_direction
-    p = "" if f.p_value is None else f" (p = {f.p_value:.3g})"
+    p = "" if f.p_value is None else f" (p = {p_text(f)})"
     lines.append(f"| splits toward slot 1 | {f.first} of {f.first + f.second} | {interval(f.low, f.high)}{p} |")
     lines.append(f"| calls first / second / tie / none | {v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,} | |")
     lines.append(f"| first-slot win rate | {pct(v.first_slot_rate)} | {interval(v.low, v.high)} |")
@@ -53,12 +70,12 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
                      f"{pct(acc['better_second'])} / {pct(acc['both'])} | {acc['pairs']:,} labelled pairs |")
     if analysis.identical is not None:
         ident = analysis.identical.to_dict()
-        lines.append(f"| identical answers: decided rate | {pct(ident['decided_rate'])} | "
-                     f"{interval(ident['decided_low'], ident['decided_high'])} |")
+        value, span = decided_cells(ident)
+        lines.append(f"| identical answers: decided rate | {_escape(value)} | {span} |")
     gate = analysis.gate
     lines.append(f"| gate (min self-consistency {pct(gate.min_self_consistency, 0)}) | "
-                 f"{'passed' if gate.passed else 'FAILED'} | |")
-    lines += ["", f"_{_escape(flip_sentence(analysis))}._"]
+                 f"{'passed' if gate.passed else 'FAILED'}{' (not sure)' if gate.uncertain else ''} | |")
+    lines += ["", f"_{_escape(flip_sentence(analysis))}._", f"_{_escape(gate_sentence(gate))}._"]
     if analysis.decision is not None and not analysis.withheld:
         lines.append(f"_Decision help: {_escape(analysis.decision.sentence())}._")
     lines += [f"> {_escape(note)}" for note in analysis.notes]
@@ -87,14 +104,15 @@ def render_calculation(calc: Calculation) -> str:
 
 def render_segments(field: str, segments: Sequence[SegmentRow]) -> str:
     """Per-segment consistency and win rate as one table."""
-    lines = [f"| {_escape(field)} | pairs | swap-consistency | win rate | gate |", "|---|---:|---:|---:|---|"]
+    lines = [f"| {_escape(field)} | pairs | swap-consistency | splits toward slot 1 (exact p) | win rate | gate |",
+             "|---|---:|---:|---:|---:|---|"]
     for value, a in segments:
-        c, w = a.consistency, a.win_rate
+        c, w, f = a.consistency, a.win_rate, a.flip_direction
         cons = "n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"
         rate = "withheld" if a.withheld else ("" if w is None else
                                                f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})")
-        lines.append(f"| {_escape(value)} | {a.outcomes.complete:,} | {cons} | {rate} | "
-                     f"{'passed' if a.gate.passed else 'FAILED'} |")
+        lines.append(f"| {_escape(value)} | {a.outcomes.complete:,} | {cons} | {pct(f.first_share)} "
+                     f"(p = {p_text(f)}) | {rate} | {segment_gate_word(a)} |")
     return "\n".join(lines) + "\n"
 
 

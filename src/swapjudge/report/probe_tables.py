@@ -16,9 +16,9 @@ from swapjudge.probes.agreement import JudgeAgreement, Kappa
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import JudgeSummary, PanelResult
 from swapjudge.probes.repeat import RepeatStability
-from swapjudge.probes.segments import SegmentedAnalysis
+from swapjudge.probes.segments import MIN_SEGMENT_PAIRS, SegmentedAnalysis
 from swapjudge.probes.variants import VariantComparison
-from swapjudge.report.wording import interval, pct
+from swapjudge.report.wording import decided_cells, gate_sentence, interval, pct, segment_gate_word
 
 if TYPE_CHECKING:  # the live probe pulls in the runner and HTTP clients; only its type is needed here
     from swapjudge.core.identical import IdenticalRun
@@ -106,16 +106,19 @@ def segments_tables(result: SegmentedAnalysis) -> list[Table]:
                          pct(c.rate) if c else "n/a", interval(c.low, c.high) if c else "n/a",
                          (c.band or "n/a") if c else "n/a",
                          f"{f.first}/{f.first + f.second}", "" if f.p_value is None else f"{f.p_value:.2g}",
-                         rate, "passed" if a.gate.passed else "failed"))
+                         "" if f.p_holm is None else f"{f.p_holm:.2g}", rate,
+                         ("passed" if a.gate.passed else "failed") if label == "(all)" else segment_gate_word(a)))
     systems = {f"{a.win_rate.a} vs {a.win_rate.b} ({a.win_rate.policy.value})" for a in result.overall
                if a.win_rate is not None}
     notes = [f"Win rate: {', '.join(sorted(systems))}." if systems else
              "No win rate: more than two systems (name --a and --b to compare two)."]
     notes.append("Splits → slot 1: flips and half-ties toward the first slot, of all flips and half-ties "
-                 "(p: exact binomial test against 1/2). Small segments have wide intervals.")
+                 "(p: exact binomial test against 1/2; Holm: adjusted for the many segments tested at once, across "
+                 f"segments and judges). Segments with fewer than {MIN_SEGMENT_PAIRS} pairs are too small for the "
+                 "gate to be trusted either way.")
     return [table(f"Segments by {result.by}",
                   ("segment", "judge", "pairs", "consistency", "interval", "band", "splits → slot 1", "p",
-                   "win rate", "gate"), rows, notes)]
+                   "p (Holm)", "win rate", "gate"), rows, notes)]
 
 
 def _p(value: float | None) -> str:
@@ -148,18 +151,24 @@ def length_tables(probes: Sequence[LengthProbe]) -> list[Table]:
         rows.append((f"length-matched pairs (|d| <= {r.tolerance})", f"{r.matched_pairs:,}", "", ""))
         rows.append(("  swap-consistency", pct(c.rate) if c else "n/a", interval(c.low, c.high) if c else "n/a", ""))
         w = r.matched_win_rate
-        if w is not None:
+        if w is not None and w.withheld:
+            rows.append((f"  win rate of {w.a} vs {w.b} ({w.policy.value})", "withheld (gate)", "", ""))
+        elif w is not None:
             h = w.headline
             rows.append((f"  win rate of {w.a} vs {w.b} ({w.policy.value})", pct(h.value), interval(h.low, h.high),
                          ""))
         lc = r.length_controlled
-        if lc is not None:
+        if lc is not None and lc.withheld:
+            rows.append((f"length-controlled win rate of {lc.a} vs {lc.b}", "withheld (gate)", "", ""))
+        elif lc is not None:
             rows.append((f"length-controlled win rate of {lc.a} vs {lc.b}", pct(lc.value), interval(lc.low, lc.high),
                          f"raw {pct(lc.raw)}"))
         notes = [f"Splits {'count 1/2' if r.splits.value == 'half' else 'are left out'} in the slope; interval "
                  "from the robust (sandwich) covariance.", r.note]
         if s.reason:
             notes.insert(0, "Slope: " + s.reason + ".")
+        if r.gate is not None and (w is not None or lc is not None):
+            notes.append(gate_sentence(r.gate) + ".")
         out.append(table(f"Length probe · judge {r.judge or '-'}", ("measure", "value", "interval", "test"), rows,
                          notes))
     return out
@@ -214,7 +223,8 @@ def _summary_row(s: JudgeSummary) -> tuple[str, ...]:
     c, f = s.consistency, s.flip_direction
     acc = s.accuracy.to_dict() if s.accuracy else None
     return (s.judge, f"{s.outcomes.complete:,}", pct(c.rate), interval(c.low, c.high), c.band or "n/a",
-            f"{f.first}/{f.first + f.second} ({pct(f.first_share)})", _p(f.p_value),
+            f"{f.first}/{f.first + f.second} ({pct(f.first_share)})",
+            _p(f.p_value) + ("" if f.p_holm is None else f" (Holm {f.p_holm:.2g})"),
             pct(acc["both"]) if acc else "n/a", pct(acc["better_first"]) if acc else "n/a",
             pct(acc["better_second"]) if acc else "n/a")
 
@@ -264,8 +274,7 @@ def identical_tables(result: IdenticalRun) -> list[Table]:
     d = result.probe.to_dict()
     rows = [("calls: first / second / tie / none", f"{d['first']} / {d['second']} / {d['tie']} / {d['unparsed']}",
              "", ""),
-            ("decided rate (named a winner)", pct(d["decided_rate"]), interval(d["decided_low"], d["decided_high"]),
-             ""),
+            ("decided rate (named a winner)", *decided_cells(d), ""),
             ("first-slot share of decided", pct(d["first_share"]),
              interval(d["first_share_low"], d["first_share_high"]), _p(d["first_share_p_value"]))]
     notes = ["The same text sat in both slots: any named winner is the judge choosing where there is nothing to "

@@ -13,10 +13,15 @@ from rich.text import Text
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.wording import (
     consistency_sentence,
+    decided_cells,
+    design_sentence,
     flip_sentence,
+    gate_sentence,
     headline,
     interval,
     judge_name,
+    judged_once,
+    p_text,
     pct,
 )
 
@@ -44,6 +49,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
     parts: list[RenderableType] = []
     style = "bold green" if analysis.gate.passed else "bold red"
     parts.append(Text(headline(analysis), style=style))
+    parts.append(Text("Data: " + design_sentence(analysis) + ".", style="dim"))
     o = analysis.outcomes
 
     swap = _kv_table("Swap")
@@ -53,7 +59,10 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
                     f"{int(analysis.consistency.confidence * 100)}% interval", justify="right", no_wrap=True)
     swap.add_column("test", no_wrap=True)
     c = analysis.consistency
-    swap.add_row("pairs (complete / total)", f"{o.complete:,} / {o.total:,}", "")
+    if judged_once(analysis):
+        swap.add_row("pairs (each judged once)", f"{o.total:,}", "")
+    else:
+        swap.add_row("pairs (complete / total)", f"{o.complete:,} / {o.total:,}", "")
     if c is not None:
         swap.add_row("swap-consistency", pct(c.rate), interval(c.low, c.high))
         swap.add_row("position sensitivity", str(c.band), "")
@@ -63,7 +72,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
     swap.add_row("flips → slot 1 / slot 2", f"{o.flips_first:,} / {o.flips_second:,}", "")
     swap.add_row("half-ties → slot 1 / slot 2", f"{o.half_ties_first:,} / {o.half_ties_second:,}", "")
     f = analysis.flip_direction
-    p = "" if f.p_value is None else f"p={f.p_value:.2g}"
+    p = "" if f.p_value is None else "p = " + p_text(f)
     swap.add_row("splits toward slot 1", pct(f.first_share), interval(f.low, f.high), p)
     v = analysis.verdicts
     swap.add_row("calls 1st / 2nd / tie / none", f"{v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,}",
@@ -72,7 +81,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
     parts.append(swap)
     parts.append(Text(flip_sentence(analysis) + ".", style="italic"))
 
-    if analysis.cross_table is not None:
+    if analysis.cross_table is not None and not judged_once(analysis):
         ct = analysis.cross_table
         cross = _kv_table(f"Cross-table: rows = verdict with {ct.a} in slot 1, columns = with {ct.b} in slot 1")
         cross.add_column("")
@@ -120,16 +129,13 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
         table.add_column("interval", justify="right")
         table.add_row("calls: first / second / tie / none",
                       f"{ident['first']} / {ident['second']} / {ident['tie']} / {ident['unparsed']}", "")
-        table.add_row("decided rate (named a winner)", pct(ident["decided_rate"]),
-                      interval(ident["decided_low"], ident["decided_high"]))
+        table.add_row("decided rate (named a winner)", *decided_cells(ident))
         table.add_row("first-slot share of decided", pct(ident["first_share"]),
                       interval(ident["first_share_low"], ident["first_share_high"]))
         parts.append(table)
 
     gate = analysis.gate
-    gate_text = (f"Gate: passed (min self-consistency {pct(gate.min_self_consistency, 0)})" if gate.passed
-                 else f"Gate: FAILED — {gate.reason}")
-    parts.append(Text(gate_text, style=style))
+    parts.append(Text(gate_sentence(gate), style=style))
     for note in analysis.notes:
         parts.append(Text("Note: " + note, style="yellow"))
     return Group(Rule(f"judge: {judge_name(analysis)}", align="left"), *_spaced(parts))

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from swapjudge.core.analysis import JudgeAnalysis
-from swapjudge.core.policy import TiePolicy
+from swapjudge.core.policy import Gate, TiePolicy, WinRate
+from swapjudge.core.swap import FlipDirection
+from swapjudge.probes.segments import MIN_SEGMENT_PAIRS, too_small
 
 POLICY_WORDS = {
     TiePolicy.half_credit: "splits and ties worth half",
@@ -38,6 +43,36 @@ def consistency_sentence(analysis: JudgeAnalysis) -> str:
             f"({interval(c.low, c.high)}, {int(c.confidence * 100)}% CI; position sensitivity {c.band})")
 
 
+def design_sentence(analysis: JudgeAnalysis) -> str:
+    """What the data is: how the pairs were judged (report headers say this, never assume both orders)."""
+    o = analysis.outcomes
+    if analysis.design == "single_order":
+        return "each pair judged once, in one fixed order: swap-consistency cannot be measured"
+    if analysis.design == "random_order":
+        return "each pair judged once, in a randomly chosen order: swap-consistency cannot be measured"
+    if analysis.design == "adaptive":
+        return f"adaptive swapping: {o.complete:,} of {o.total:,} pairs judged in both orders, the rest once"
+    return "every pair judged in both orders"
+
+
+def judged_once(analysis: JudgeAnalysis) -> bool:
+    """Pairs judged once by design: a missing second order is not an incomplete pair there."""
+    return analysis.design in ("single_order", "random_order")
+
+
+def _rate_phrase(w: WinRate) -> str:
+    """What the headline number is, in the words of its policy."""
+    h = w.headline
+    value = f"{pct(h.value)} against {w.b} ({interval(h.low, h.high)}"
+    if w.policy is TiePolicy.half_credit:
+        return f"{w.a} scores {value}; a split counts half)"
+    if w.policy is TiePolicy.exclude:
+        return f"{w.a} wins {value} of the pairs with a consistent winner; splits left out)"
+    if w.policy is TiePolicy.no_credit:
+        return f"{w.a} wins {value} of its pairs; a split counts nothing)"
+    return f"{w.a} wins outright {value} of its pairs; splits reported apart)"
+
+
 def headline(analysis: JudgeAnalysis) -> str:
     """One sentence a manager can quote correctly: win rate, interval, policy, consistency and the gate."""
     gate = analysis.gate
@@ -45,19 +80,70 @@ def headline(analysis: JudgeAnalysis) -> str:
     if not gate.passed:
         return f"No win rate: {gate.reason}. ({cons[0].upper() + cons[1:]}.)"
     w = analysis.win_rate
+    unsure = "" if not gate.uncertain else f" ({GATE_UNSURE})"
     if w is None or analysis.pair is None:
-        return f"{cons[0].upper() + cons[1:]}, passing the {pct(gate.min_self_consistency, 0)} gate."
-    h = w.headline
-    what = "wins" if w.policy is not TiePolicy.separate else "wins outright"
-    return (f"{w.a} {what} {pct(h.value)} of its pairs against {w.b} ({interval(h.low, h.high)}, "
-            f"{POLICY_WORDS[w.policy]}); {cons}, passing the {pct(gate.min_self_consistency, 0)} gate.")
+        return f"{cons[0].upper() + cons[1:]}, passing the {pct(gate.min_self_consistency, 0)} gate{unsure}."
+    return f"{_rate_phrase(w)}; {cons}, passing the {pct(gate.min_self_consistency, 0)} gate{unsure}."
+
+
+GATE_UNSURE = "not a sure pass: the consistency interval contains the threshold"
+GATE_UNSURE_FAIL = "not a sure fail: the consistency interval contains the threshold"
+
+
+def gate_sentence(gate: Gate) -> str:
+    """The gate in one line, with its plain-words flag when the consistency interval contains the threshold."""
+    if gate.passed:
+        text = f"Gate: passed (min self-consistency {pct(gate.min_self_consistency, 0)})"
+        return text + (f"; {GATE_UNSURE}, so with this few pairs the pass is not to be trusted" if gate.uncertain
+                       else "")
+    text = f"Gate: FAILED — {gate.reason}"
+    return text + (f"; {GATE_UNSURE_FAIL}" if gate.uncertain else "")
+
+
+def p_text(f: FlipDirection) -> str:
+    """The exact test's p, with its Holm-adjusted value next to it when several were tested at once."""
+    if f.p_value is None:
+        return "n/a"
+    return f"{f.p_value:.3g}" + ("" if f.p_holm is None else f", Holm-adjusted {f.p_holm:.3g}")
+
+
+def flip_direction_sentence(f: FlipDirection) -> str:
+    """The flip direction, claimed only when the exact two-sided binomial test (Holm-adjusted when several were
+    tested) rejects at its level; otherwise the share, interval and p, and no lean."""
+    if f.first_share is None:
+        return "no flips or half-ties: nothing to say about their direction"
+    measured = (f"{pct(f.first_share)} of {f.first + f.second} flips and half-ties went to the first slot "
+                f"({interval(f.low, f.high)}; exact binomial p = {p_text(f)})")
+    if f.lean is None:
+        return f"no clear lean toward either slot: {measured}, not below {f.level:g}"
+    return f"{measured}: the judge leans toward the {f.lean} slot"
 
 
 def flip_sentence(analysis: JudgeAnalysis) -> str:
-    f = analysis.flip_direction
-    if f.first_share is None:
-        return "no flips or half-ties: nothing to say about their direction"
-    lean = "the first" if f.first_share > 0.5 else "the second" if f.first_share < 0.5 else "neither"
-    p = "n/a" if f.p_value is None else f"{f.p_value:.3g}"
-    return (f"{pct(f.first_share)} of {f.first + f.second} flips and half-ties went to the first slot "
-            f"({interval(f.low, f.high)}; exact binomial p = {p}): the judge leans toward {lean} slot")
+    return flip_direction_sentence(analysis.flip_direction)
+
+
+def decided_cells(ident: dict[str, Any]) -> tuple[str, str]:
+    """The identical-answer probe's decided rate and its interval; under forced choice it is 100% by
+    construction, said so, with no interval."""
+    if ident.get("decided_by_construction"):
+        return f"{pct(ident['decided_rate'])} by construction (the judge never answered tie)", ""
+    return pct(ident["decided_rate"]), interval(ident["decided_low"], ident["decided_high"])
+
+
+def segment_gate_word(analysis: JudgeAnalysis) -> str:
+    """A segment's gate cell: passed/failed, flagged when the segment is too small (or the gate unsure)."""
+    word = "passed" if analysis.gate.passed else "failed"
+    if too_small(analysis):
+        return f"{word}, too small (< {MIN_SEGMENT_PAIRS} pairs) to trust"
+    return word + (", not sure (interval contains the threshold)" if analysis.gate.uncertain else "")
+
+
+def data_sentence(analyses: Sequence[JudgeAnalysis]) -> str:
+    """A report's subtitle: what the data is, from the data (per judge when the judges differ)."""
+    said = [design_sentence(a) for a in analyses]
+    if not said:
+        return "no pairs"
+    if len(set(said)) == 1:
+        return said[0]
+    return "; ".join(f"{judge_name(a)}: {text}" for a, text in zip(analyses, said, strict=True))
