@@ -152,7 +152,7 @@ def test_real_report_in_a_browser_matches_the_json_analysis(tmp_path: Path) -> N
     assert shown("flip_direction.interval")[1] == interval(flips["low"], flips["high"])
     assert shown("gate.passed")[1] == ("passed" if expected["gate"]["passed"] else "failed")
     [(_, sentence)] = doc.figures["headline"]
-    assert f"gpt-4 wins {pct(win['value'])} of its pairs against vicuna-13b-v1.3" in sentence
+    assert f"gpt-4 scores {pct(win['value'])} (a split counts half) against vicuna-13b-v1.3" in sentence
     assert f"{pct(cons['rate'])} of {cons['pairs']} pairs" in sentence and "half" in sentence
     # every flipped or half-tied pair is in the page, with both raw replies, and the filter counted them
     o = expected["outcomes"]
@@ -234,4 +234,4 @@ def test_missing_matplotlib_is_one_clear_line_and_markdown_still_works(tmp_path:
     md = subprocess.run([sys.executable, "-c", blocked, "report", str(records), "--markdown", str(tmp_path / "r.md")],
                         capture_output=True, text=True)
     assert md.returncode == 0, md.stderr
-    assert "A wins 100.0% of its pairs against B" in (tmp_path / "r.md").read_text()
+    assert "A scores 100.0% (a split counts half) against B" in (tmp_path / "r.md").read_text()

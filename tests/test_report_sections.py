@@ -141,7 +141,7 @@ def test_report_of_a_stored_run_in_a_browser(tmp_path: Path, monkeypatch: pytest
         assert values(doc, name) == [pytest.approx(exact, rel=1e-12)], name
     assert texts(doc, "win_rate.interval") == [interval(win["low"], win["high"])]
     [(_, sentence)] = doc.figures["headline"]
-    assert f"output_1 wins {pct(win['value'])} of its pairs against output_2" in sentence
+    assert f"output_1 scores {pct(win['value'])} (a split counts half) against output_2" in sentence
 
     # provenance: the run's configuration hash as the store holds it
     with sqlite3.connect(tmp_path / "run.db") as con:

@@ -65,7 +65,7 @@ def _rate_phrase(w: WinRate) -> str:
     h = w.headline
     value = f"{pct(h.value)} against {w.b} ({interval(h.low, h.high)}"
     if w.policy is TiePolicy.half_credit:
-        return f"{w.a} scores {value}; a split counts half)"
+        return f"{w.a} scores {pct(h.value)} (a split counts half) against {w.b} ({interval(h.low, h.high)})"
     if w.policy is TiePolicy.exclude:
         return f"{w.a} wins {value} of the pairs with a consistent winner; splits left out)"
     if w.policy is TiePolicy.no_credit:
