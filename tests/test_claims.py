@@ -345,3 +345,35 @@ def test_segments_get_holm_and_small_segments_are_flagged(tmp_path):
     assert "too small" in text
     html, md = report(tmp_path, rows, "--segment", "task")
     assert "too small (&lt; 30 pairs)" in html and "too small (< 30 pairs)" in md
+
+
+def test_self_preference_score_is_withheld_when_the_judge_fails_the_gate():
+    rows = _panel_rows("gpt-x")
+    for r in rows:  # the gpt judge now always names slot 1: every pair flips, 0% consistency
+        if r["judge"] == "gpt-judge":
+            r["verdict"] = "first"
+    result = panel(records_from_dicts(rows).frame)
+    w = next(w for w in result.self_preference if w.judge == "gpt-judge" and w.system == "gpt-x")
+    assert w.withheld and w.judge_score is None and w.gap is None and not w.supported
+    assert "withheld" in w.sentence() and w.to_dict()["withheld"] is True
+    kept = panel(records_from_dicts(rows).frame, min_consistency=0)
+    assert next(w for w in kept.self_preference if w.judge == "gpt-judge").judge_score == pytest.approx(0.5)
+
+
+def test_length_probe_of_several_judges_gets_holm_adjusted_p(tmp_path):
+    rows = []
+    for judge, longer_wins in (("j1", 14), ("j2", 30)):
+        spec = rows_of([(longer_wins, "first", "second"), (40 - longer_wins, "second", "first")], judge=judge)
+        for r in spec:  # A's answer is always the longer one
+            r["first_text"] = "x" * (900 if r["first"] == "A" else 300)
+            r["second_text"] = "x" * (900 if r["second"] == "A" else 300)
+        rows += spec
+    path = write_jsonl(tmp_path / "l2.jsonl", rows)
+    done = runner.invoke(app, ["probe", "length", str(path), "--format", "json"])
+    assert done.exit_code == 0, done.output
+    judges = json.loads(done.stdout)["judges"]
+    raw = [stats.binomtest(k, 40).pvalue for k in (14, 30)]
+    assert [j["prefer_longer"]["p_value"] for j in judges] == pytest.approx(raw)
+    assert [j["prefer_longer"]["p_holm"] for j in judges] == pytest.approx(list(multipletests(raw, method="holm")[1]))
+    slopes = [j["slope"]["p_value"] for j in judges]
+    assert [j["slope"]["p_holm"] for j in judges] == pytest.approx(list(multipletests(slopes, method="holm")[1]))

@@ -20,6 +20,7 @@ from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.probes.agreement import agreement as run_agreement
 from swapjudge.probes.length import LengthUnit, SplitHandling, length_probe, lengths_for_pairs
+from swapjudge.probes.length import with_holm as length_with_holm
 from swapjudge.probes.panel import panel as run_panel
 from swapjudge.probes.panel import parse_families
 from swapjudge.probes.repeat import repeat_stability
@@ -141,6 +142,7 @@ def probe_length(
             y=y[found], pair=pair, unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
             length_controlled=length_controlled, tie_policy=tie_policy, missing_texts=int((~found).sum()),
             confidence=confidence, min_consistency=min_consistency))
+    results = length_with_holm(results)
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.length_tables(results))
     failed = [r for r in results if a is not None and b is not None and r.gate is not None and not r.gate.passed]
@@ -215,13 +217,17 @@ def panel_command(
         "--disagreements", help="Write the pairs the judges disagree on to this JSONL file for review.")] = None,
     allow_unpaired: AllowUnpairedOpt = False,
     confidence: ConfidenceOpt = 0.95,
+    min_consistency: Annotated[float, typer.Option(
+        "--min-consistency", help="Gate: a judge below this swap-consistency gets no self-preference score.")]
+    = DEFAULT_MIN_CONSISTENCY,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Several judges over the same pairs: each judge's consistency, flip direction and accuracy side by side;
     the panel's disagreement rate and majority verdict; self-preference warnings."""
     loaded = load_records(records, allow_unpaired=allow_unpaired, extras=False)
     frame = with_labels(loaded.frame, load_labels(labels)) if labels is not None else loaded.frame
-    result = run_panel(frame, judges=judge or None, families=parse_families(family or []), confidence=confidence)
+    result = run_panel(frame, judges=judge or None, families=parse_families(family or []), confidence=confidence,
+                       min_consistency=min_consistency)
     if disagreements is not None:
         _write_jsonl_atomic(disagreements, result.review_rows())
     _emit(output, result.to_dict(), probe_tables.panel_tables(result))

@@ -121,7 +121,8 @@ class ReleaseReport:
                 parts.append(f"step win rates {min(known):.0%} to {max(known):.0%}; the interval of "
                              f"{', '.join(unclear)} against its predecessor does not lie above 50%")
         if base and base[-1] is not None:
-            verb = "beats it" if self.against_baseline[-1].beat_clearly else "is not clearly ahead (interval reaches 50%)"
+            verb = ("beats it" if self.against_baseline[-1].beat_clearly
+                    else "is not clearly ahead (interval reaches 50%)")
             parts.append(f"against the pinned baseline {self.baseline} the latest release {self.releases[-1]} "
                          f"scores {base[-1]:.0%} and {verb}")
         first, last = self.properties[0], self.properties[-1]

@@ -28,8 +28,9 @@ slice and labels (agreement) are the checks that separate the two.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ from scipy import special
 from swapjudge.core.pairs import Outcome
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, WinRate, win_rate, withheld_copy
 from swapjudge.core.policy import gate as gate_for
-from swapjudge.core.stats import Proportion, binomial_p, mean_interval, wilson
+from swapjudge.core.stats import Proportion, binomial_p, holm, mean_interval, wilson
 from swapjudge.core.swap import Consistency, consistency, count_outcomes
 from swapjudge.probes.logit import fit_logit
 
@@ -130,6 +131,9 @@ class LengthProbe:
     length_controlled: LengthControlled | None
     note: str = SWAP_CANNOT_REMOVE
     gate: Gate | None = None  # the self-consistency gate over the compared pair's pairs: it withholds win rates
+    # Holm-adjusted p-values when several judges are probed in one command (each kind of test its own family)
+    slope_p_holm: float | None = None
+    prefer_longer_p_holm: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         hc = self.prefer_longer_half_credit
@@ -138,8 +142,9 @@ class LengthProbe:
             "threshold": self.threshold, "tolerance": self.tolerance,
             "pairs": self.pairs, "missing_texts": self.missing_texts,
             "mean_abs_difference": self.mean_abs_difference,
-            "slope": self.slope.to_dict(),
+            "slope": {**self.slope.to_dict(), "p_holm": self.slope_p_holm},
             "prefer_longer": {**self.prefer_longer.to_dict(), "p_value": self.prefer_longer_p_value,
+                              "p_holm": self.prefer_longer_p_holm,
                               "splits": self.prefer_longer_splits,
                               "half_credit": {"value": hc[0], "low": hc[1], "high": hc[2]}},
             "matched": {"pairs": self.matched_pairs,
@@ -149,6 +154,16 @@ class LengthProbe:
             "note": self.note,
             "gate": self.gate.to_dict() if self.gate else None,
         }
+
+
+def with_holm(probes: Sequence[LengthProbe]) -> list[LengthProbe]:
+    """Several judges probed at once: the slope tests and the prefer-longer tests each get Holm-adjusted p."""
+    if len(probes) < 2:
+        return list(probes)
+    slopes = holm([p.slope.p_value for p in probes])
+    longer = holm([p.prefer_longer_p_value for p in probes])
+    return [dataclasses.replace(p, slope_p_holm=s, prefer_longer_p_holm=lo)
+            for p, s, lo in zip(probes, slopes, longer, strict=True)]
 
 
 def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confidence: float = 0.95) -> LengthSlope:

@@ -21,6 +21,7 @@ from scipy import special
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.pairs import Outcome, PairTable, build_pairs
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY
 from swapjudge.core.records import select_judges
 from swapjudge.core.stats import Proportion, holm, wilson
 from swapjudge.core.swap import Consistency, FlipDirection, Outcomes, consistency, count_outcomes, flip_direction
@@ -102,6 +103,7 @@ class SelfPreference:
     gap_low: float | None = None  # interval of the gap over items (pairs sharing an item averaged into one)
     gap_high: float | None = None
     items: int = 0
+    withheld: bool = False  # the judge fails the self-consistency gate: its score for a system is a win rate
 
     @property
     def gap(self) -> float | None:
@@ -116,6 +118,8 @@ class SelfPreference:
 
     def sentence(self) -> str:
         base = f"judge {self.judge} and system {self.system} are both of the {self.family} family"
+        if self.withheld:
+            return base + "; its score for the system is withheld: the judge fails the self-consistency gate."
         if self.gap is None:
             return base + " (no common pairs to compare with the other judges)."
         span = ("no interval" if self.gap_low is None or self.gap_high is None else
@@ -130,7 +134,7 @@ class SelfPreference:
         return {"judge": self.judge, "system": self.system, "family": self.family, "pairs": self.pairs,
                 "judge_score": self.judge_score, "others_score": self.others_score, "gap": self.gap,
                 "gap_low": self.gap_low, "gap_high": self.gap_high, "items": self.items,
-                "self_preference": self.supported, "warning": self.sentence()}
+                "self_preference": self.supported, "withheld": self.withheld, "warning": self.sentence()}
 
 
 @dataclass(frozen=True)
@@ -173,15 +177,18 @@ def _positional(code: str) -> pl.Expr:
 
 
 def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
-          families: Mapping[str, Sequence[str]] | None = None, confidence: float = 0.95) -> PanelResult:
-    """Compare the judges of validated records (all of them, or those named) over the same pairs."""
+          families: Mapping[str, Sequence[str]] | None = None, confidence: float = 0.95,
+          min_consistency: float = DEFAULT_MIN_CONSISTENCY) -> PanelResult:
+    """Compare the judges of validated records (all of them, or those named) over the same pairs. A judge whose
+    swap-consistency is below `min_consistency` gets no self-preference score (a score for a system is a win
+    rate, and the gate withholds win rates)."""
     present = select_judges(frame)
     chosen = [j for name in judges for j in select_judges(frame, name)] if judges else present
     if len(chosen) < 2:
         raise SwapjudgeError("a panel needs at least two judges; judges in the file: "
                              + ", ".join(repr(j) for j in present))
     pairs = build_pairs(frame.filter(pl.col("judge").is_in(chosen))).frame
-    summaries = _with_holm(tuple(summarize(name, PairTable(pairs.filter(pl.col("judge") == name)), confidence)
+    summaries = with_holm(tuple(summarize(name, PairTable(pairs.filter(pl.col("judge") == name)), confidence)
                                  for name in chosen))
 
     complete = pairs.filter(pl.col("outcome") != Outcome.INCOMPLETE).with_columns(
@@ -209,7 +216,8 @@ def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
         judges=summaries, common_pairs=n, disagreement=wilson(int(disagree.sum()), n, confidence),
         majority=majority_counts, majority_accuracy=majority_accuracy, pairwise_agreement=pairwise,
         self_preference=_self_preference(chosen, verdicts, x, y, families, wide.get_column("item").to_numpy(),
-                                         confidence),
+                                         confidence, {s.judge for s in summaries if s.consistency.rate is None
+                                                      or s.consistency.rate < min_consistency}),
         disagreements=review,
     )
 
@@ -235,7 +243,7 @@ def _review_rows(complete: pl.DataFrame, disagreeing: pl.DataFrame, majority: np
     return keyed.join(verdicts, on=list(PAIR_KEY), how="left").sort(list(PAIR_KEY))
 
 
-def _with_holm(summaries: tuple[JudgeSummary, ...]) -> tuple[JudgeSummary, ...]:
+def with_holm(summaries: tuple[JudgeSummary, ...]) -> tuple[JudgeSummary, ...]:
     """The judges' flip-direction tests are run at once: each gets its Holm-adjusted p."""
     adjusted = holm([s.flip_direction.p_value for s in summaries])
     return tuple(replace(s, flip_direction=replace(s.flip_direction, p_holm=p))
@@ -258,7 +266,7 @@ def item_mean_interval(values: np.ndarray, items: np.ndarray,
 
 def _self_preference(judges: Sequence[str], verdicts: np.ndarray, x: np.ndarray, y: np.ndarray,
                      families: Mapping[str, Sequence[str]] | None, items: np.ndarray,
-                     confidence: float = 0.95) -> tuple[SelfPreference, ...]:
+                     confidence: float = 0.95, failed: set[str] | None = None) -> tuple[SelfPreference, ...]:
     systems = sorted(set(x.tolist()) | set(y.tolist()))
     warnings = []
     for j, judge in enumerate(judges):
@@ -272,6 +280,10 @@ def _self_preference(judges: Sequence[str], verdicts: np.ndarray, x: np.ndarray,
             # half-credit score for the system: 1 when the verdict names it, 1/2 for a split, 0 otherwise
             scores = np.where(verdicts[involved] == system, 1.0, np.where(verdicts[involved] == SPLIT, 0.5, 0.0))
             others = np.delete(scores, j, axis=1)
+            if judge in (failed or set()):
+                warnings.append(SelfPreference(judge, system, family, int(involved.sum()), None, None,
+                                               withheld=True))
+                continue
             if not others.size:
                 warnings.append(SelfPreference(judge, system, family, int(involved.sum()),
                                                float(scores[:, j].mean()), None))

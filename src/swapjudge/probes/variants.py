@@ -18,7 +18,7 @@ import polars as pl
 from swapjudge.core.pairs import Outcome, PairTable, build_pairs
 from swapjudge.core.stats import binomial_p
 from swapjudge.errors import SwapjudgeError
-from swapjudge.probes.panel import JudgeSummary, summarize
+from swapjudge.probes.panel import JudgeSummary, summarize, with_holm
 
 VARIANT_FIELDS = ("judge", "round")
 
@@ -88,7 +88,7 @@ def compare_variants(frame: pl.DataFrame, a: str, b: str, *, field: str = "judge
         if field == "round":
             part = part.with_columns(pl.lit(0, dtype=pl.Int64).alias("round"))
         tables[name] = build_pairs(part).frame
-    summaries = [summarize(name, PairTable(tables[name]), confidence) for name in (a, b)]
+    summaries = list(with_holm(tuple(summarize(name, PairTable(tables[name]), confidence) for name in (a, b))))
     done = {name: tables[name].filter(pl.col("outcome") != Outcome.INCOMPLETE)
             .select(*key, (pl.col("outcome") <= Outcome.TIE).alias(f"c_{i}")) for i, name in enumerate((a, b))}
     common = done[a].join(done[b], on=key, how="inner")

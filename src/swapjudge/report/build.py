@@ -16,6 +16,7 @@ from swapjudge.core.records import select_judges
 from swapjudge.core.sidefiles import texts_from_records
 from swapjudge.errors import InputError
 from swapjudge.probes.length import LengthProbe, LengthUnit, length_probe, text_length
+from swapjudge.probes.length import with_holm as length_with_holm
 from swapjudge.probes.panel import PanelResult, panel
 from swapjudge.probes.segments import SegmentedAnalysis, segment_analyses
 from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
@@ -130,11 +131,11 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
     compared = {x.judge: x.pair for x in analyses}
     gates = {x.judge: x.gate for x in analyses}
     known = answer_lengths(source.frame)
-    lengths = tuple(p for name in judges if known
+    lengths = tuple(length_with_holm([p for name in judges if known
                     if (p := judge_length(source, known, name, compared.get(name or None), policy, confidence,
-                                          gates.get(name or None))))
+                                          gates.get(name or None)))]))
     return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, lengths,
-                        judges_panel(source, judges, confidence))
+                        judges_panel(source, judges, confidence, min_consistency))
 
 
 def judge_ranking(source: ReportSource, judge: str, rounds: int, seed: int, model: Model | str,
@@ -182,9 +183,10 @@ def judge_length(source: ReportSource, lengths: dict[tuple[str, str], float], ju
                         missing_texts=int((~found).sum()), confidence=confidence, gate=gate)
 
 
-def judges_panel(source: ReportSource, judges: list[str], confidence: float) -> PanelResult | None:
+def judges_panel(source: ReportSource, judges: list[str], confidence: float,
+                 min_consistency: float = DEFAULT_MIN_CONSISTENCY) -> PanelResult | None:
     """The panel when two or more judges judged some of the same pairs completely."""
     if len(judges) < 2:
         return None
-    result = panel(source.frame, judges=judges, confidence=confidence)
+    result = panel(source.frame, judges=judges, confidence=confidence, min_consistency=min_consistency)
     return result if result.common_pairs else None

@@ -125,6 +125,10 @@ def _p(value: float | None) -> str:
     return "" if value is None else f"p = {value:.2g}"
 
 
+def _holm(value: float | None) -> str:
+    return "" if value is None else f" (Holm {value:.2g})"
+
+
 def _num(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -141,10 +145,11 @@ def length_tables(probes: Sequence[LengthProbe]) -> list[Table]:
             ("complete pairs with both lengths known", f"{r.pairs:,}", "", ""),
             ("pairs left out (text not found)", f"{r.missing_texts:,}", "", ""),
             (f"mean |length difference| ({r.unit.value})", _num(r.mean_abs_difference, 1), "", ""),
-            (f"logit slope per {s.per} {r.unit.value} (x - y)", _num(s.slope), _range(s.low, s.high), _p(s.p_value)),
+            (f"logit slope per {s.per} {r.unit.value} (x - y)", _num(s.slope), _range(s.low, s.high),
+             _p(s.p_value) + _holm(r.slope_p_holm)),
             (f"odds ratio per {s.per} {r.unit.value}", _num(s.odds_ratio), "", ""),
             (f"longer answer wins (|d| > {r.threshold}, consistent wins)", f"{pct(pl_.rate)} ({pl_.k}/{pl_.n})",
-             interval(pl_.low, pl_.high), _p(r.prefer_longer_p_value)),
+             interval(pl_.low, pl_.high), _p(r.prefer_longer_p_value) + _holm(r.prefer_longer_p_holm)),
             (f"  same, splits worth 1/2 ({r.prefer_longer_splits} splits)", pct(hc[0]), interval(hc[1], hc[2]), ""),
         ]
         c = r.matched_consistency
@@ -224,7 +229,7 @@ def _summary_row(s: JudgeSummary) -> tuple[str, ...]:
     acc = s.accuracy.to_dict() if s.accuracy else None
     return (s.judge, f"{s.outcomes.complete:,}", pct(c.rate), interval(c.low, c.high), c.band or "n/a",
             f"{f.first}/{f.first + f.second} ({pct(f.first_share)})",
-            _p(f.p_value) + ("" if f.p_holm is None else f" (Holm {f.p_holm:.2g})"),
+            _p(f.p_value) + _holm(f.p_holm),
             pct(acc["both"]) if acc else "n/a", pct(acc["better_first"]) if acc else "n/a",
             pct(acc["better_second"]) if acc else "n/a")
 
