@@ -264,6 +264,9 @@ def _win_rate_section(a: JudgeAnalysis) -> str:
     w = a.win_rate
     if a.pair is None:
         return ""
+    if judged_once(a):
+        return ("<h3>Win rate</h3><p>None: each pair was judged in one order only, so any win rate would carry "
+                "the judge's position preference.</p>")
     if w is None or a.withheld:
         why = e(a.gate.reason) if a.withheld else "no complete pair"
         return f'<h3>Win rate</h3><p class="fail">Withheld: {why}.</p>'

@@ -76,7 +76,7 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
     lines.append(f"| gate (min self-consistency {pct(gate.min_self_consistency, 0)}) | "
                  f"{'passed' if gate.passed else 'FAILED'}{' (not sure)' if gate.uncertain else ''} | |")
     lines += ["", f"_{_escape(flip_sentence(analysis))}._", f"_{_escape(gate_sentence(gate))}._"]
-    if analysis.decision is not None and not analysis.withheld:
+    if analysis.decision is not None and analysis.win_rate is not None and not analysis.withheld:
         lines.append(f"_Decision help: {_escape(analysis.decision.sentence())}._")
     lines += [f"> {_escape(note)}" for note in analysis.notes]
     return "\n".join(lines) + "\n"

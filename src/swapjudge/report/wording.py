@@ -94,7 +94,7 @@ def gate_sentence(gate: Gate) -> str:
     """The gate in one line, with its plain-words flag when the consistency interval contains the threshold."""
     if gate.passed:
         text = f"Gate: passed (min self-consistency {pct(gate.min_self_consistency, 0)})"
-        return text + (f"; {GATE_UNSURE}, so with this few pairs the pass is not to be trusted" if gate.uncertain
+        return text + (f"; {GATE_UNSURE}, so the pass is not to be trusted" if gate.uncertain
                        else "")
     text = f"Gate: FAILED — {gate.reason}"
     return text + (f"; {GATE_UNSURE_FAIL}" if gate.uncertain else "")
