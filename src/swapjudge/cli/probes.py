@@ -137,7 +137,7 @@ def probe_length(
             f.get_column("outcome").to_numpy()[found], lx[found], ly[found], judge=name or None, x=x[found],
             y=y[found], pair=pair, unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
             length_controlled=length_controlled, tie_policy=tie_policy, missing_texts=int((~found).sum()),
-            confidence=confidence))
+            confidence=confidence, items=items[found]))
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.length_tables(results))
 

@@ -16,7 +16,7 @@ import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.identical import IdenticalProbe, identical_probe
-from swapjudge.core.pairs import PairTable, build_pairs, probe_calls, verdict_codes
+from swapjudge.core.pairs import FIRST, SECOND, Outcome, PairTable, build_pairs, probe_calls, verdict_codes
 from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     Decision,
@@ -26,6 +26,7 @@ from swapjudge.core.policy import (
     decision,
     gate,
     win_rate,
+    win_rate_over_pairs,
 )
 from swapjudge.core.records import RecordSet, registered_adaptive_swap, select_judges, skipped_swaps
 from swapjudge.core.swap import (
@@ -215,16 +216,19 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     pair_calls = calls.filter(pl.col("first") != pl.col("second"))
     probes = probe_calls(calls)
     notes: list[str] = []
-    cons = None if single else consistency(counts.consistent, counts.complete, confidence)
+    complete = outcome != Outcome.INCOMPLETE
+    # pairs judged on the same item (other systems, other rounds) move together: the interval counts items
+    items = pairs.frame.get_column("item").cast(pl.String).to_numpy()
+    cons = None if single else consistency(counts.consistent, counts.complete, confidence,
+                                           flags=(outcome <= Outcome.TIE)[complete], items=items[complete])
     if single:
         notes.append(SINGLE_ORDER_NOTE)
     elif counts.incomplete:
         notes.append(f"{counts.incomplete} pair(s) without two usable verdicts are shown and left out of every rate")
     rounds = pairs.frame.get_column("round").n_unique()
     if rounds > 1:
-        notes.append(f"{rounds} rounds: each round's pairs count separately, so intervals treat repeats of the same "
-                     "items as independent and are too narrow; `swapjudge probe repeat` measures round-to-round "
-                     "agreement")
+        notes.append(f"{rounds} rounds: each round's pairs are counted, and the intervals treat the pairs of one item "
+                     "(every round's) as one cluster; `swapjudge probe repeat` measures round-to-round agreement")
     verdicts = verdict_split(pair_calls.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy(), confidence)
     gate_result = gate(cons.rate if cons else None, min_consistency)
     result: dict[str, Any] = {}
@@ -250,14 +254,19 @@ def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confi
     a_is_x = a < b
     vx, vy, outcome = pairs.vx, pairs.vy, pairs.outcome
     va, vb = (vx, vy) if a_is_x else (vy, vx)
-    counts = count_outcomes(outcome)
-    a_wins = int(np.sum(outcome == (0 if a_is_x else 1)))
-    b_wins = int(np.sum(outcome == (1 if a_is_x else 0)))
-    rate = win_rate(a, b, a_wins, b_wins, counts.complete - a_wins - b_wins, policy, confidence)
+    complete = outcome != Outcome.INCOMPLETE
+    a_win, b_win = (Outcome.X_WINS, Outcome.Y_WINS) if a_is_x else (Outcome.Y_WINS, Outcome.X_WINS)
+    result = np.where(outcome == a_win, 1.0, np.where(outcome == b_win, 0.0, 0.5))[complete]
+    # per call: a's score in the call that showed a first, and in the one that showed b first; a tie is half
+    call_a = np.select([va == FIRST, va == SECOND], [1.0, 0.0], 0.5)
+    call_b = np.select([vb == SECOND, vb == FIRST], [1.0, 0.0], 0.5)
+    per_call = ((call_a + call_b) / 2)[complete]
+    items = pairs.frame.get_column("item").cast(pl.String).to_numpy()[complete]
+    rate = win_rate_over_pairs(a, b, result, items=items, per_call=per_call, policy=policy, confidence=confidence)
     return {
         "pair": chosen,
         "cross_table": cross_table(a, b, va, vb),
-        "win_rate": rate if counts.complete else None,
+        "win_rate": rate if complete.any() else None,
         "decision": decision(rate.margin, cons.flip_rate_high if cons else None),
     }
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.core.stats import mean_interval, wilson
+from swapjudge.core.stats import Independence, MeanInterval, mean_interval, proportion_interval
 
 
 class TiePolicy(enum.StrEnum):
@@ -27,12 +27,26 @@ DEFAULT_MIN_CONSISTENCY = 0.70
 
 @dataclass(frozen=True)
 class Rate:
+    """A rate with its interval; `method` and `independence` say how the interval was made and what it treated
+    as independent (pairs, or items when pairs share one)."""
+
     value: float | None
     low: float | None
     high: float | None
+    method: str = "wilson"
+    independence: Independence | None = None
+    effective_n: float | None = None
 
-    def to_dict(self) -> dict[str, float | None]:
-        return {"value": self.value, "low": self.low, "high": self.high}
+    @classmethod
+    def of(cls, m: MeanInterval) -> Rate:
+        return cls(m.value, m.low, m.high, m.method, m.independence, m.effective_n)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "low": self.low, "high": self.high, "method": self.method,
+                               "effective_n": self.effective_n}
+        if self.independence is not None:
+            out.update(self.independence.to_dict())
+        return out
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,9 @@ class WinRate:
     separate_a: Rate
     separate_b: Rate
     separate_split: Rate
+    # FastChat's per-game convention: each call counts, a tie half a win in that call, so a half-tie pair is
+    # worth 3/4; reported beside the headline for comparison with published figures, never as the headline
+    per_call: Rate | None = None
 
     @property
     def pairs(self) -> int:
@@ -76,30 +93,41 @@ class WinRate:
                           "no_credit": self.no_credit.to_dict(),
                           "separate": {"a": self.separate_a.to_dict(), "b": self.separate_b.to_dict(),
                                        "split": self.separate_split.to_dict()}},
+            "per_call": None if self.per_call is None else {
+                **self.per_call.to_dict(),
+                "convention": "per call: each of a pair's two calls counts, a tie is half a win in that call; "
+                              "the interval is over pairs"},
             "counts": {"a_wins": self.a_wins, "b_wins": self.b_wins, "splits": self.splits, "pairs": self.pairs},
         }
 
 
-def _proportion(k: int, n: int, confidence: float) -> Rate:
-    p = wilson(k, n, confidence)
-    return Rate(p.rate, p.low, p.high)
-
-
 def win_rate(a: str, b: str, a_wins: int, b_wins: int, splits: int, policy: TiePolicy | str = TiePolicy.half_credit,
              confidence: float = 0.95) -> WinRate:
-    """a's win rate over complete pairs of (a, b) under each tie policy, each with an interval over pairs."""
-    n = a_wins + b_wins + splits
-    # half credit: each pair scores 1, 0.5 or 0 for a; the interval is over those per-pair scores.
-    scores = np.concatenate([np.ones(a_wins), np.zeros(b_wins), np.full(splits, 0.5)])
-    half = Rate(*mean_interval(scores, confidence))
+    """a's win rate over complete pairs of (a, b) under each tie policy from counts alone, each pair independent."""
+    result = np.concatenate([np.ones(a_wins), np.zeros(b_wins), np.full(splits, 0.5)])
+    return win_rate_over_pairs(a, b, result, policy=policy, confidence=confidence)
+
+
+def win_rate_over_pairs(a: str, b: str, result: np.ndarray, *, items: np.ndarray | None = None,
+                        per_call: np.ndarray | None = None, policy: TiePolicy | str = TiePolicy.half_credit,
+                        confidence: float = 0.95) -> WinRate:
+    """a's win rate under each tie policy from each complete pair's result for a (1 consistent win, 0 consistent
+    loss, 1/2 split), each with an interval over pairs; `items` (each pair's item) makes pairs judged on the
+    same item move together; `per_call` (each pair's mean per-call score for a) adds the per-call rate."""
+    result = np.asarray(result, dtype=float)
+    win, loss = result == 1.0, result == 0.0
+    decided = win | loss
+    keep = None if items is None else np.asarray(items)
     return WinRate(
-        a=a, b=b, a_wins=a_wins, b_wins=b_wins, splits=splits, policy=TiePolicy(policy),
-        half_credit=half,
-        exclude=_proportion(a_wins, a_wins + b_wins, confidence),
-        no_credit=_proportion(a_wins, n, confidence),
-        separate_a=_proportion(a_wins, n, confidence),
-        separate_b=_proportion(b_wins, n, confidence),
-        separate_split=_proportion(splits, n, confidence),
+        a=a, b=b, a_wins=int(win.sum()), b_wins=int(loss.sum()), splits=int((~decided).sum()),
+        policy=TiePolicy(policy),
+        half_credit=Rate.of(mean_interval(result, confidence, keep)),
+        exclude=Rate.of(proportion_interval(win[decided], confidence, None if keep is None else keep[decided])),
+        no_credit=Rate.of(proportion_interval(win, confidence, keep)),
+        separate_a=Rate.of(proportion_interval(win, confidence, keep)),
+        separate_b=Rate.of(proportion_interval(loss, confidence, keep)),
+        separate_split=Rate.of(proportion_interval(~decided, confidence, keep)),
+        per_call=None if per_call is None else Rate.of(mean_interval(np.asarray(per_call, float), confidence, keep)),
     )
 
 

@@ -11,7 +11,9 @@ inflates the effect; `splits="exclude"` fits on consistent wins only.
 
 - slope: logistic regression of the outcome on the length difference d = len(x) - len(y), without intercept,
   so the model is the same whichever answer is called x: P(longer wins) = sigmoid(slope * |d|). Reported per
-  `per` units (default 100), with a robust interval and a Wald p-value (see probes/logit.py).
+  `per` units (default 100), with a robust interval and a Wald p-value (see probes/logit.py). When some item
+  holds more than one pair (many systems on the same questions, or several rounds), the robust error is
+  clustered by item: the pairs of one item share an answer and a difficulty, so they are not independent.
 - prefer_longer: among pairs whose lengths differ by more than `threshold`, the share of consistent wins that
   went to the longer answer (Wilson interval, exact binomial test against 1/2), and the half-credit share
   over all such complete pairs (splits worth 1/2; t interval over pairs).
@@ -38,7 +40,7 @@ from scipy import special
 
 from swapjudge.core.pairs import Outcome
 from swapjudge.core.policy import TiePolicy, WinRate, win_rate
-from swapjudge.core.stats import Proportion, binomial_p, mean_interval, wilson
+from swapjudge.core.stats import MeanInterval, Proportion, binomial_p, mean_interval, wilson
 from swapjudge.core.swap import Consistency, consistency, count_outcomes
 from swapjudge.probes.logit import fit_logit
 
@@ -82,6 +84,7 @@ class LengthSlope:
     se_model: float | None
     pairs: int
     reason: str | None = None  # why there is no slope, when there is none
+    clusters: int | None = None  # items the robust error was clustered on; None: pairs treated as independent
 
     @property
     def odds_ratio(self) -> float | None:
@@ -89,7 +92,9 @@ class LengthSlope:
 
     def to_dict(self) -> dict[str, Any]:
         return {"per": self.per, "slope": self.slope, "low": self.low, "high": self.high, "p_value": self.p_value,
-                "odds_ratio": self.odds_ratio, "se_model": self.se_model, "pairs": self.pairs, "reason": self.reason}
+                "odds_ratio": self.odds_ratio, "se_model": self.se_model, "pairs": self.pairs, "reason": self.reason,
+                "se_method": "cluster_robust" if self.clusters is not None else "robust",
+                "independent": "items" if self.clusters is not None else "pairs", "clusters": self.clusters}
 
 
 @dataclass(frozen=True)
@@ -147,18 +152,27 @@ class LengthProbe:
         }
 
 
-def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confidence: float = 0.95) -> LengthSlope:
-    """Logistic slope of the order-cancelled score on the length difference, without intercept."""
+def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confidence: float = 0.95,
+                 items: np.ndarray | None = None) -> LengthSlope:
+    """Logistic slope of the order-cancelled score on the length difference, without intercept; with `items`
+    (each pair's item) the robust error is clustered by item when some item holds more than one pair, since the
+    pairs of one item share its answers and its difficulty."""
     keep = ~np.isnan(score)
     if not np.any(diff[keep] != 0):
         return LengthSlope(per, None, None, None, None, None, int(keep.sum()), "no pair differs in length")
-    fit = fit_logit((diff[keep] / per)[:, None], score[keep])
+    groups = None
+    if items is not None:
+        kept = np.asarray(items)[keep]
+        if np.unique(kept.astype(str) if kept.dtype == object else kept).size < kept.size:
+            groups = kept
+    fit = fit_logit((diff[keep] / per)[:, None], score[keep], groups)
     if fit is None:
         return LengthSlope(per, None, None, None, None, None, int(keep.sum()),
                            "no finite slope: the outcome is separated by length (e.g. the longer answer won every "
-                           "pair); see prefer_longer")
+                           "pair), or every pair is on one item; see prefer_longer")
     low, high = fit.interval(0, confidence)
-    return LengthSlope(per, fit.coef[0], low, high, fit.p_value(0), fit.se_model[0], int(keep.sum()))
+    return LengthSlope(per, fit.coef[0], low, high, fit.p_value(0), fit.se_model[0], int(keep.sum()),
+                       clusters=fit.clusters)
 
 
 def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, judge: str | None = None,
@@ -166,7 +180,7 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
                  unit: LengthUnit | str = LengthUnit.chars, splits: SplitHandling | str = SplitHandling.half,
                  threshold: int = 100, tolerance: int = 20, per: int = 100, length_controlled: bool = False,
                  tie_policy: TiePolicy | str = TiePolicy.half_credit, missing_texts: int = 0,
-                 confidence: float = 0.95) -> LengthProbe:
+                 confidence: float = 0.95, items: np.ndarray | None = None) -> LengthProbe:
     """The length probe over pairs (one entry per pair: outcome code, lengths of x and y; x/y the identities,
     needed for the matched win rate and the length-controlled win rate of `pair` = (a, b))."""
     splits = SplitHandling(splits)
@@ -174,11 +188,13 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
     outcome, len_x, len_y = outcome[complete], len_x[complete].astype(float), len_y[complete].astype(float)
     if x is not None and y is not None:
         x, y = x[complete], y[complete]
+    if items is not None:
+        items = np.asarray(items)[complete]
     diff = len_x - len_y
     score = order_cancelled_score(outcome)
     decisive = (outcome == Outcome.X_WINS) | (outcome == Outcome.Y_WINS)
     fit_score = score if splits is SplitHandling.half else np.where(decisive, score, np.nan)
-    slope = length_slope(fit_score, diff, per=per, confidence=confidence)
+    slope = length_slope(fit_score, diff, per=per, confidence=confidence, items=items)
 
     apart = np.abs(diff) > threshold
     longer_won = (apart & (((outcome == Outcome.X_WINS) & (diff > 0)) | ((outcome == Outcome.Y_WINS) & (diff < 0))))
@@ -214,10 +230,15 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
         prefer_longer=wilson(k_longer, n_decisive, confidence),
         prefer_longer_p_value=binomial_p(k_longer, n_decisive),
         prefer_longer_splits=int(apart.sum()) - n_decisive,
-        prefer_longer_half_credit=mean_interval(longer_score, confidence),
+        prefer_longer_half_credit=_triple(mean_interval(longer_score, confidence,
+                                                        None if items is None else items[apart])),
         matched_pairs=int(matched.sum()), matched_consistency=m_cons, matched_win_rate=m_rate,
         length_controlled=lc,
     )
+
+
+def _triple(m: MeanInterval) -> tuple[float | None, float | None, float | None]:
+    return m.value, m.low, m.high
 
 
 def _length_controlled(a: str, b: str, score_x: np.ndarray, diff_ab: np.ndarray, a_is_x: np.ndarray,
