@@ -77,10 +77,11 @@ class Independence:
         return {"independent": self.units, "clusters": self.clusters, "design_effect": self.design_effect}
 
 
-def cluster_design(values: np.ndarray, clusters: np.ndarray | None) -> Independence:
+def cluster_design(values: np.ndarray, clusters: np.ndarray | None, *, floor: bool = True) -> Independence:
     """Design effect of a mean over units that share clusters (items): the cluster-robust (sandwich) variance of
     the mean over the variance treating units as independent, each with its small-sample factor (G/(G-1) and
-    n/(n-1)), floored at 1 so sharing never narrows an interval. Units in clusters of one give exactly 1."""
+    n/(n-1)), floored at 1 (unless `floor` is False) so sharing never narrows an interval. Units in clusters of
+    one give exactly 1."""
     values = np.asarray(values, dtype=float)
     n = int(values.size)
     if clusters is None or n == 0:
@@ -98,7 +99,7 @@ def cluster_design(values: np.ndarray, clusters: np.ndarray | None) -> Independe
         return Independence("items", g, 1.0)
     totals = np.bincount(codes, weights=resid, minlength=g)
     ratio = (g / (g - 1) * float(np.sum(totals**2))) / (n / (n - 1) * ss_units)
-    return Independence("items", g, max(1.0, ratio))
+    return Independence("items", g, max(1.0, ratio) if floor else ratio)
 
 
 def _wilson_bounds(p: float, n_eff: float, z: float) -> tuple[float, float]:
@@ -172,13 +173,13 @@ def mean_interval(scores: np.ndarray, confidence: float = 0.95, clusters: np.nda
     return MeanInterval(p, low, high, n, n_eff, method, design)
 
 
-def proportion_interval(flags: np.ndarray, confidence: float = 0.95,
-                        clusters: np.ndarray | None = None) -> MeanInterval:
+def proportion_interval(flags: np.ndarray, confidence: float = 0.95, clusters: np.ndarray | None = None, *,
+                        floor: bool = True) -> MeanInterval:
     """A 0/1 rate over pairs with its Wilson interval: exactly `wilson` when no two pairs share an item, and on
     the effective sample size n / design effect when they do (`clusters`: each pair's item)."""
     flags = np.asarray(flags, dtype=float)
     n = int(flags.size)
-    design = cluster_design(flags, clusters)
+    design = cluster_design(flags, clusters, floor=floor)
     if n == 0:
         return MeanInterval(None, None, None, 0, None, "wilson", design)
     if design.design_effect == 1.0:
