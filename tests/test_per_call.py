@@ -50,8 +50,8 @@ def test_per_call_equals_counting_calls_on_real_mtbench_judgments():
 
 
 def test_per_call_in_the_cli_json(tmp_path):
-    rows = sum((pair(i, "first", "tie") for i in range(12)), []) + sum((pair(i, "second", "first")
-                                                                         for i in range(12, 20)), [])
+    rows = [r for i in range(12) for r in pair(i, "first", "tie")]
+    rows += [r for i in range(12, 20) for r in pair(i, "second", "first")]
     path = write_jsonl(tmp_path / "r.jsonl", rows)
     out = subprocess.run([sys.executable, "-m", "swapjudge", "analyze", str(path), "--a", "A", "--b", "B",
                           "--min-consistency", "0", "--format", "json"], capture_output=True, text=True)
