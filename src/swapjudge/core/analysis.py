@@ -229,6 +229,10 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     if rounds > 1:
         notes.append(f"{rounds} rounds: each round's pairs are counted, and the intervals treat the pairs of one item "
                      "(every round's) as one cluster; `swapjudge probe repeat` measures round-to-round agreement")
+    if cons is not None and cons.independence is not None and cons.independence.units == "items":
+        notes.append(f"{counts.complete} complete pairs share {cons.independence.clusters} items (several systems or "
+                     "rounds per item): the consistency and win-rate intervals treat each item as one independent "
+                     f"unit (cluster-robust design effect {cons.independence.design_effect:.2f})")
     verdicts = verdict_split(pair_calls.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy(), confidence)
     gate_result = gate(cons.rate if cons else None, min_consistency)
     result: dict[str, Any] = {}

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.rank import rank_range
-from swapjudge.report.wording import RANKING_WITHHELD, flip_sentence, headline, interval, judge_name, pct
+from swapjudge.report.wording import (
+    PER_CALL_LABEL,
+    RANKING_WITHHELD,
+    flip_sentence,
+    headline,
+    interval,
+    judge_name,
+    pct,
+)
 
 if TYPE_CHECKING:
     from swapjudge.probes.length import LengthProbe
@@ -47,6 +55,9 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
                          f"{interval(rate.low, rate.high)} |")
         lines.append(f"| separate: {_escape(w.a)} / {_escape(w.b)} / split | {pct(w.separate_a.value)} / "
                      f"{pct(w.separate_b.value)} / {pct(w.separate_split.value)} | |")
+        if w.per_call is not None:
+            lines.append(f"| {_escape(w.a)} win rate, {PER_CALL_LABEL} | {pct(w.per_call.value)} | "
+                         f"{interval(w.per_call.low, w.per_call.high)} |")
     if analysis.accuracy is not None:
         acc = analysis.accuracy.to_dict()
         lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "
