@@ -9,13 +9,14 @@ import warnings
 import numpy as np
 import pytest
 import statsmodels.api as sm
-from scipy import special
+from scipy import special, stats
 
 from conftest import ROOT
+from swapjudge.core.pairs import Outcome
 from swapjudge.core.policy import win_rate, win_rate_over_pairs
-from swapjudge.core.stats import cluster_design, mean_interval, proportion_interval, wilson
+from swapjudge.core.stats import cluster_design, clustered_binomial_p, mean_interval, proportion_interval, wilson
 from swapjudge.core.swap import consistency
-from swapjudge.probes.length import length_slope
+from swapjudge.probes.length import length_probe, length_slope
 from swapjudge.probes.logit import fit_logit
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -169,17 +170,32 @@ def _mtbench_null_file(rng: np.random.Generator, items: int = 80, systems: int =
     return np.where(sign > 0, score, 1 - score), d, item
 
 
-def test_length_test_holds_its_level_on_mtbench_shaped_files():
+def test_length_tests_hold_their_level_on_mtbench_shaped_files():
     rng = np.random.default_rng(0)
     files = 400
-    rejected = 0
-    naive = 0
+    slope_rejected = longer_rejected = 0
+    naive_slope = naive_longer = 0
     for k in range(files):
         score, d, item = _mtbench_null_file(rng)
-        s = length_slope(score, d, items=item)
-        rejected += s.p_value < 0.05
-        if k < 100:
-            naive += length_slope(score, d).p_value < 0.05
-    assert 0.03 <= rejected / files <= 0.08
-    assert naive / 100 > 0.2  # pairs treated as independent: the old test rejects far too often
-    assert s.to_dict()["independent"] == "items" and s.clusters == 80
+        outcome = np.select([score == 1, score == 0], [Outcome.X_WINS, Outcome.Y_WINS], Outcome.TIE).astype(np.int8)
+        r = length_probe(outcome, 1000 + d / 2, 1000 - d / 2, items=item)
+        slope_rejected += r.slope.p_value < 0.05
+        longer_rejected += r.prefer_longer_p_value < 0.05
+        if k < 50:  # pairs treated as independent, as before
+            naive_slope += length_slope(score, d).p_value < 0.05
+            naive_longer += length_probe(outcome, 1000 + d / 2, 1000 - d / 2).prefer_longer_p_value < 0.05
+    assert 0.03 <= slope_rejected / files <= 0.08
+    assert 0.03 <= longer_rejected / files <= 0.08
+    assert naive_slope / 50 > 0.2 and naive_longer / 50 > 0.2  # the old tests reject far too often
+    d = r.to_dict()
+    assert d["slope"]["independent"] == "items" and d["slope"]["clusters"] == 80
+    assert d["prefer_longer"]["independent"] == "items" and d["prefer_longer"]["design_effect"] > 1
+
+
+def test_clustered_binomial_p_is_the_exact_test_for_independent_pairs_and_a_t_test_otherwise():
+    flags = np.array([1.0] * 30 + [0.0] * 20)
+    alone = cluster_design(flags, np.arange(50))
+    assert clustered_binomial_p(30, 50, alone) == pytest.approx(stats.binomtest(30, 50).pvalue, rel=1e-12)
+    shared = cluster_design(flags, np.repeat(np.arange(10), 5))
+    t = (0.6 - 0.5) / np.sqrt(0.25 * shared.design_effect / 50)
+    assert clustered_binomial_p(30, 50, shared) == pytest.approx(2 * stats.t.sf(abs(t), 9), rel=1e-12)

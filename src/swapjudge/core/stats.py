@@ -191,6 +191,16 @@ def proportion_interval(flags: np.ndarray, confidence: float = 0.95, clusters: n
     return MeanInterval(p, low, high, n, n_eff, "wilson_clustered", design)
 
 
+def clustered_binomial_p(k: int, n: int, design: Independence) -> float | None:
+    """Two-sided test of k of n against 1/2: the exact binomial test when the units are independent (design effect
+    1); when they share items, a score test whose variance under 1/2 is scaled by the design effect (Rao and
+    Scott's first-order correction), referred to Student's t on clusters - 1 degrees of freedom."""
+    if n == 0 or design.design_effect == 1.0 or design.clusters < 2:
+        return binomial_p(k, n)
+    t = (k / n - 0.5) / math.sqrt(0.25 * design.design_effect / n)
+    return float(min(1.0, 2 * special.stdtr(design.clusters - 1, -abs(t))))
+
+
 def band(consistency: float | None) -> str | None:
     """Sensitivity band of a swap-consistency estimate (DESIGN 3.2)."""
     if consistency is None:

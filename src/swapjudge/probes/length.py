@@ -39,8 +39,15 @@ import numpy as np
 from scipy import special
 
 from swapjudge.core.pairs import Outcome
-from swapjudge.core.policy import TiePolicy, WinRate, win_rate
-from swapjudge.core.stats import MeanInterval, Proportion, binomial_p, mean_interval, wilson
+from swapjudge.core.policy import TiePolicy, WinRate, win_rate_over_pairs
+from swapjudge.core.stats import (
+    Independence,
+    MeanInterval,
+    Proportion,
+    clustered_binomial_p,
+    mean_interval,
+    proportion_interval,
+)
 from swapjudge.core.swap import Consistency, consistency, count_outcomes
 from swapjudge.probes.logit import fit_logit
 
@@ -132,6 +139,7 @@ class LengthProbe:
     matched_win_rate: WinRate | None
     length_controlled: LengthControlled | None
     note: str = SWAP_CANNOT_REMOVE
+    prefer_longer_independence: Independence | None = None  # what prefer_longer's interval and test treat as one
 
     def to_dict(self) -> dict[str, Any]:
         hc = self.prefer_longer_half_credit
@@ -143,6 +151,8 @@ class LengthProbe:
             "slope": self.slope.to_dict(),
             "prefer_longer": {**self.prefer_longer.to_dict(), "p_value": self.prefer_longer_p_value,
                               "splits": self.prefer_longer_splits,
+                              **(self.prefer_longer_independence or Independence("pairs", self.prefer_longer.n,
+                                                                                 1.0)).to_dict(),
                               "half_credit": {"value": hc[0], "low": hc[1], "high": hc[2]}},
             "matched": {"pairs": self.matched_pairs,
                         "consistency": self.matched_consistency.to_dict() if self.matched_consistency else None,
@@ -198,42 +208,46 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
 
     apart = np.abs(diff) > threshold
     longer_won = (apart & (((outcome == Outcome.X_WINS) & (diff > 0)) | ((outcome == Outcome.Y_WINS) & (diff < 0))))
-    n_decisive = int((apart & decisive).sum())
+    counted = apart & decisive
+    n_decisive = int(counted.sum())
     k_longer = int(longer_won.sum())
+    # pairs of one item share its answers: the interval and the test are over items when items repeat
+    longer = proportion_interval(longer_won[counted], confidence, None if items is None else items[counted])
     # half credit from the longer answer's side: its score is score when x is longer, 1 - score otherwise
     longer_score = np.where(diff > 0, score, 1 - score)[apart]
 
     matched = np.abs(diff) <= tolerance
     m_counts = count_outcomes(outcome[matched])
-    m_cons = consistency(m_counts.consistent, m_counts.complete, confidence) if m_counts.complete else None
+    m_cons = consistency(m_counts.consistent, m_counts.complete, confidence, flags=(outcome <= Outcome.TIE)[matched],
+                         items=None if items is None else items[matched]) if m_counts.complete else None
     m_rate = None
     lc = None
     if pair is not None and x is not None and y is not None:
         a, b = pair
         in_pair = ((x == a) & (y == b)) | ((x == b) & (y == a))
         a_is_x = x == a
-        a_wins = int(np.sum(matched & in_pair & np.where(a_is_x, outcome == Outcome.X_WINS,
-                                                         outcome == Outcome.Y_WINS)))
-        b_wins = int(np.sum(matched & in_pair & np.where(a_is_x, outcome == Outcome.Y_WINS,
-                                                         outcome == Outcome.X_WINS)))
-        n_in = int((matched & in_pair).sum())
-        if n_in:
-            m_rate = win_rate(a, b, a_wins, b_wins, n_in - a_wins - b_wins, tie_policy, confidence)
+        a_won = np.where(a_is_x, outcome == Outcome.X_WINS, outcome == Outcome.Y_WINS)
+        b_won = np.where(a_is_x, outcome == Outcome.Y_WINS, outcome == Outcome.X_WINS)
+        slice_ = matched & in_pair
+        if slice_.any():
+            result = np.where(a_won, 1.0, np.where(b_won, 0.0, 0.5))[slice_]
+            m_rate = win_rate_over_pairs(a, b, result, items=None if items is None else items[slice_],
+                                         policy=tie_policy, confidence=confidence)
         if length_controlled:
             lc = _length_controlled(a, b, score[in_pair], np.where(a_is_x, diff, -diff)[in_pair],
-                                    a_is_x[in_pair], confidence)
+                                    a_is_x[in_pair], confidence, None if items is None else items[in_pair])
     return LengthProbe(
         judge=judge, unit=LengthUnit(unit), splits=splits, threshold=threshold, tolerance=tolerance,
         pairs=int(outcome.size), missing_texts=missing_texts,
         mean_abs_difference=float(np.abs(diff).mean()) if diff.size else None,
         slope=slope,
-        prefer_longer=wilson(k_longer, n_decisive, confidence),
-        prefer_longer_p_value=binomial_p(k_longer, n_decisive),
+        prefer_longer=Proportion(k_longer, n_decisive, longer.value, longer.low, longer.high),
+        prefer_longer_p_value=clustered_binomial_p(k_longer, n_decisive, longer.independence),
         prefer_longer_splits=int(apart.sum()) - n_decisive,
         prefer_longer_half_credit=_triple(mean_interval(longer_score, confidence,
                                                         None if items is None else items[apart])),
         matched_pairs=int(matched.sum()), matched_consistency=m_cons, matched_win_rate=m_rate,
-        length_controlled=lc,
+        length_controlled=lc, prefer_longer_independence=longer.independence,
     )
 
 
@@ -242,7 +256,7 @@ def _triple(m: MeanInterval) -> tuple[float | None, float | None, float | None]:
 
 
 def _length_controlled(a: str, b: str, score_x: np.ndarray, diff_ab: np.ndarray, a_is_x: np.ndarray,
-                       confidence: float) -> LengthControlled:
+                       confidence: float, items: np.ndarray | None = None) -> LengthControlled:
     score_a = np.where(a_is_x, score_x, 1 - score_x)
     raw = float(score_a.mean()) if score_a.size else None
     sd = float(diff_ab.std()) if diff_ab.size else 0.0
@@ -250,7 +264,9 @@ def _length_controlled(a: str, b: str, score_x: np.ndarray, diff_ab: np.ndarray,
     design = np.column_stack([np.ones_like(diff_ab), length_term])
     if sd == 0:
         design = design[:, :1]  # no length variation: the model is the plain win rate
-    fit = fit_logit(design, score_a) if score_a.size else None
+    # several rounds repeat an item: its pairs are one cluster for the robust error
+    repeats = items is not None and np.unique(np.asarray(items).astype(str)).size < np.asarray(items).size
+    fit = fit_logit(design, score_a, items if repeats else None) if score_a.size else None
     if fit is None:
         return LengthControlled(a, b, None, None, None, raw, int(score_a.size))
     low, high = fit.interval(0, confidence)
