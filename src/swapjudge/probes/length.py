@@ -16,7 +16,7 @@ inflates the effect; `splits="exclude"` fits on consistent wins only.
   clustered by item: the pairs of one item share an answer and a difficulty, so they are not independent.
 - prefer_longer: among pairs whose lengths differ by more than `threshold`, the share of consistent wins that
   went to the longer answer (Wilson interval, exact binomial test against 1/2), and the half-credit share
-  over all such complete pairs (splits worth 1/2; t interval over pairs).
+  over all such complete pairs (splits worth 1/2; the half-credit interval of core/stats.py).
 - matched: the pairs whose lengths differ by at most `tolerance`: swap-consistency and, when two systems are
   compared, the win rate (DESIGN 3.3 policies) on that slice, where length cannot explain the result.
 - length_controlled (optional, two systems a and b): AlpacaEval-2-style length-controlled win rate. Fit
