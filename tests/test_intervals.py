@@ -199,3 +199,37 @@ def test_clustered_binomial_p_is_the_exact_test_for_independent_pairs_and_a_t_te
     shared = cluster_design(flags, np.repeat(np.arange(10), 5))
     t = (0.6 - 0.5) / np.sqrt(0.25 * shared.design_effect / 50)
     assert clustered_binomial_p(30, 50, shared) == pytest.approx(2 * stats.t.sf(abs(t), 9), rel=1e-12)
+
+
+def test_real_mtbench_consistency_interval_is_over_its_80_questions():
+    """gpt-4-0613 on MT-Bench (Shi et al.): 2,400 pairs, 30 systems on each of 80 questions."""
+    from conftest import shi2024_records
+    from swapjudge.core.analysis import analyze
+    from swapjudge.core.records import records_from_dicts
+
+    rows = shi2024_records("MTBench", "gpt-4-0613")
+    [result] = analyze(records_from_dicts(rows))
+    c = result.consistency
+    assert c.consistent == 1957 and c.pairs == 2400
+    d = c.to_dict()
+    assert d["method"] == "wilson_clustered" and d["independent"] == "items" and d["clusters"] == 80
+    # the reference: statsmodels' cluster-robust over HC1 variance of the per-pair consistent flag
+    by_pair: dict[tuple, list] = {}
+    for r in rows:
+        by_pair.setdefault((r["item"], *sorted((r["first"], r["second"]))), []).append(r)
+    flags, items = [], []
+    for (item, _, _), calls in by_pair.items():
+        if len(calls) == 2 and all(x["verdict"] for x in calls):
+            named = [x["verdict"] if x["verdict"] == "tie" else x[x["verdict"]] for x in calls]
+            flags.append(float(named[0] == named[1]))
+            items.append(item)
+    y = np.array(flags)
+    clustered, hc1 = _statsmodels_cluster_and_hc1(y, np.unique(items, return_inverse=True)[1])
+    n_eff = y.size * hc1 / clustered  # Wilson's score interval on the effective sample size, written out
+    z = stats.norm.ppf(0.975)
+    p = y.mean()
+    center = (p + z**2 / (2 * n_eff)) / (1 + z**2 / n_eff)
+    half = z / (1 + z**2 / n_eff) * np.sqrt(p * (1 - p) / n_eff + z**2 / (4 * n_eff**2))
+    assert (c.low, c.high) == pytest.approx((center - half, center + half), rel=1e-9)
+    assert d["design_effect"] == pytest.approx(clustered / hc1, rel=1e-9) and d["design_effect"] > 2
+    assert any("share 80 items" in note for note in result.notes)
