@@ -122,7 +122,9 @@ def test_win_rate_intervals_cover_when_rounds_repeat_items():
         cum = np.cumsum(probs[item], axis=1)
         code = (u[:, None] > cum[:, :2]).sum(axis=1)  # 0 win, 1 split, 2 loss
         result = np.array([1.0, 0.5, 0.0])[code]
-        rate = win_rate_over_pairs("a", "b", result, items=item, per_call=result)
+        # per call: each pair's two calls (a consistent win 1 and 1, a split here 1/2 and 1/2), on the same item
+        rate = win_rate_over_pairs("a", "b", result, items=item,
+                                   per_call=(np.concatenate([result, result]), np.concatenate([item, item])))
         hits["half"] += rate.half_credit.low <= truth_half <= rate.half_credit.high
         hits["no_credit"] += rate.no_credit.low <= 1.2 / 2.6 <= rate.no_credit.high
         hits["per_call"] += rate.per_call.low <= truth_half <= rate.per_call.high

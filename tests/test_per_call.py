@@ -41,9 +41,9 @@ def test_per_call_equals_counting_calls_on_real_mtbench_judgments():
     by_item: dict[str, list[dict]] = {}
     for r in mine:
         by_item.setdefault(str(r["item"]), []).append(r)
-    complete = [rs for rs in by_item.values() if len(rs) == 2 and all(r["verdict"] for r in rs)]
+    # every usable call counts on its own, also one whose twin call has no verdict
     score = [0.5 if r["verdict"] == "tie" else float((r["first"] if r["verdict"] == "first" else r["second"]) == a)
-             for rs in complete for r in rs]
+             for rs in by_item.values() for r in rs if r["verdict"]]
     result = _one(mine, a=a, b=b, min_consistency=0)
     assert result.win_rate.per_call.value == pytest.approx(np.mean(score), rel=1e-12)
     assert result.win_rate.per_call.value != pytest.approx(result.win_rate.half_credit.value, abs=1e-3)
@@ -59,4 +59,12 @@ def test_per_call_in_the_cli_json(tmp_path):
     d = json.loads(out.stdout)["win_rate"]
     assert d["per_call"]["value"] == pytest.approx((12 * 0.75) / 20)
     assert d["half_credit"] == pytest.approx((12 * 0.5) / 20)
-    assert d["per_call"]["independent"] == "pairs" and d["per_call"]["clusters"] == 20
+    # 40 calls on 20 items: the interval treats each item (its pair's two calls) as one unit
+    assert d["per_call"]["independent"] == "items" and d["per_call"]["clusters"] == 20
+
+
+def test_a_call_whose_twin_failed_still_counts_per_call():
+    rows = pair(1, "first", None) + pair(2, "first", "second") + pair(3, "second", "first")
+    w = _one(rows, a="A", b="B", min_consistency=0).win_rate
+    assert w.pairs == 2 and w.half_credit.value == pytest.approx(0.5)
+    assert w.per_call.value == pytest.approx((1 + 1 + 1 + 0 + 0) / 5)

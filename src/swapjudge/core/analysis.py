@@ -16,7 +16,7 @@ import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.identical import IdenticalProbe, identical_probe
-from swapjudge.core.pairs import FIRST, SECOND, Outcome, PairTable, build_pairs, probe_calls, verdict_codes
+from swapjudge.core.pairs import FIRST, MISSING, SECOND, Outcome, PairTable, build_pairs, probe_calls, verdict_codes
 from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     Decision,
@@ -261,12 +261,16 @@ def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confi
     complete = outcome != Outcome.INCOMPLETE
     a_win, b_win = (Outcome.X_WINS, Outcome.Y_WINS) if a_is_x else (Outcome.Y_WINS, Outcome.X_WINS)
     result = np.where(outcome == a_win, 1.0, np.where(outcome == b_win, 0.0, 0.5))[complete]
-    # per call: a's score in the call that showed a first, and in the one that showed b first; a tie is half
+    # per call: a's score in each usable call (the one that showed a first, the one that showed b first); a tie
+    # is half; a call whose twin failed still counts, as harnesses that count calls count it
     call_a = np.select([va == FIRST, va == SECOND], [1.0, 0.0], 0.5)
     call_b = np.select([vb == SECOND, vb == FIRST], [1.0, 0.0], 0.5)
-    per_call = ((call_a + call_b) / 2)[complete]
-    items = pairs.frame.get_column("item").cast(pl.String).to_numpy()[complete]
-    rate = win_rate_over_pairs(a, b, result, items=items, per_call=per_call, policy=policy, confidence=confidence)
+    all_items = pairs.frame.get_column("item").cast(pl.String).to_numpy()
+    used_a, used_b = va != MISSING, vb != MISSING
+    per_call = (np.concatenate([call_a[used_a], call_b[used_b]]),
+                np.concatenate([all_items[used_a], all_items[used_b]]))
+    rate = win_rate_over_pairs(a, b, result, items=all_items[complete], per_call=per_call, policy=policy,
+                               confidence=confidence)
     return {
         "pair": chosen,
         "cross_table": cross_table(a, b, va, vb),

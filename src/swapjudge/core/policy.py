@@ -95,8 +95,8 @@ class WinRate:
                                        "split": self.separate_split.to_dict()}},
             "per_call": None if self.per_call is None else {
                 **self.per_call.to_dict(),
-                "convention": "per call: each of a pair's two calls counts, a tie is half a win in that call; "
-                              "the interval is over pairs"},
+                "convention": "per call: every usable call between the two systems counts, a tie is half a win "
+                              "in that call; the interval treats each item (its pairs' calls) as one unit"},
             "counts": {"a_wins": self.a_wins, "b_wins": self.b_wins, "splits": self.splits, "pairs": self.pairs},
         }
 
@@ -109,11 +109,12 @@ def win_rate(a: str, b: str, a_wins: int, b_wins: int, splits: int, policy: TieP
 
 
 def win_rate_over_pairs(a: str, b: str, result: np.ndarray, *, items: np.ndarray | None = None,
-                        per_call: np.ndarray | None = None, policy: TiePolicy | str = TiePolicy.half_credit,
-                        confidence: float = 0.95) -> WinRate:
+                        per_call: tuple[np.ndarray, np.ndarray] | None = None,
+                        policy: TiePolicy | str = TiePolicy.half_credit, confidence: float = 0.95) -> WinRate:
     """a's win rate under each tie policy from each complete pair's result for a (1 consistent win, 0 consistent
     loss, 1/2 split), each with an interval over pairs; `items` (each pair's item) makes pairs judged on the
-    same item move together; `per_call` (each pair's mean per-call score for a) adds the per-call rate."""
+    same item move together. `per_call` = (each usable call's score for a: 1, 1/2 for a tie, 0; each call's
+    item) adds the per-call rate, its interval clustered by item so a pair's two calls count as one unit."""
     result = np.asarray(result, dtype=float)
     win, loss = result == 1.0, result == 0.0
     decided = win | loss
@@ -127,7 +128,8 @@ def win_rate_over_pairs(a: str, b: str, result: np.ndarray, *, items: np.ndarray
         separate_a=Rate.of(proportion_interval(win, confidence, keep)),
         separate_b=Rate.of(proportion_interval(loss, confidence, keep)),
         separate_split=Rate.of(proportion_interval(~decided, confidence, keep)),
-        per_call=None if per_call is None else Rate.of(mean_interval(np.asarray(per_call, float), confidence, keep)),
+        per_call=None if per_call is None else Rate.of(mean_interval(np.asarray(per_call[0], float), confidence,
+                                                                     np.asarray(per_call[1]))),
     )
 
 
