@@ -64,3 +64,21 @@ def test_first_slot_difference_covers_when_paired_by_item():
     only_a, only_b = int(np.sum(a[:150] & ~b[:150])), int(np.sum(~a[:150] & b[:150]))
     ref = newcombe_paired(both, only_a, only_b, 150 - both - only_a - only_b)
     assert (single.difference, single.low, single.high) == pytest.approx(ref, rel=1e-12)
+
+
+def test_history_behaviour_uses_the_clustered_consistency_interval():
+    from conftest import pair
+    from swapjudge.core.analysis import analyze
+    from swapjudge.core.records import records_from_dicts
+    from swapjudge.drift.history import behaviour
+
+    rows = []
+    for item in range(12):  # three systems against a baseline on each item: pairs share the item
+        verdicts = ("first", "second") if item % 3 else ("first", "first")
+        for system in ("B", "C", "D"):
+            rows += pair(item, *verdicts, a="A", b=system)
+    [result] = analyze(records_from_dicts(rows), min_consistency=0)
+    assert result.consistency.to_dict()["independent"] == "items"
+    b = behaviour(result)
+    assert (b.consistency.low, b.consistency.high) == (result.consistency.low, result.consistency.high)
+    assert b.consistency.k == 24 and b.consistency.n == 36

@@ -104,7 +104,10 @@ def behaviour(analysis: JudgeAnalysis, confidence: float = 0.95) -> Behaviour:
     o = analysis.outcomes
     acc = analysis.accuracy
     return Behaviour(
-        consistency=wilson(o.consistent, 0 if analysis.single_order else o.complete, confidence),
+        # the analysis' own interval: over items when pairs share one
+        consistency=(Proportion(o.consistent, o.complete, c.rate, c.low, c.high)
+                     if (c := analysis.consistency) is not None and c.confidence == confidence
+                     else wilson(o.consistent, 0 if analysis.single_order else o.complete, confidence)),
         first_slot=wilson(v.first, v.first + v.second, confidence),
         tie=wilson(v.tie, v.first + v.second + v.tie, confidence),
         accuracy=None if acc is None else wilson(acc.right_both, acc.pairs, confidence),
