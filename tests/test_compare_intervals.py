@@ -82,3 +82,33 @@ def test_history_behaviour_uses_the_clustered_consistency_interval():
     b = behaviour(result)
     assert (b.consistency.low, b.consistency.high) == (result.consistency.low, result.consistency.high)
     assert b.consistency.k == 24 and b.consistency.n == 36
+
+
+def test_probes_use_the_clustered_consistency_interval():
+    """agreement, panel and repeat report the same consistency interval as analyze, over items."""
+    from conftest import pair
+    from swapjudge.core.analysis import analyze
+    from swapjudge.core.records import records_from_dicts
+    from swapjudge.probes.agreement import agreement
+    from swapjudge.probes.panel import panel
+    from swapjudge.probes.repeat import repeat_stability
+
+    rows = []
+    for judge in ("j1", "j2"):
+        for rnd in (0, 1):
+            for item in range(12):
+                verdicts = ("first", "second") if item % 3 else ("first", "first")
+                for system in ("B", "C", "D"):
+                    rows += pair(item, *verdicts, a="A", b=system, judge=judge, round=rnd)
+    frame = records_from_dicts(rows).frame
+    [one] = analyze(records_from_dicts([r for r in rows if r["judge"] == "j1" and r["round"] == 0]),
+                    min_consistency=0)
+    expected = (one.consistency.low, one.consistency.high)
+    assert one.consistency.to_dict()["independent"] == "items"
+    repeat = repeat_stability(frame.filter(frame["judge"] == "j1"))
+    assert (repeat.per_round[0].consistency.low, repeat.per_round[0].consistency.high) == expected
+    both_rounds = analyze(records_from_dicts(rows), judge="j1", min_consistency=0)[0].consistency
+    [agree] = [a for a in agreement(frame) if a.judge == "j1"]
+    assert (agree.consistency.low, agree.consistency.high) == (both_rounds.low, both_rounds.high)
+    summary = panel(frame).judges[0]
+    assert (summary.consistency.low, summary.consistency.high) == (both_rounds.low, both_rounds.high)

@@ -36,6 +36,7 @@ from swapjudge.core.swap import (
     Outcomes,
     VerdictSplit,
     consistency,
+    consistency_of_pairs,
     count_outcomes,
     cross_table,
     flip_direction,
@@ -216,11 +217,9 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     pair_calls = calls.filter(pl.col("first") != pl.col("second"))
     probes = probe_calls(calls)
     notes: list[str] = []
-    complete = outcome != Outcome.INCOMPLETE
     # pairs judged on the same item (other systems, other rounds) move together: the interval counts items
     items = pairs.frame.get_column("item").cast(pl.String).to_numpy()
-    cons = None if single else consistency(counts.consistent, counts.complete, confidence,
-                                           flags=(outcome <= Outcome.TIE)[complete], items=items[complete])
+    cons = None if single else consistency_of_pairs(outcome, items, confidence)
     if single:
         notes.append(SINGLE_ORDER_NOTE)
     elif counts.incomplete:

@@ -110,6 +110,15 @@ def consistency(consistent: int, pairs: int, confidence: float = 0.95, *, flags:
                        m.independence, m.effective_n)
 
 
+def consistency_of_pairs(outcome: np.ndarray, items: np.ndarray, confidence: float = 0.95) -> Consistency:
+    """Swap-consistency of pairs from their outcome codes and items: the complete pairs, with pairs judged on the
+    same item (other systems, other rounds) counted as one cluster."""
+    counts = count_outcomes(outcome)
+    complete = outcome != Outcome.INCOMPLETE
+    return consistency(counts.consistent, counts.complete, confidence, flags=(outcome <= Outcome.TIE)[complete],
+                       items=np.asarray(items)[complete])
+
+
 @dataclass(frozen=True)
 class FlipDirection:
     """Which slot the inconsistent pairs favour: the first-slot share among flips and half-ties, with a Wilson
