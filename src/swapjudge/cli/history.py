@@ -199,7 +199,9 @@ def _compare_lines(cmp: RunComparison) -> list[str]:
             assert pd.low is not None and pd.high is not None
             lines.append(f"  {names[pd.what]}: {pct(pd.rate_a)} -> {pct(pd.rate_b)} on {pd.units} "
                          f"{units[pd.what]}: {pd.difference * 100:+.1f} points "
-                         f"[{pd.low * 100:+.1f}, {pd.high * 100:+.1f}]")
+                         f"[{pd.low * 100:+.1f}, {pd.high * 100:+.1f}]"
+                         + (f", over {pd.clusters} items (units of one item move together)"
+                            if pd.independent == "items" else ""))
     if cmp.flags:
         lines += ["", "Flags:"] + [f"  {f}" for f in cmp.flags]
     return lines

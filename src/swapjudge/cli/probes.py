@@ -141,7 +141,7 @@ def probe_length(
             f.get_column("outcome").to_numpy()[found], lx[found], ly[found], judge=name or None, x=x[found],
             y=y[found], pair=pair, unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
             length_controlled=length_controlled, tie_policy=tie_policy, missing_texts=int((~found).sum()),
-            confidence=confidence, min_consistency=min_consistency))
+            confidence=confidence, min_consistency=min_consistency, items=items[found]))
     results = length_with_holm(results)
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.length_tables(results))

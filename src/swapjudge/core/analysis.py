@@ -16,7 +16,17 @@ import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.identical import IdenticalProbe, identical_probe
-from swapjudge.core.pairs import MISSING, TIE, PairTable, build_pairs, probe_calls, verdict_codes
+from swapjudge.core.pairs import (
+    FIRST,
+    MISSING,
+    SECOND,
+    TIE,
+    Outcome,
+    PairTable,
+    build_pairs,
+    probe_calls,
+    verdict_codes,
+)
 from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     Decision,
@@ -27,6 +37,7 @@ from swapjudge.core.policy import (
     gate,
     two_order_decision,
     win_rate,
+    win_rate_over_pairs,
     withheld_copy,
 )
 from swapjudge.core.records import RecordSet, registered_adaptive_swap, select_judges, skipped_swaps
@@ -38,6 +49,7 @@ from swapjudge.core.swap import (
     Outcomes,
     VerdictSplit,
     consistency,
+    consistency_of_pairs,
     count_outcomes,
     cross_table,
     flip_direction,
@@ -240,16 +252,21 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     pair_calls = calls.filter(pl.col("first") != pl.col("second"))
     probes = probe_calls(calls)
     notes: list[str] = []
-    cons = None if single else consistency(counts.consistent, counts.complete, confidence)
+    # pairs judged on the same item (other systems, other rounds) move together: the interval counts items
+    items = pairs.frame.get_column("item").cast(pl.String).to_numpy()
+    cons = None if single else consistency_of_pairs(outcome, items, confidence)
     if single:
         notes.append(SINGLE_ORDER_NOTE)
     elif counts.incomplete:
         notes.append(f"{counts.incomplete} pair(s) without two usable verdicts are shown and left out of every rate")
     rounds = pairs.frame.get_column("round").n_unique()
     if rounds > 1:
-        notes.append(f"{rounds} rounds: each round's pairs count separately, so intervals treat repeats of the same "
-                     "items as independent and are too narrow; `swapjudge probe repeat` measures round-to-round "
-                     "agreement")
+        notes.append(f"{rounds} rounds: each round's pairs are counted, and the intervals treat the pairs of one item "
+                     "(every round's) as one cluster; `swapjudge probe repeat` measures round-to-round agreement")
+    if cons is not None and cons.independence is not None and cons.independence.units == "items":
+        notes.append(f"{counts.complete} complete pairs share {cons.independence.clusters} items (several systems or "
+                     "rounds per item): the consistency and win-rate intervals treat each item as one independent "
+                     f"unit (cluster-robust design effect {cons.independence.design_effect:.2f})")
     verdicts = verdict_split(pair_calls.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy(), confidence)
     gate_result = gate(cons.rate if cons else None, min_consistency, cons.low if cons else None,
                        cons.high if cons else None)
@@ -285,15 +302,23 @@ def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confi
     a_is_x = a < b
     vx, vy, outcome = pairs.vx, pairs.vy, pairs.outcome
     va, vb = (vx, vy) if a_is_x else (vy, vx)
-    counts = count_outcomes(outcome)
-    a_wins = int(np.sum(outcome == (0 if a_is_x else 1)))
-    b_wins = int(np.sum(outcome == (1 if a_is_x else 0)))
-    rate = win_rate(a, b, a_wins, b_wins, counts.complete - a_wins - b_wins, policy, confidence)
-    complete = (va != MISSING) & (vb != MISSING)
+    complete = outcome != Outcome.INCOMPLETE
+    a_win, b_win = (Outcome.X_WINS, Outcome.Y_WINS) if a_is_x else (Outcome.Y_WINS, Outcome.X_WINS)
+    result = np.where(outcome == a_win, 1.0, np.where(outcome == b_win, 0.0, 0.5))[complete]
+    # per call: a's score in each usable call (the one that showed a first, the one that showed b first); a tie
+    # is half; a call whose twin failed still counts, as harnesses that count calls count it
+    call_a = np.select([va == FIRST, va == SECOND], [1.0, 0.0], 0.5)
+    call_b = np.select([vb == SECOND, vb == FIRST], [1.0, 0.0], 0.5)
+    all_items = pairs.frame.get_column("item").cast(pl.String).to_numpy()
+    used_a, used_b = va != MISSING, vb != MISSING
+    per_call = (np.concatenate([call_a[used_a], call_b[used_b]]),
+                np.concatenate([all_items[used_a], all_items[used_b]]))
+    rate = win_rate_over_pairs(a, b, result, items=all_items[complete], per_call=per_call, policy=policy,
+                               confidence=confidence)
     return {
         "pair": chosen,
         "cross_table": cross_table(a, b, va, vb),
-        "ungated_win_rate": rate if counts.complete else None,
+        "ungated_win_rate": rate if complete.any() else None,
         "decision": two_order_decision(rate, va[complete], vb[complete], cons.flip_rate_high if cons else None),
     }
 

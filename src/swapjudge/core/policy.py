@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.core.stats import mean_interval, wilson
+from swapjudge.core.stats import Independence, MeanInterval, mean_interval, proportion_interval
 
 
 class TiePolicy(enum.StrEnum):
@@ -28,12 +28,26 @@ DEFAULT_MIN_CONSISTENCY = 0.70
 
 @dataclass(frozen=True)
 class Rate:
+    """A rate with its interval; `method` and `independence` say how the interval was made and what it treated
+    as independent (pairs, or items when pairs share one)."""
+
     value: float | None
     low: float | None
     high: float | None
+    method: str = "wilson"
+    independence: Independence | None = None
+    effective_n: float | None = None
 
-    def to_dict(self) -> dict[str, float | None]:
-        return {"value": self.value, "low": self.low, "high": self.high}
+    @classmethod
+    def of(cls, m: MeanInterval) -> Rate:
+        return cls(m.value, m.low, m.high, m.method, m.independence, m.effective_n)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "low": self.low, "high": self.high, "method": self.method,
+                               "effective_n": self.effective_n}
+        if self.independence is not None:
+            out.update(self.independence.to_dict())
+        return out
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,9 @@ class WinRate:
     separate_a: Rate
     separate_b: Rate
     separate_split: Rate
+    # FastChat's per-game convention: each call counts, a tie half a win in that call, so a half-tie pair is
+    # worth 3/4; reported beside the headline for comparison with published figures, never as the headline
+    per_call: Rate | None = None
     withheld: bool = False  # True: the gate failed, so every rate here is None (the counts stay, as measured)
 
     @property
@@ -78,6 +95,10 @@ class WinRate:
                           "no_credit": self.no_credit.to_dict(),
                           "separate": {"a": self.separate_a.to_dict(), "b": self.separate_b.to_dict(),
                                        "split": self.separate_split.to_dict()}},
+            "per_call": None if self.per_call is None else {
+                **self.per_call.to_dict(),
+                "convention": "per call: every usable call between the two systems counts, a tie is half a win "
+                              "in that call; the interval treats each item (its pairs' calls) as one unit"},
             "counts": {"a_wins": self.a_wins, "b_wins": self.b_wins, "splits": self.splits, "pairs": self.pairs},
         }
 
@@ -88,29 +109,39 @@ NO_RATE = Rate(None, None, None)
 def withheld_copy(rate: WinRate) -> WinRate:
     """The same comparison with every rate removed: what the library hands out when the gate fails."""
     return dataclasses.replace(rate, half_credit=NO_RATE, exclude=NO_RATE, no_credit=NO_RATE, separate_a=NO_RATE,
-                               separate_b=NO_RATE, separate_split=NO_RATE, withheld=True)
-
-
-def _proportion(k: int, n: int, confidence: float) -> Rate:
-    p = wilson(k, n, confidence)
-    return Rate(p.rate, p.low, p.high)
+                               separate_b=NO_RATE, separate_split=NO_RATE,
+                               per_call=None if rate.per_call is None else NO_RATE, withheld=True)
 
 
 def win_rate(a: str, b: str, a_wins: int, b_wins: int, splits: int, policy: TiePolicy | str = TiePolicy.half_credit,
              confidence: float = 0.95) -> WinRate:
-    """a's win rate over complete pairs of (a, b) under each tie policy, each with an interval over pairs."""
-    n = a_wins + b_wins + splits
-    # half credit: each pair scores 1, 0.5 or 0 for a; the interval is over those per-pair scores.
-    scores = np.concatenate([np.ones(a_wins), np.zeros(b_wins), np.full(splits, 0.5)])
-    half = Rate(*mean_interval(scores, confidence))
+    """a's win rate over complete pairs of (a, b) under each tie policy from counts alone, each pair independent."""
+    result = np.concatenate([np.ones(a_wins), np.zeros(b_wins), np.full(splits, 0.5)])
+    return win_rate_over_pairs(a, b, result, policy=policy, confidence=confidence)
+
+
+def win_rate_over_pairs(a: str, b: str, result: np.ndarray, *, items: np.ndarray | None = None,
+                        per_call: tuple[np.ndarray, np.ndarray] | None = None,
+                        policy: TiePolicy | str = TiePolicy.half_credit, confidence: float = 0.95) -> WinRate:
+    """a's win rate under each tie policy from each complete pair's result for a (1 consistent win, 0 consistent
+    loss, 1/2 split), each with an interval over pairs; `items` (each pair's item) makes pairs judged on the
+    same item move together. `per_call` = (each usable call's score for a: 1, 1/2 for a tie, 0; each call's
+    item) adds the per-call rate, its interval clustered by item so a pair's two calls count as one unit."""
+    result = np.asarray(result, dtype=float)
+    win, loss = result == 1.0, result == 0.0
+    decided = win | loss
+    keep = None if items is None else np.asarray(items)
     return WinRate(
-        a=a, b=b, a_wins=a_wins, b_wins=b_wins, splits=splits, policy=TiePolicy(policy),
-        half_credit=half,
-        exclude=_proportion(a_wins, a_wins + b_wins, confidence),
-        no_credit=_proportion(a_wins, n, confidence),
-        separate_a=_proportion(a_wins, n, confidence),
-        separate_b=_proportion(b_wins, n, confidence),
-        separate_split=_proportion(splits, n, confidence),
+        a=a, b=b, a_wins=int(win.sum()), b_wins=int(loss.sum()), splits=int((~decided).sum()),
+        policy=TiePolicy(policy),
+        half_credit=Rate.of(mean_interval(result, confidence, keep)),
+        exclude=Rate.of(proportion_interval(win[decided], confidence, None if keep is None else keep[decided])),
+        no_credit=Rate.of(proportion_interval(win, confidence, keep)),
+        separate_a=Rate.of(proportion_interval(win, confidence, keep)),
+        separate_b=Rate.of(proportion_interval(loss, confidence, keep)),
+        separate_split=Rate.of(proportion_interval(~decided, confidence, keep)),
+        per_call=None if per_call is None else Rate.of(mean_interval(np.asarray(per_call[0], float), confidence,
+                                                                     np.asarray(per_call[1]))),
     )
 
 

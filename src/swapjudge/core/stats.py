@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -58,25 +59,147 @@ def binomial_p(k: int, n: int) -> float | None:
     return min(1.0, 2 * float(special.bdtr(min(k, n - k), n, 0.5)))
 
 
-def mean_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
-    """Mean of per-item scores in [0, 1] with an interval over items.
+# half a consistent win and half a consistent loss, added when measuring the spread of split-credit scores only:
+# without them 20 splits of 20 would have no spread and a zero-width interval
+SPREAD_PSEUDO = 0.5
 
-    0/1 scores get the Wilson interval; scores with halves (split credit) get a Student-t interval on the
-    per-item mean, clipped to [0, 1]: each item is one observation, so the interval is never narrowed by
-    counting both orders as separate samples.
-    """
+
+@dataclass(frozen=True)
+class Independence:
+    """What an interval treats as independent: each pair (`units` "pairs") or each item, every pair judged on an
+    item moving together (`units` "items"); `clusters` counts the independent units and `design_effect` is how
+    much the sharing widens the variance (cluster-robust over independent-pairs variance, never below 1)."""
+
+    units: str
+    clusters: int
+    design_effect: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"independent": self.units, "clusters": self.clusters, "design_effect": self.design_effect}
+
+
+def cluster_design(values: np.ndarray, clusters: np.ndarray | None, *, floor: bool = True) -> Independence:
+    """Design effect of a mean over units that share clusters (items): the cluster-robust (sandwich) variance of
+    the mean over the variance treating units as independent, each with its small-sample factor (G/(G-1) and
+    n/(n-1)), floored at 1 (unless `floor` is False) so sharing never narrows an interval. Units in clusters of
+    one give exactly 1."""
+    values = np.asarray(values, dtype=float)
+    n = int(values.size)
+    if clusters is None or n == 0:
+        return Independence("pairs", n, 1.0)
+    keys = np.asarray(clusters)
+    _, codes = np.unique(keys.astype(str) if keys.dtype == object else keys, return_inverse=True)
+    g = int(codes.max()) + 1
+    if g == n:
+        return Independence("pairs", n, 1.0)
+    if g == 1:
+        return Independence("items", 1, float(n))  # every unit on one item: one observation's worth
+    resid = values - values.mean()
+    ss_units = float(np.sum(resid**2))
+    if ss_units == 0:
+        return Independence("items", g, 1.0)
+    totals = np.bincount(codes, weights=resid, minlength=g)
+    ratio = (g / (g - 1) * float(np.sum(totals**2))) / (n / (n - 1) * ss_units)
+    return Independence("items", g, max(1.0, ratio) if floor else ratio)
+
+
+def _wilson_bounds(p: float, n_eff: float, z: float) -> tuple[float, float]:
+    """Wilson score bounds for a rate p on a (possibly fractional) effective sample size."""
+    denom = 2 * (n_eff + z**2)
+    center = (2 * n_eff * p + z**2) / denom
+    delta = z / denom * math.sqrt(max(0.0, 4 * n_eff * p * (1 - p) + z**2))
+    return (0.0 if p <= 0 else max(0.0, center - delta)), (1.0 if p >= 1 else min(1.0, center + delta))
+
+
+def _small_count_bounds(p: float, n: int, n_eff: float, low: float, high: float,
+                        confidence: float) -> tuple[float, float]:
+    """Brown, Cai and DasGupta's (2001) repair of Wilson's coverage dip near 0 and 1: with at most 2 (effective
+    n <= 50) or 3 successes (or failures), the bound on that side is the one-sided Poisson bound. Not below 7
+    pairs, where nearly every outcome is a small count and the repair would break monotonicity in wins."""
+    limit = 2 if n_eff <= 50 else 3
+    if n <= 2 * limit:
+        return low, high
+    alpha = 1 - confidence
+    k, m = p * n_eff, (1 - p) * n_eff
+    if 0 < k <= limit:
+        low = min(low, float(special.gammaincinv(k, alpha)) / n_eff)
+    if 0 < m <= limit:
+        high = max(high, 1 - float(special.gammaincinv(m, alpha)) / n_eff)
+    return low, high
+
+
+@dataclass(frozen=True)
+class MeanInterval:
+    """Mean of per-pair scores in [0, 1] with its interval and what the interval treated as independent."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+    effective_n: float | None
+    method: str
+    independence: Independence
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n,
+                "effective_n": self.effective_n, "method": self.method, **self.independence.to_dict()}
+
+
+def score_spread(scores: np.ndarray) -> float:
+    """Variance of per-pair scores relative to a 0/1 score with the same mean (1 for 0/1 scores, less with
+    splits), measured with SPREAD_PSEUDO added on each side so it is never 0."""
+    w = SPREAD_PSEUDO
+    total = float(scores.size) + 2 * w
+    mean = (float(scores.sum()) + w) / total
+    var = (float(np.sum(scores**2)) + w) / total - mean**2
+    return min(1.0, max(var, 0.0) / (mean * (1 - mean)))
+
+
+def mean_interval(scores: np.ndarray, confidence: float = 0.95, clusters: np.ndarray | None = None) -> MeanInterval:
+    """Mean of per-pair scores in [0, 1] (1 win, 1/2 split, 0 loss; or per-call halves) with a Wilson interval on
+    an effective sample size: n pairs, scaled up by how much less a split-credit score varies than a 0/1 score
+    (score_spread) and down by the design effect of pairs that share an item (cluster_design, when `clusters`
+    names each pair's item), with the small-count repair near 0 and 1. Each pair is one observation: both orders
+    of a pair are never counted as two. Exact coverage over three-outcome multinomials is in docs/intervals.md."""
+    scores = np.asarray(scores, dtype=float)
     n = int(scores.size)
+    design = cluster_design(scores, clusters)
+    method = "wilson_effective_n"
     if n == 0:
-        return None, None, None
-    mean = float(scores.mean())
-    if np.all((scores == 0) | (scores == 1)):
-        p = wilson(int(scores.sum()), n, confidence)
-        return mean, p.low, p.high
-    if n == 1:
-        return mean, 0.0, 1.0
-    se = float(scores.std(ddof=1)) / math.sqrt(n)
-    half = float(special.stdtrit(n - 1, 0.5 + confidence / 2)) * se
-    return mean, max(0.0, mean - half), min(1.0, mean + half)
+        return MeanInterval(None, None, None, 0, None, method, design)
+    p = float(scores.mean())
+    n_eff = n / (score_spread(scores) * design.design_effect)
+    z = normal_quantile(confidence)
+    low, high = _small_count_bounds(p, n, n_eff, *_wilson_bounds(p, n_eff, z), confidence)
+    return MeanInterval(p, low, high, n, n_eff, method, design)
+
+
+def proportion_interval(flags: np.ndarray, confidence: float = 0.95, clusters: np.ndarray | None = None, *,
+                        floor: bool = True) -> MeanInterval:
+    """A 0/1 rate over pairs with its Wilson interval: exactly `wilson` when no two pairs share an item, and on
+    the effective sample size n / design effect when they do (`clusters`: each pair's item)."""
+    flags = np.asarray(flags, dtype=float)
+    n = int(flags.size)
+    design = cluster_design(flags, clusters, floor=floor)
+    if n == 0:
+        return MeanInterval(None, None, None, 0, None, "wilson", design)
+    if design.design_effect == 1.0:
+        w = wilson(int(flags.sum()), n, confidence)
+        return MeanInterval(w.rate, w.low, w.high, n, float(n), "wilson", design)
+    p = float(flags.mean())
+    n_eff = n / design.design_effect
+    low, high = _wilson_bounds(p, n_eff, normal_quantile(confidence))
+    return MeanInterval(p, low, high, n, n_eff, "wilson_clustered", design)
+
+
+def clustered_binomial_p(k: int, n: int, design: Independence) -> float | None:
+    """Two-sided test of k of n against 1/2: the exact binomial test when the units are independent (design effect
+    1); when they share items, a score test whose variance under 1/2 is scaled by the design effect (Rao and
+    Scott's first-order correction), referred to Student's t on clusters - 1 degrees of freedom."""
+    if n == 0 or design.design_effect == 1.0 or design.clusters < 2:
+        return binomial_p(k, n)
+    t = (k / n - 0.5) / math.sqrt(0.25 * design.design_effect / n)
+    return float(min(1.0, 2 * special.stdtr(design.clusters - 1, -abs(t))))
 
 
 def band(consistency: float | None) -> str | None:

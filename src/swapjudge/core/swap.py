@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome
-from swapjudge.core.stats import band, binomial_p, wilson
+from swapjudge.core.stats import Independence, band, binomial_p, proportion_interval, wilson
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,9 @@ class Consistency:
     high: float | None
     band: str | None
     confidence: float
+    method: str = "wilson"
+    independence: Independence | None = None
+    effective_n: float | None = None
 
     @property
     def flip_rate(self) -> float | None:
@@ -87,15 +90,33 @@ class Consistency:
         return None if self.low is None else 1 - self.low
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rate": self.rate, "low": self.low, "high": self.high, "band": self.band,
-                "consistent": self.consistent, "pairs": self.pairs, "confidence": self.confidence}
+        out: dict[str, Any] = {"rate": self.rate, "low": self.low, "high": self.high, "band": self.band,
+                               "consistent": self.consistent, "pairs": self.pairs, "confidence": self.confidence,
+                               "method": self.method, "effective_n": self.effective_n}
+        out.update((self.independence or Independence("pairs", self.pairs, 1.0)).to_dict())
+        return out
 
 
-def consistency(consistent: int, pairs: int, confidence: float = 0.95) -> Consistency:
+def consistency(consistent: int, pairs: int, confidence: float = 0.95, *, flags: np.ndarray | None = None,
+                items: np.ndarray | None = None) -> Consistency:
+    """Swap-consistency from counts (each pair independent), or from each complete pair's consistent flag and
+    its item, so that pairs judged on the same item count as one cluster (cluster_design)."""
     if not 0 <= consistent <= pairs:
         raise ValueError(f"consistent pairs ({consistent}) must be between 0 and the pairs ({pairs})")
-    p = wilson(consistent, pairs, confidence)
-    return Consistency(consistent, pairs, p.rate, p.low, p.high, band(p.rate), confidence)
+    if flags is None:
+        flags = np.concatenate([np.ones(consistent), np.zeros(pairs - consistent)])
+    m = proportion_interval(flags, confidence, items)
+    return Consistency(consistent, pairs, m.value, m.low, m.high, band(m.value), confidence, m.method,
+                       m.independence, m.effective_n)
+
+
+def consistency_of_pairs(outcome: np.ndarray, items: np.ndarray, confidence: float = 0.95) -> Consistency:
+    """Swap-consistency of pairs from their outcome codes and items: the complete pairs, with pairs judged on the
+    same item (other systems, other rounds) counted as one cluster."""
+    counts = count_outcomes(outcome)
+    complete = outcome != Outcome.INCOMPLETE
+    return consistency(counts.consistent, counts.complete, confidence, flags=(outcome <= Outcome.TIE)[complete],
+                       items=np.asarray(items)[complete])
 
 
 @dataclass(frozen=True)

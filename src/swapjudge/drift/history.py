@@ -20,7 +20,7 @@ import polars as pl
 from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.core.pairs import Outcome, PairTable, build_pairs
 from swapjudge.core.records import RecordSet
-from swapjudge.core.stats import Proportion, wilson
+from swapjudge.core.stats import Proportion, cluster_design, proportion_interval, wilson
 from swapjudge.errors import SwapjudgeError
 from swapjudge.probes.variants import McNemar, mcnemar
 from swapjudge.store import RunInfo, Store
@@ -104,7 +104,10 @@ def behaviour(analysis: JudgeAnalysis, confidence: float = 0.95) -> Behaviour:
     o = analysis.outcomes
     acc = analysis.accuracy
     return Behaviour(
-        consistency=wilson(o.consistent, 0 if analysis.single_order else o.complete, confidence),
+        # the analysis' own interval: over items when pairs share one
+        consistency=(Proportion(o.consistent, o.complete, c.rate, c.low, c.high)
+                     if (c := analysis.consistency) is not None and c.confidence == confidence
+                     else wilson(o.consistent, 0 if analysis.single_order else o.complete, confidence)),
         first_slot=wilson(v.first, v.first + v.second, confidence),
         tie=wilson(v.tie, v.first + v.second + v.tie, confidence),
         accuracy=None if acc is None else wilson(acc.right_both, acc.pairs, confidence),
@@ -222,7 +225,9 @@ def _per_pair(pairs: PairTable) -> pl.DataFrame:
 class PairedDifference:
     """A proportion under run B minus the same under run A, on the same units (shared pairs or calls), with
     Newcombe's hybrid score interval for paired proportions (method 10 of Newcombe 1998: the two runs' Wilson
-    intervals combined with the correlation of the paired outcomes)."""
+    intervals combined with the continuity-corrected correlation of the paired outcomes). When units share an item
+    (calls of one pair, pairs of one question) the same construction runs on items: each run's Wilson interval on
+    its effective sample size and the correlation of the two runs' item totals (`method` says which)."""
 
     what: str
     units: int
@@ -236,41 +241,86 @@ class PairedDifference:
     low: float | None
     high: float | None
     confidence: float
+    method: str = "newcombe10"
+    independent: str = "units"  # what the interval treats as independent: each unit, or each item
+    clusters: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def newcombe_paired(both: int, only_a: int, only_b: int, neither: int,
-                    confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
-    """(difference, low, high) for P(true under B) - P(true under A) from a paired 2x2 table (Newcombe's
-    method 10, without continuity correction); all None for an empty table."""
+def newcombe_phi(both: int, only_a: int, only_b: int, neither: int) -> float:
+    """Newcombe's (1998) continuity-corrected correlation of a paired 2x2 table: AD - BC is reduced by N/2 when
+    above it, taken as 0 between 0 and N/2, kept when negative; 0 when a margin is empty."""
     n = both + only_a + only_b + neither
-    if n == 0:
-        return None, None, None
-    pa, pb = (both + only_a) / n, (both + only_b) / n
-    wa, wb = wilson(both + only_a, n, confidence), wilson(both + only_b, n, confidence)
-    assert wa.low is not None and wa.high is not None and wb.low is not None and wb.high is not None
-    # phi: the correlation of the two runs' outcomes over the units; 0 when a margin is empty
     denom = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
-    phi = 0.0 if denom == 0 else (both * neither - only_a * only_b) / math.sqrt(denom)
-    d_low = math.sqrt(max(0.0, (pb - wb.low) ** 2 - 2 * phi * (pb - wb.low) * (wa.high - pa)
-                          + (wa.high - pa) ** 2))
-    d_high = math.sqrt(max(0.0, (wb.high - pb) ** 2 - 2 * phi * (wb.high - pb) * (pa - wa.low)
-                           + (pa - wa.low) ** 2))
+    if denom == 0:
+        return 0.0
+    cross = both * neither - only_a * only_b
+    corrected = cross - n / 2 if cross > n / 2 else (0.0 if cross >= 0 else cross)
+    return corrected / math.sqrt(denom)
+
+
+def _square_and_add(pa: float, pb: float, a: tuple[float, float], b: tuple[float, float],
+                    phi: float) -> tuple[float, float, float]:
+    """(difference, low, high) of pb - pa from each rate's interval (low, high) and their correlation."""
+    d_low = math.sqrt(max(0.0, (pb - b[0]) ** 2 - 2 * phi * (pb - b[0]) * (a[1] - pa) + (a[1] - pa) ** 2))
+    d_high = math.sqrt(max(0.0, (b[1] - pb) ** 2 - 2 * phi * (b[1] - pb) * (pa - a[0]) + (pa - a[0]) ** 2))
     diff = pb - pa
     return diff, max(-1.0, diff - d_low), min(1.0, diff + d_high)
 
 
-def paired_difference(what: str, a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> PairedDifference:
-    """From two boolean vectors over the same units (run A's outcome, run B's)."""
+def newcombe_paired(both: int, only_a: int, only_b: int, neither: int,
+                    confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
+    """(difference, low, high) for P(true under B) - P(true under A) from a paired 2x2 table: Newcombe's (1998)
+    method 10, the Wilson intervals of both margins with the corrected correlation; all None when empty."""
+    n = both + only_a + only_b + neither
+    if n == 0:
+        return None, None, None
+    wa, wb = wilson(both + only_a, n, confidence), wilson(both + only_b, n, confidence)
+    assert wa.low is not None and wa.high is not None and wb.low is not None and wb.high is not None
+    return _square_and_add((both + only_a) / n, (both + only_b) / n, (wa.low, wa.high), (wb.low, wb.high),
+                           newcombe_phi(both, only_a, only_b, neither))
+
+
+def _clustered_paired(x: np.ndarray, y: np.ndarray, items: np.ndarray,
+                      confidence: float) -> tuple[float, float, float, int]:
+    """Method 10's construction over items: each run's Wilson interval on its effective sample size (units over
+    the design effect of sharing an item) and the correlation of the two runs' residual totals per item."""
+    # no floor: a pair's two calls are often negatively related (a consistent pair names slot 1 once), and the
+    # difference is only as wide as the items' totals say
+    ma = proportion_interval(x, confidence, items, floor=False)
+    mb = proportion_interval(y, confidence, items, floor=False)
+    keys = np.asarray(items)
+    _, codes = np.unique(keys.astype(str) if keys.dtype == object else keys, return_inverse=True)
+    g = int(codes.max()) + 1
+    ta = np.bincount(codes, weights=x - x.mean(), minlength=g)
+    tb = np.bincount(codes, weights=y - y.mean(), minlength=g)
+    norm = math.sqrt(float(np.sum(ta**2) * np.sum(tb**2)))
+    phi = 0.0 if norm == 0 else float(np.sum(ta * tb)) / norm
+    assert ma.value is not None and ma.low is not None and ma.high is not None
+    assert mb.value is not None and mb.low is not None and mb.high is not None
+    diff, low, high = _square_and_add(ma.value, mb.value, (ma.low, ma.high), (mb.low, mb.high), phi)
+    return diff, low, high, g
+
+
+def paired_difference(what: str, a: np.ndarray, b: np.ndarray, confidence: float = 0.95,
+                      items: np.ndarray | None = None) -> PairedDifference:
+    """From two boolean vectors over the same units (run A's outcome, run B's); `items` (each unit's item) makes
+    units of the same item move together when some item holds more than one unit."""
     x, y = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     both, only_a, only_b = int(np.sum(x & y)), int(np.sum(x & ~y)), int(np.sum(~x & y))
     neither = int(x.size) - both - only_a - only_b
-    diff, low, high = newcombe_paired(both, only_a, only_b, neither, confidence)
     n = int(x.size)
-    return PairedDifference(what, n, both, only_a, only_b, neither, None if n == 0 else float(x.mean()),
-                            None if n == 0 else float(y.mean()), diff, low, high, confidence)
+    rates = (None if n == 0 else float(x.mean()), None if n == 0 else float(y.mean()))
+    shared = items is not None and n > 0 and cluster_design(x.astype(float), items).units == "items"
+    if shared and items is not None:
+        diff, low, high, g = _clustered_paired(x.astype(float), y.astype(float), items, confidence)
+        return PairedDifference(what, n, both, only_a, only_b, neither, *rates, diff, low, high, confidence,
+                                "newcombe10_clustered", "items", g)
+    d, lo, hi = newcombe_paired(both, only_a, only_b, neither, confidence)
+    return PairedDifference(what, n, both, only_a, only_b, neither, *rates, d, lo, hi, confidence,
+                            "newcombe10", "units", n)
 
 
 def _first_slot_calls(records: RecordSet) -> pl.DataFrame:
@@ -283,18 +333,22 @@ def _first_slot_calls(records: RecordSet) -> pl.DataFrame:
 def paired_differences(a: RecordSet, b: RecordSet, confidence: float = 0.95) -> tuple[PairedDifference, ...]:
     """Run B minus run A on what both runs judged: swap-consistency and accuracy (right in both orders) over the
     shared complete pairs, and the first-slot rate over the shared calls (same round, item and slots) that named
-    a slot in both runs (calls of one pair are not independent, so that interval is somewhat too narrow)."""
+    a slot in both runs. Units that share an item (the two calls of a pair, the pairs of one question) move
+    together: their intervals are over items."""
     common = _per_pair(_pairs_of(a)).join(_per_pair(_pairs_of(b)), on=_PAIR_KEY, how="inner", suffix="_b")
+    items = common.get_column("item").cast(pl.String).to_numpy()
     out = [paired_difference("consistency", common.get_column("consistent").to_numpy(),
-                             common.get_column("consistent_b").to_numpy(), confidence)]
+                             common.get_column("consistent_b").to_numpy(), confidence, items)]
     calls = _first_slot_calls(a).join(_first_slot_calls(b), on=["round", "item", "first", "second"], how="inner",
                                       suffix="_b")
     out.append(paired_difference("first_slot_rate", calls.get_column("named_first").to_numpy(),
-                                 calls.get_column("named_first_b").to_numpy(), confidence))
+                                 calls.get_column("named_first_b").to_numpy(), confidence,
+                                 calls.get_column("item").cast(pl.String).to_numpy()))
     labelled = common.filter(pl.col("right").is_not_null() & pl.col("right_b").is_not_null())
     if labelled.height:
         out.append(paired_difference("accuracy", labelled.get_column("right").to_numpy(),
-                                     labelled.get_column("right_b").to_numpy(), confidence))
+                                     labelled.get_column("right_b").to_numpy(), confidence,
+                                     labelled.get_column("item").cast(pl.String).to_numpy()))
     return tuple(out)
 
 

@@ -12,7 +12,7 @@ import polars as pl
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.pairs import FIRST, SECOND, TIE, Outcome, PairTable, build_pairs
 from swapjudge.core.records import select_judges
-from swapjudge.core.swap import Consistency, consistency, count_outcomes
+from swapjudge.core.swap import Consistency, consistency_of_pairs
 
 # ---- Cohen's kappa ----------------------------------------------------------------------------------------
 
@@ -146,8 +146,7 @@ def judge_agreement(pairs: PairTable, *, judge: str | None = None, confidence: f
     x, y = f.get_column("x").to_numpy(), f.get_column("y").to_numpy()
     label = np.asarray(f.get_column("label").to_list(), dtype=object)
     vx, vy, outcome = pairs.vx, pairs.vy, pairs.outcome
-    counts = count_outcomes(outcome)
-    cons = consistency(counts.consistent, counts.complete, confidence)
+    cons = consistency_of_pairs(outcome, f.get_column("item").cast(pl.String).to_numpy(), confidence)
     acc = label_accuracy(x, y, label, vx, vy, outcome <= Outcome.TIE, confidence)
     ix, iy, cancelled = identity_verdicts(x, y, vx, vy, outcome)
     complete = outcome != Outcome.INCOMPLETE

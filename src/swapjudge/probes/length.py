@@ -11,10 +11,12 @@ inflates the effect; `splits="exclude"` fits on consistent wins only.
 
 - slope: logistic regression of the outcome on the length difference d = len(x) - len(y), without intercept,
   so the model is the same whichever answer is called x: P(longer wins) = sigmoid(slope * |d|). Reported per
-  `per` units (default 100), with a robust interval and a Wald p-value (see probes/logit.py).
+  `per` units (default 100), with a robust interval and a Wald p-value (see probes/logit.py). When some item
+  holds more than one pair (many systems on the same questions, or several rounds), the robust error is
+  clustered by item: the pairs of one item share an answer and a difficulty, so they are not independent.
 - prefer_longer: among pairs whose lengths differ by more than `threshold`, the share of consistent wins that
   went to the longer answer (Wilson interval, exact binomial test against 1/2), and the half-credit share
-  over all such complete pairs (splits worth 1/2; t interval over pairs).
+  over all such complete pairs (splits worth 1/2; the half-credit interval of core/stats.py).
 - matched: the pairs whose lengths differ by at most `tolerance`: swap-consistency and, when two systems are
   compared, the win rate (DESIGN 3.3 policies) on that slice, where length cannot explain the result.
 - length_controlled (optional, two systems a and b): AlpacaEval-2-style length-controlled win rate. Fit
@@ -38,10 +40,18 @@ import numpy as np
 from scipy import special
 
 from swapjudge.core.pairs import Outcome
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, WinRate, win_rate, withheld_copy
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, WinRate, win_rate_over_pairs, withheld_copy
 from swapjudge.core.policy import gate as gate_for
-from swapjudge.core.stats import Proportion, binomial_p, holm, mean_interval, wilson
-from swapjudge.core.swap import Consistency, consistency, count_outcomes
+from swapjudge.core.stats import (
+    Independence,
+    MeanInterval,
+    Proportion,
+    clustered_binomial_p,
+    holm,
+    mean_interval,
+    proportion_interval,
+)
+from swapjudge.core.swap import Consistency, consistency, consistency_of_pairs, count_outcomes
 from swapjudge.probes.logit import fit_logit
 
 SWAP_CANNOT_REMOVE = ("Swapping cannot remove a length preference: the length travels with the answer, not the "
@@ -84,6 +94,7 @@ class LengthSlope:
     se_model: float | None
     pairs: int
     reason: str | None = None  # why there is no slope, when there is none
+    clusters: int | None = None  # items the robust error was clustered on; None: pairs treated as independent
 
     @property
     def odds_ratio(self) -> float | None:
@@ -91,7 +102,9 @@ class LengthSlope:
 
     def to_dict(self) -> dict[str, Any]:
         return {"per": self.per, "slope": self.slope, "low": self.low, "high": self.high, "p_value": self.p_value,
-                "odds_ratio": self.odds_ratio, "se_model": self.se_model, "pairs": self.pairs, "reason": self.reason}
+                "odds_ratio": self.odds_ratio, "se_model": self.se_model, "pairs": self.pairs, "reason": self.reason,
+                "se_method": "cluster_robust" if self.clusters is not None else "robust",
+                "independent": "items" if self.clusters is not None else "pairs", "clusters": self.clusters}
 
 
 @dataclass(frozen=True)
@@ -134,6 +147,7 @@ class LengthProbe:
     # Holm-adjusted p-values when several judges are probed in one command (each kind of test its own family)
     slope_p_holm: float | None = None
     prefer_longer_p_holm: float | None = None
+    prefer_longer_independence: Independence | None = None  # what prefer_longer's interval and test treat as one
 
     def to_dict(self) -> dict[str, Any]:
         hc = self.prefer_longer_half_credit
@@ -146,6 +160,8 @@ class LengthProbe:
             "prefer_longer": {**self.prefer_longer.to_dict(), "p_value": self.prefer_longer_p_value,
                               "p_holm": self.prefer_longer_p_holm,
                               "splits": self.prefer_longer_splits,
+                              **(self.prefer_longer_independence or Independence("pairs", self.prefer_longer.n,
+                                                                                 1.0)).to_dict(),
                               "half_credit": {"value": hc[0], "low": hc[1], "high": hc[2]}},
             "matched": {"pairs": self.matched_pairs,
                         "consistency": self.matched_consistency.to_dict() if self.matched_consistency else None,
@@ -166,18 +182,27 @@ def with_holm(probes: Sequence[LengthProbe]) -> list[LengthProbe]:
             for p, s, lo in zip(probes, slopes, longer, strict=True)]
 
 
-def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confidence: float = 0.95) -> LengthSlope:
-    """Logistic slope of the order-cancelled score on the length difference, without intercept."""
+def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confidence: float = 0.95,
+                 items: np.ndarray | None = None) -> LengthSlope:
+    """Logistic slope of the order-cancelled score on the length difference, without intercept; with `items`
+    (each pair's item) the robust error is clustered by item when some item holds more than one pair, since the
+    pairs of one item share its answers and its difficulty."""
     keep = ~np.isnan(score)
     if not np.any(diff[keep] != 0):
         return LengthSlope(per, None, None, None, None, None, int(keep.sum()), "no pair differs in length")
-    fit = fit_logit((diff[keep] / per)[:, None], score[keep])
+    groups = None
+    if items is not None:
+        kept = np.asarray(items)[keep]
+        if np.unique(kept.astype(str) if kept.dtype == object else kept).size < kept.size:
+            groups = kept
+    fit = fit_logit((diff[keep] / per)[:, None], score[keep], groups)
     if fit is None:
         return LengthSlope(per, None, None, None, None, None, int(keep.sum()),
                            "no finite slope: the outcome is separated by length (e.g. the longer answer won every "
-                           "pair); see prefer_longer")
+                           "pair), or every pair is on one item; see prefer_longer")
     low, high = fit.interval(0, confidence)
-    return LengthSlope(per, fit.coef[0], low, high, fit.p_value(0), fit.se_model[0], int(keep.sum()))
+    return LengthSlope(per, fit.coef[0], low, high, fit.p_value(0), fit.se_model[0], int(keep.sum()),
+                       clusters=fit.clusters)
 
 
 def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, judge: str | None = None,
@@ -186,7 +211,7 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
                  threshold: int = 100, tolerance: int = 20, per: int = 100, length_controlled: bool = False,
                  tie_policy: TiePolicy | str = TiePolicy.half_credit, missing_texts: int = 0,
                  confidence: float = 0.95, min_consistency: float = DEFAULT_MIN_CONSISTENCY,
-                 gate: Gate | None = None) -> LengthProbe:
+                 gate: Gate | None = None, items: np.ndarray | None = None) -> LengthProbe:
     """The length probe over pairs (one entry per pair: outcome code, lengths of x and y; x/y the identities,
     needed for the matched win rate and the length-controlled win rate of `pair` = (a, b)). The win rates (matched
     and length-controlled) pass the self-consistency gate: `gate` when given (a report passes the analysis'
@@ -196,43 +221,50 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
     outcome, len_x, len_y = outcome[complete], len_x[complete].astype(float), len_y[complete].astype(float)
     if x is not None and y is not None:
         x, y = x[complete], y[complete]
+    if items is not None:
+        items = np.asarray(items)[complete]
     diff = len_x - len_y
     score = order_cancelled_score(outcome)
     decisive = (outcome == Outcome.X_WINS) | (outcome == Outcome.Y_WINS)
     fit_score = score if splits is SplitHandling.half else np.where(decisive, score, np.nan)
-    slope = length_slope(fit_score, diff, per=per, confidence=confidence)
+    slope = length_slope(fit_score, diff, per=per, confidence=confidence, items=items)
 
     apart = np.abs(diff) > threshold
     longer_won = (apart & (((outcome == Outcome.X_WINS) & (diff > 0)) | ((outcome == Outcome.Y_WINS) & (diff < 0))))
-    n_decisive = int((apart & decisive).sum())
+    counted = apart & decisive
+    n_decisive = int(counted.sum())
     k_longer = int(longer_won.sum())
+    # pairs of one item share its answers: the interval and the test are over items when items repeat
+    longer = proportion_interval(longer_won[counted], confidence, None if items is None else items[counted])
     # half credit from the longer answer's side: its score is score when x is longer, 1 - score otherwise
     longer_score = np.where(diff > 0, score, 1 - score)[apart]
 
     matched = np.abs(diff) <= tolerance
     m_counts = count_outcomes(outcome[matched])
-    m_cons = consistency(m_counts.consistent, m_counts.complete, confidence) if m_counts.complete else None
+    m_cons = consistency(m_counts.consistent, m_counts.complete, confidence, flags=(outcome <= Outcome.TIE)[matched],
+                         items=None if items is None else items[matched]) if m_counts.complete else None
     m_rate = None
     lc = None
     if pair is not None and x is not None and y is not None:
         a, b = pair
         in_pair = ((x == a) & (y == b)) | ((x == b) & (y == a))
         a_is_x = x == a
-        a_wins = int(np.sum(matched & in_pair & np.where(a_is_x, outcome == Outcome.X_WINS,
-                                                         outcome == Outcome.Y_WINS)))
-        b_wins = int(np.sum(matched & in_pair & np.where(a_is_x, outcome == Outcome.Y_WINS,
-                                                         outcome == Outcome.X_WINS)))
-        n_in = int((matched & in_pair).sum())
+        a_won = np.where(a_is_x, outcome == Outcome.X_WINS, outcome == Outcome.Y_WINS)
+        b_won = np.where(a_is_x, outcome == Outcome.Y_WINS, outcome == Outcome.X_WINS)
+        slice_ = matched & in_pair
         if gate is None:
-            pair_counts = count_outcomes(outcome[in_pair])
-            pair_cons = consistency(pair_counts.consistent, pair_counts.complete, confidence)
+            pair_items = None if items is None else np.asarray(items)[in_pair]
+            pair_cons = (consistency_of_pairs(outcome[in_pair], pair_items, confidence) if pair_items is not None
+                         else _counts_consistency(outcome[in_pair], confidence))
             gate = gate_for(pair_cons.rate, min_consistency, pair_cons.low, pair_cons.high)
-        if n_in:
-            m_rate = win_rate(a, b, a_wins, b_wins, n_in - a_wins - b_wins, tie_policy, confidence)
+        if slice_.any():
+            result = np.where(a_won, 1.0, np.where(b_won, 0.0, 0.5))[slice_]
+            m_rate = win_rate_over_pairs(a, b, result, items=None if items is None else items[slice_],
+                                         policy=tie_policy, confidence=confidence)
             m_rate = m_rate if gate.passed else withheld_copy(m_rate)
         if length_controlled:
             lc = _length_controlled(a, b, score[in_pair], np.where(a_is_x, diff, -diff)[in_pair],
-                                    a_is_x[in_pair], confidence)
+                                    a_is_x[in_pair], confidence, None if items is None else items[in_pair])
             if not gate.passed:
                 lc = LengthControlled(a, b, None, None, None, None, lc.pairs, withheld=True)
     return LengthProbe(
@@ -240,17 +272,22 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
         pairs=int(outcome.size), missing_texts=missing_texts,
         mean_abs_difference=float(np.abs(diff).mean()) if diff.size else None,
         slope=slope,
-        prefer_longer=wilson(k_longer, n_decisive, confidence),
-        prefer_longer_p_value=binomial_p(k_longer, n_decisive),
+        prefer_longer=Proportion(k_longer, n_decisive, longer.value, longer.low, longer.high),
+        prefer_longer_p_value=clustered_binomial_p(k_longer, n_decisive, longer.independence),
         prefer_longer_splits=int(apart.sum()) - n_decisive,
-        prefer_longer_half_credit=mean_interval(longer_score, confidence),
+        prefer_longer_half_credit=_triple(mean_interval(longer_score, confidence,
+                                                        None if items is None else items[apart])),
         matched_pairs=int(matched.sum()), matched_consistency=m_cons, matched_win_rate=m_rate,
-        length_controlled=lc, gate=gate,
+        length_controlled=lc, gate=gate, prefer_longer_independence=longer.independence,
     )
 
 
+def _triple(m: MeanInterval) -> tuple[float | None, float | None, float | None]:
+    return m.value, m.low, m.high
+
+
 def _length_controlled(a: str, b: str, score_x: np.ndarray, diff_ab: np.ndarray, a_is_x: np.ndarray,
-                       confidence: float) -> LengthControlled:
+                       confidence: float, items: np.ndarray | None = None) -> LengthControlled:
     score_a = np.where(a_is_x, score_x, 1 - score_x)
     raw = float(score_a.mean()) if score_a.size else None
     sd = float(diff_ab.std()) if diff_ab.size else 0.0
@@ -258,7 +295,9 @@ def _length_controlled(a: str, b: str, score_x: np.ndarray, diff_ab: np.ndarray,
     design = np.column_stack([np.ones_like(diff_ab), length_term])
     if sd == 0:
         design = design[:, :1]  # no length variation: the model is the plain win rate
-    fit = fit_logit(design, score_a) if score_a.size else None
+    # several rounds repeat an item: its pairs are one cluster for the robust error
+    repeats = items is not None and np.unique(np.asarray(items).astype(str)).size < np.asarray(items).size
+    fit = fit_logit(design, score_a, items if repeats else None) if score_a.size else None
     if fit is None:
         return LengthControlled(a, b, None, None, None, raw, int(score_a.size))
     low, high = fit.interval(0, confidence)
@@ -278,3 +317,9 @@ def lengths_for_pairs(items: np.ndarray, x: np.ndarray, y: np.ndarray, texts: Ma
         if tx is not None and ty is not None:
             lx[i], ly[i], found[i] = text_length(tx, unit), text_length(ty, unit), True
     return lx, ly, found
+
+
+def _counts_consistency(outcome: np.ndarray, confidence: float) -> Consistency:
+    """Swap-consistency of pairs known only by their outcomes (no items: each pair independent)."""
+    counts = count_outcomes(outcome)
+    return consistency(counts.consistent, counts.complete, confidence)

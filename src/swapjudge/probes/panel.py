@@ -24,7 +24,14 @@ from swapjudge.core.pairs import Outcome, PairTable, build_pairs
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY
 from swapjudge.core.records import select_judges
 from swapjudge.core.stats import Proportion, holm, wilson
-from swapjudge.core.swap import Consistency, FlipDirection, Outcomes, consistency, count_outcomes, flip_direction
+from swapjudge.core.swap import (
+    Consistency,
+    FlipDirection,
+    Outcomes,
+    consistency_of_pairs,
+    count_outcomes,
+    flip_direction,
+)
 from swapjudge.errors import SwapjudgeError
 
 SPLIT = "split"
@@ -57,7 +64,8 @@ def summarize(judge: str, pairs: PairTable, confidence: float = 0.95) -> JudgeSu
     acc = label_accuracy(f.get_column("x").to_numpy(), f.get_column("y").to_numpy(),
                          np.asarray(f.get_column("label").to_list(), dtype=object), pairs.vx, pairs.vy,
                          outcome <= Outcome.TIE, confidence)
-    return JudgeSummary(judge, counts, consistency(counts.consistent, counts.complete, confidence),
+    return JudgeSummary(judge, counts, consistency_of_pairs(outcome, f.get_column("item").cast(pl.String).to_numpy(),
+                                                            confidence),
                         flip_direction(counts.toward_first, counts.toward_second, confidence), acc)
 
 

@@ -28,7 +28,7 @@ import polars as pl
 from swapjudge.core.pairs import MISSING, Outcome, build_pairs, verdict_codes
 from swapjudge.core.policy import Rate
 from swapjudge.core.stats import Proportion, wilson
-from swapjudge.core.swap import Consistency, consistency, count_outcomes
+from swapjudge.core.swap import Consistency, consistency_of_pairs
 
 CATEGORIES = 3  # first, second, tie
 BOOTSTRAP = 2000
@@ -166,8 +166,9 @@ def repeat_stability(frame: pl.DataFrame, *, judge: str | None = None, confidenc
     outcome_by_round = {}
     for r in rounds:
         part = pairs.frame.filter(pl.col("round") == r)
-        c = count_outcomes(part.get_column("outcome").to_numpy())
-        per_round.append(RoundConsistency(r, consistency(c.consistent, c.complete, confidence)))
+        per_round.append(RoundConsistency(r, consistency_of_pairs(part.get_column("outcome").to_numpy(),
+                                                                  part.get_column("item").cast(pl.String).to_numpy(),
+                                                                  confidence)))
         outcome_by_round[r] = part.select("item", "x", "y", pl.col("outcome").alias(f"o{r}"))
     joined = outcome_by_round[rounds[0]]
     for r in rounds[1:]:

@@ -180,7 +180,8 @@ def judge_length(source: ReportSource, lengths: dict[tuple[str, str], float], ju
     return length_probe(table.get_column("outcome").to_numpy()[keep], lx[keep], ly[keep], judge=judge or None,
                         x=np.asarray(x, dtype=object)[keep], y=np.asarray(y, dtype=object)[keep], pair=pair,
                         length_controlled=pair is not None, tie_policy=policy,
-                        missing_texts=int((~found).sum()), confidence=confidence, gate=gate)
+                        missing_texts=int((~found).sum()), confidence=confidence, gate=gate,
+                        items=np.asarray(items, dtype=object)[keep])
 
 
 def judges_panel(source: ReportSource, judges: list[str], confidence: float,

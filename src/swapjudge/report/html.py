@@ -21,6 +21,7 @@ from swapjudge.report.probe_tables import Table, length_tables, panel_tables
 from swapjudge.report.rank import rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
+    PER_CALL_LABEL,
     POLICY_WORDS,
     RANKING_WITHHELD,
     consistency_sentence,
@@ -276,6 +277,8 @@ def _win_rate_section(a: JudgeAnalysis) -> str:
                        ("separate: split", w.separate_split)):
         mark = " ◀ headline" if name.split(":")[0] == w.policy.value else ""
         rows.append((e(name) + mark, e(pct(rate.value)), e(interval(rate.low, rate.high))))
+    if w.per_call is not None:
+        rows.append((e(PER_CALL_LABEL), e(pct(w.per_call.value)), e(interval(w.per_call.low, w.per_call.high))))
     out = [f"<h3>Win rate of {e(w.a)} against {e(w.b)}</h3>",
            f"<p>Over {w.pairs:,} complete pairs: {w.a_wins:,} consistent wins of {e(w.a)}, {w.b_wins:,} of "
            f"{e(w.b)}, {w.splits:,} splits. Tie policy <b>{e(w.policy.value)}</b> "

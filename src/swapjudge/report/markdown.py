@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.rank import rank_range
 from swapjudge.report.wording import (
+    PER_CALL_LABEL,
     RANKING_WITHHELD,
     decided_cells,
     design_sentence,
@@ -64,6 +65,9 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
                          f"{interval(rate.low, rate.high)} |")
         lines.append(f"| separate: {_escape(w.a)} / {_escape(w.b)} / split | {pct(w.separate_a.value)} / "
                      f"{pct(w.separate_b.value)} / {pct(w.separate_split.value)} | |")
+        if w.per_call is not None:
+            lines.append(f"| {_escape(w.a)} win rate, {PER_CALL_LABEL} | {pct(w.per_call.value)} | "
+                         f"{interval(w.per_call.low, w.per_call.high)} |")
     if analysis.accuracy is not None:
         acc = analysis.accuracy.to_dict()
         lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.wording import (
+    PER_CALL_LABEL,
     consistency_sentence,
     decided_cells,
     design_sentence,
@@ -103,7 +104,10 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
                            ("separate: split", w.separate_split)):
             marker = " ◀" if name.split(":")[0] == w.policy.value else ""
             rates.add_row(name + marker, pct(rate.value), interval(rate.low, rate.high))
+        if w.per_call is not None:
+            rates.add_row(PER_CALL_LABEL, pct(w.per_call.value), interval(w.per_call.low, w.per_call.high))
         parts.append(rates)
+
         if analysis.decision is not None:
             parts.append(Text("Decision help: " + analysis.decision.sentence() + ".", style="italic"))
     elif analysis.withheld:

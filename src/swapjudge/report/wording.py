@@ -17,6 +17,9 @@ POLICY_WORDS = {
     TiePolicy.separate: "consistent wins only; splits reported apart",
 }
 
+# the per-call convention other harnesses publish, shown beside the tie policies and never as the headline
+PER_CALL_LABEL = "per call (each call, tie = ½)"
+
 RANKING_WITHHELD = ("withheld: the judge failed the self-consistency gate, and a ranking is many win rates at "
                     "once (`swapjudge rank` still fits one, without the gate)")
 
