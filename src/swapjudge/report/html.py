@@ -269,13 +269,19 @@ def _accuracy_section(a: JudgeAnalysis) -> str:
     if a.accuracy is None:
         return ""
     acc = a.accuracy.to_dict()
-    rows = [(e(label), e(pct(acc[key])), e(interval(acc["intervals"][key]["low"], acc["intervals"][key]["high"])))
+    den = acc["denominators"]
+    rows = [(e(f"{label} (of {den[key]:,} pairs)"), e(pct(acc[key])),
+             e(interval(acc["intervals"][key]["low"], acc["intervals"][key]["high"])))
             for key, label in (("better_first", "better answer in slot 1"),
                                ("better_second", "better answer in slot 2"),
                                ("both", "right in both orders (order-controlled)"))]
-    rows.append((f"among consistent pairs ({acc['consistent_pairs']:,})", e(pct(acc["consistent"])), ""))
-    return (f"<h3>Agreement with labels ({acc['pairs']:,} labelled pairs)</h3>"
-            "<p>The gap between the first two rows is position bias in correctness terms.</p>"
+    rows.append((e(f"among consistent pairs (of {den['consistent']:,})"), e(pct(acc["consistent"])), ""))
+    rows.append((e(f"per call (of {den['per_call']:,} labelled calls)"), e(pct(acc["per_call"]["value"])),
+                 e(interval(acc["per_call"]["low"], acc["per_call"]["high"]))))
+    return (f"<h3>Agreement with labels ({acc['pairs']:,} labelled pairs in both orders, "
+            f"{acc['tie_pairs']:,} labelled tie)</h3>"
+            "<p>The gap between the first two rows is position bias in correctness terms. A tie label is matched "
+            "by a tie; the per-call interval treats items as independent.</p>"
             + _table(["accuracy", "value", "interval"], rows, {1, 2}))
 
 

@@ -49,8 +49,12 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
                      f"{pct(w.separate_b.value)} / {pct(w.separate_split.value)} | |")
     if analysis.accuracy is not None:
         acc = analysis.accuracy.to_dict()
+        den = acc["denominators"]
         lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "
-                     f"{pct(acc['better_second'])} / {pct(acc['both'])} | {acc['pairs']:,} labelled pairs |")
+                     f"{pct(acc['better_second'])} / {pct(acc['both'])} | of {den['better_first']:,} / "
+                     f"{den['better_second']:,} / {den['both']:,} labelled pairs |")
+        lines.append(f"| accuracy per call | {pct(acc['per_call']['value'])} | of {den['per_call']:,} labelled "
+                     "calls |")
     if analysis.identical is not None:
         ident = analysis.identical.to_dict()
         lines.append(f"| identical answers: decided rate | {pct(ident['decided_rate'])} | "
