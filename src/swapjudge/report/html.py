@@ -18,7 +18,7 @@ from swapjudge.probes.panel import PanelResult
 from swapjudge.report import plots
 from swapjudge.report.build import JudgeRanking, ReportInputs, SegmentRow
 from swapjudge.report.probe_tables import Table, length_tables, panel_tables
-from swapjudge.report.rank import rank_range
+from swapjudge.report.rank import limit_text, rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
     POLICY_WORDS,
@@ -339,7 +339,7 @@ def _ranking_section(jr: JudgeRanking) -> str:
     r = jr.ranking
     level = f"{round(r.confidence * 100)}% interval"
     lines = ranking_summary(r, outcome=jr.outcome)
-    has_interval = r.rounds > 0
+    has_interval = r.rounds > 0 and r.no_interval is None
     rows = []
     for row in r.rows:
         rows.append([
@@ -347,8 +347,8 @@ def _ranking_section(jr: JudgeRanking) -> str:
             figure("ranking.system", None, row.system),
             figure("ranking.rank_range", None, rank_range(row.rank_low, row.rank_high)),
             figure("ranking.score", row.score, f"{row.score:+.3f}"),
-            (figure("ranking.low", row.low, f"{row.low:+.3f}") + " … " + figure("ranking.high", row.high,
-                                                                                   f"{row.high:+.3f}"))
+            (figure("ranking.low", row.low, limit_text(row.low, row.low_open, "+.3f")) + " … "
+             + figure("ranking.high", row.high, limit_text(row.high, row.high_open, "+.3f")))
             if has_interval else "n/a",
             e(f"{row.rating:.0f}"),
             e(f"{row.wins:,} / {row.ties:,} / {row.losses:,}"), e(f"{row.pairs:,}")])

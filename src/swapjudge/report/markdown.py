@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
-from swapjudge.report.rank import rank_range
+from swapjudge.report.rank import limit_text, rank_range
+from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import RANKING_WITHHELD, flip_sentence, headline, interval, judge_name, pct
 
 if TYPE_CHECKING:
@@ -105,15 +106,21 @@ def render_segments(field: str, segments: Sequence[SegmentRow]) -> str:
 def render_ranking(ranking: Ranking) -> str:
     """The ranking as a compact table (rank, system, score with its interval, rank range), folded when long."""
     level = f"{round(ranking.confidence * 100)}%"
-    intervals = ranking.rounds > 0
+    intervals = ranking.rounds > 0 and ranking.no_interval is None
     head = (f"Ranking of {len(ranking.rows)} systems ({ranking.model.value}, order-cancelled outcomes; "
             + (f"{level} intervals from {ranking.rounds:,} bootstrap rounds over items" if intervals
+               else f"no bootstrap interval: {ranking.no_interval}" if ranking.no_interval
                else "no bootstrap, no intervals") + ")")
     lines = ["| # | system | score | interval | rank range |", "|---:|---|---:|---:|---:|"]
     for row in ranking.rows:
-        span = f"{row.low:+.2f} … {row.high:+.2f}" if intervals else "n/a"
+        span = (f"{limit_text(row.low, row.low_open, '+.2f')} … {limit_text(row.high, row.high_open, '+.2f')}"
+                if intervals else "n/a")
         lines.append(f"| {row.rank} | {_escape(row.system)} | {row.score:+.2f} | {span} | "
                      f"{rank_range(row.rank_low, row.rank_high)} |")
+    # the notes that qualify the figures (open sides, few items, convergence) travel with the table
+    notes = ranking_summary(ranking)[3:]
+    if notes:
+        lines += [""] + [f"> {_escape(note)}" for note in notes]
     table = "\n".join(lines)
     if len(ranking.rows) > FOLD_RANKING_AFTER:
         return f"<details><summary>{_escape(head)}</summary>\n\n{table}\n\n</details>\n"
