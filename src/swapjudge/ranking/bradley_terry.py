@@ -172,6 +172,17 @@ def _item_matrix(data: Comparisons, cells: _Cells) -> sparse.csr_matrix:
     return matrix
 
 
+def _reaches_all(adjacency: npt.NDArray[np.bool_]) -> bool:
+    """Whether system 0 reaches every system along the edges (breadth first, one dense step per level)."""
+    reached = np.zeros(adjacency.shape[0], dtype=bool)
+    reached[0] = True
+    while True:
+        grown = reached | adjacency[reached].any(axis=0)
+        if grown.all() or (grown == reached).all():
+            return bool(grown.all())
+        reached = grown
+
+
 def open_sides(cells: _Cells, counts: FloatArray) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Per system, whether these counts leave its score without a finite upper (lower) bound: it belongs to a
     group that never lost to, nor tied with, the other systems it is connected with (never beat nor tied them),
@@ -187,10 +198,14 @@ def open_sides(cells: _Cells, counts: FloatArray) -> tuple[npt.NDArray[np.bool_]
     up, down = (b + t) > 0, (a + t) > 0  # lo lost to or tied with hi; hi lost to or tied with lo
     src = np.concatenate([cells.lo[up], cells.hi[down]])
     dst = np.concatenate([cells.hi[up], cells.lo[down]])
-    graph = sparse.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    adjacency = np.zeros((n, n), dtype=bool)
+    adjacency[src, dst] = True
+    if _reaches_all(adjacency) and _reaches_all(adjacency.T):  # strongly connected: every score bounded
+        return none, none.copy()  # (the usual case, checked first without building a sparse graph)
+    graph = sparse.csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
     n_strong, strong = connected_components(graph, directed=True, connection="strong")
     n_weak, weak = connected_components(graph, directed=True, connection="weak")
-    if n_strong == n_weak:  # every component strongly connected: every score bounded (the usual case)
+    if n_strong == n_weak:  # every component strongly connected
         return none, none.copy()
     # reachability between strongly connected components, by repeated squaring of the condensed graph
     reach = np.eye(n_strong)
