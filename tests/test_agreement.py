@@ -276,3 +276,19 @@ def test_single_order_labels_give_per_call_accuracy_through_import_csv(tmp_path)
     # analyze reports the same per-call accuracy
     analysed = runner.invoke(app, ["analyze", str(records), "--format", "json", "--min-consistency", "0"])
     assert json.loads(analysed.stdout)["accuracy"]["per_call"]["right"] == right
+    shown = runner.invoke(app, ["analyze", str(records), "--min-consistency", "0"]).stdout
+    assert "per call (of 120 labelled calls)" in shown and "better answer in slot 1" not in shown
+
+
+def test_analyze_prints_each_accuracy_with_its_denominator(tmp_path):
+    rows = small_rows() + pair(9, "tie", "tie", label="tie")
+    records = write_jsonl(tmp_path / "r.jsonl", rows)
+    shown = runner.invoke(app, ["analyze", str(records), "--min-consistency", "0"]).stdout
+    # 8 labelled pairs (6 naming an answer, 2 tie), 6 consistent among them, 16 labelled calls
+    for line in ("better answer in slot 1 (of 6 pairs)", "better answer in slot 2 (of 6 pairs)",
+                 "(order-controlled) (of 8 pairs)", "among consistent pairs (of 6)", "per call (of 16 labelled"):
+        assert line in shown, line
+    md = runner.invoke(app, ["analyze", str(records), "--min-consistency", "0", "--format", "markdown"]).stdout
+    assert "of 6 / 6 / 8 labelled pairs" in md and "of 16 labelled calls" in md
+    table = runner.invoke(app, ["agreement", str(records)]).stdout
+    assert "of 8" in table and "of 16" in table

@@ -625,23 +625,25 @@ def test_few_items_are_noted_and_no_bootstrap_json_has_no_nan(tmp_path: Path) ->
 @pytest.mark.slow
 def test_item_bootstrap_coverage_runs_low_at_eight_items() -> None:
     """What the few-items note says: 8 systems, all 28 pairs on each of 8 items, Rao-Kupper with theta 1.5;
-    the 95% percentile intervals cover the true centred strengths 0.86-0.93 of the time (measured 0.884 over
-    150 files with seed 1); at 150 items the coverage test above holds 0.90-0.98."""
+    the 95% percentile intervals cover the true centred strengths 0.86-0.93 of the time (measured: 0.884 over
+    150 files of 200 rounds; see the printed figure for this run's 100 files of 150 rounds); at 150 items the
+    coverage test above holds 0.90-0.98."""
     rng = np.random.default_rng(1)
     strength = np.array([-0.6, -0.4, -0.2, -0.05, 0.05, 0.2, 0.4, 0.6])
     pairs = np.array([(i, j) for i in range(8) for j in range(i + 1, 8)])
     covered = total = 0
-    for replicate in range(150):
+    for replicate in range(100):
         left, right = np.tile(pairs[:, 0], 8), np.tile(pairs[:, 1], 8)
         d = strength[left] - strength[right]
         p_left, p_right = 1 / (1 + 1.5 * np.exp(-d)), 1 / (1 + 1.5 * np.exp(d))
         u = rng.random(left.size)
         outcome = np.where(u < p_left, 0, np.where(u < p_left + p_right, 1, 2))
         data = Comparisons(tuple(f"s{i}" for i in range(8)), np.repeat(np.arange(8), 28), left, right, outcome)
-        for row in rank(data, Model.rao_kupper, rounds=200, seed=replicate).rows:
+        for row in rank(data, Model.rao_kupper, rounds=150, seed=replicate).rows:
             truth = strength[int(row.system[1:])]
             low = -np.inf if row.low is None else row.low
             high = np.inf if row.high is None else row.high
             covered += low <= truth <= high
             total += 1
+    print(f"coverage {covered / total:.3f} over {total} intervals")
     assert 0.86 <= covered / total <= 0.93, covered / total

@@ -274,8 +274,9 @@ def _accuracy_section(a: JudgeAnalysis) -> str:
              e(interval(acc["intervals"][key]["low"], acc["intervals"][key]["high"])))
             for key, label in (("better_first", "better answer in slot 1"),
                                ("better_second", "better answer in slot 2"),
-                               ("both", "right in both orders (order-controlled)"))]
-    rows.append((e(f"among consistent pairs (of {den['consistent']:,})"), e(pct(acc["consistent"])), ""))
+                               ("both", "right in both orders (order-controlled)")) if acc["pairs"]]
+    if acc["pairs"]:  # no labelled pair in both orders (single-order data): per call only
+        rows.append((e(f"among consistent pairs (of {den['consistent']:,})"), e(pct(acc["consistent"])), ""))
     rows.append((e(f"per call (of {den['per_call']:,} labelled calls)"), e(pct(acc["per_call"]["value"])),
                  e(interval(acc["per_call"]["low"], acc["per_call"]["high"]))))
     return (f"<h3>Agreement with labels ({acc['pairs']:,} labelled pairs in both orders, "

@@ -51,9 +51,10 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
     if analysis.accuracy is not None:
         acc = analysis.accuracy.to_dict()
         den = acc["denominators"]
-        lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "
-                     f"{pct(acc['better_second'])} / {pct(acc['both'])} | of {den['better_first']:,} / "
-                     f"{den['better_second']:,} / {den['both']:,} labelled pairs |")
+        if acc["pairs"]:
+            lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "
+                         f"{pct(acc['better_second'])} / {pct(acc['both'])} | of {den['better_first']:,} / "
+                         f"{den['better_second']:,} / {den['both']:,} labelled pairs |")
         lines.append(f"| accuracy per call | {pct(acc['per_call']['value'])} | of {den['per_call']:,} labelled "
                      "calls |")
     if analysis.identical is not None:
