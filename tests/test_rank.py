@@ -625,8 +625,8 @@ def test_few_items_are_noted_and_no_bootstrap_json_has_no_nan(tmp_path: Path) ->
 @pytest.mark.slow
 def test_item_bootstrap_coverage_runs_low_at_eight_items() -> None:
     """What the few-items note says: 8 systems, all 28 pairs on each of 8 items, Rao-Kupper with theta 1.5;
-    the 95% percentile intervals cover the true centred strengths 0.86-0.93 of the time (measured: 0.884 over
-    150 files of 200 rounds; see the printed figure for this run's 100 files of 150 rounds); at 150 items the
+    the 95% percentile intervals cover the true centred strengths 0.86-0.93 of the time (measured 0.884 both
+    with these 100 files of 150 rounds and with 150 files of 200 rounds); at 150 items the
     coverage test above holds 0.90-0.98."""
     rng = np.random.default_rng(1)
     strength = np.array([-0.6, -0.4, -0.2, -0.05, 0.05, 0.2, 0.4, 0.6])
