@@ -564,9 +564,16 @@ def test_one_loss_in_many_items_still_leaves_the_upper_bound_to_the_ridge() -> N
     data = never_loses()
     outcome = data.outcome.copy()
     outcome[0] = Outcome.RIGHT  # item 0: s1 beats s0
-    ranking = rank(Comparisons(data.systems, data.item, data.left, data.right, outcome), rounds=300, seed=0)
-    top = next(row for row in ranking.rows if row.system == "s0")
-    assert not top.never_loses and top.high is None and top.low is not None
+    one_loss = Comparisons(data.systems, data.item, data.left, data.right, outcome)
+    for method in ("percentile", "bca"):
+        ranking = rank(one_loss, rounds=300, seed=0, interval=method)
+        top = next(row for row in ranking.rows if row.system == "s0")
+        assert not top.never_loses and top.high is None and top.high_open and top.low is not None
+        assert all(row.low is not None and row.high is not None for row in ranking.rows if row.system != "s0")
+    # with its one loss on each of 10 items, no resample is without a loss: the data bound it
+    outcome[(data.left == 0) & (data.right == 1) & (data.item < 10)] = Outcome.RIGHT
+    bounded = rank(Comparisons(data.systems, data.item, data.left, data.right, outcome), rounds=300, seed=0)
+    assert all(row.low is not None and row.high is not None for row in bounded.rows)
 
 
 def test_open_sides_follow_the_graph_of_losses() -> None:
