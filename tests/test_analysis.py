@@ -96,16 +96,23 @@ def test_label_accuracy_matches_hand_count():
     rows += pair(4, "second", "first", label="A")   # wrong in both (B consistent)
     rows += pair(5, "second", "first", label="B")   # right in both
     rows += pair(6, "tie", "first", label="B")      # right with B first only
-    rows += pair(7, "first", "second", label="tie") # tie label: not counted
-    rows += pair(8, None, "second", label="A")      # incomplete: not counted
+    rows += pair(7, "first", "second", label="tie") # tie label, A both times: wrong in both
+    rows += pair(9, "tie", "tie", label="tie")      # tie label, consistent tie: right in both
+    rows += pair(8, None, "second", label="A")      # incomplete: only its one call counts (per call)
     d = one(rows, a="A", b="B", min_consistency=0).to_dict()["accuracy"]
-    assert d["pairs"] == 6
-    # better in slot 1 right: pairs 1, 2, 5, 6 ; in slot 2 right: 1, 3, 5 ; both: 1, 5
+    assert d["pairs"] == 8 and d["tie_pairs"] == 2 and d["incomplete_pairs"] == 1
+    # better in slot 1 right: pairs 1, 2, 5, 6 ; in slot 2 right: 1, 3, 5 (over the 6 pairs naming an answer)
+    assert d["decided_pairs"] == 6
     assert d["better_first"] == pytest.approx(4 / 6)
     assert d["better_second"] == pytest.approx(3 / 6)
-    assert d["both"] == pytest.approx(2 / 6)
-    # consistent pairs among them: 1, 4, 5 -> 2 of 3 right
-    assert d["consistent_pairs"] == 3 and d["consistent"] == pytest.approx(2 / 3)
+    # both: 1, 5 and the consistent tie 9, over all 8 labelled complete pairs
+    assert d["both"] == pytest.approx(3 / 8)
+    # consistent pairs among them: 1, 4, 5, 7, 9 -> 3 of 5 right
+    assert d["consistent_pairs"] == 5 and d["consistent"] == pytest.approx(3 / 5)
+    # per call: right calls 2+1+1+0+2+1+0+2 over 16, plus pair 8's one call (B first, "second" = A: right)
+    assert d["per_call"]["calls"] == 17 and d["per_call"]["right"] == 10
+    assert d["per_call"]["value"] == pytest.approx(10 / 17)
+    assert d["denominators"] == {"better_first": 6, "better_second": 6, "both": 8, "consistent": 5, "per_call": 17}
 
 
 def test_incomplete_pairs_shown_and_excluded():

@@ -291,3 +291,17 @@ def test_compare_says_when_the_pairs_changed(four_runs: Path) -> None:
     assert any(f.startswith("the pairs differ between the runs") for f in cmp.flags)
     assert cmp.consistency_test.pairs == 10 and cmp.consistency_test.only_a == cmp.consistency_test.only_b == 0
     assert entries[4].flags == ()
+
+
+def test_paired_accuracy_counts_a_consistent_tie_on_a_tie_label_as_right() -> None:
+    from swapjudge.core.records import records_from_dicts
+    from swapjudge.drift.history import paired_differences
+
+    # run A: a consistent tie on each tie-labelled item (right); run B: A both times there (wrong)
+    run_a = [*pair(1, "first", "second", label="A"), *pair(2, "tie", "tie", label="tie"),
+             *pair(3, "tie", "tie", label="tie")]
+    run_b = [*pair(1, "first", "second", label="A"), *pair(2, "first", "second", label="tie"),
+             *pair(3, "tie", "tie", label="tie")]
+    diffs = {d.what: d for d in paired_differences(records_from_dicts(run_a), records_from_dicts(run_b))}
+    acc = diffs["accuracy"]
+    assert acc.units == 3 and (acc.both, acc.only_a, acc.only_b, acc.neither) == (2, 1, 0, 0)

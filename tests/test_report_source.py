@@ -63,9 +63,10 @@ def test_labels_probe_and_pair_limit_sections() -> None:
     html = render_html(inputs, max_pairs=2)
     [a] = inputs.analyses
     assert a.accuracy is not None and a.identical is not None
-    assert "Agreement with labels (6 labelled pairs)" in html
-    # better answer in slot 1: always named (100%); in slot 2: never (0%)
-    assert "<td>better answer in slot 1</td><td class=\"n\">100.0%</td>" in html
-    assert "<td>better answer in slot 2</td><td class=\"n\">0.0%</td>" in html
+    assert "Agreement with labels (6 labelled pairs in both orders, 0 labelled tie)" in html
+    # better answer in slot 1: always named (100%); in slot 2: never (0%); each with its denominator
+    assert "<td>better answer in slot 1 (of 6 pairs)</td><td class=\"n\">100.0%</td>" in html
+    assert "<td>better answer in slot 2 (of 6 pairs)</td><td class=\"n\">0.0%</td>" in html
+    assert "<td>per call (of 12 labelled calls)</td><td class=\"n\">50.0%</td>" in html
     assert "Identical-answer probe" in html and "2 / 0 / 1 / 0" in html
     assert html.count('<article class="pair"') == 2 and "Showing the first 2 of 6" in html

@@ -10,11 +10,13 @@ import typer
 from rich.console import Console
 
 from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY
 from swapjudge.core.records import load_records
-from swapjudge.errors import InputError
-from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
+from swapjudge.errors import GateError, InputError
+from swapjudge.ranking.battles import OutcomeSource, choose_judge, comparisons_from_records
 from swapjudge.ranking.bradley_terry import DEFAULT_ROUNDS, IntervalMethod, Model
 from swapjudge.ranking.bradley_terry import rank as fit_ranking
+from swapjudge.ranking.gate import rank_gate
 from swapjudge.report import rank as render
 
 
@@ -37,24 +39,35 @@ def rank(
     = IntervalMethod.percentile,
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
     = 0.95,
+    min_consistency: Annotated[float, typer.Option(
+        "--min-consistency", help="Gate, as in analyze: below this swap-consistency of the judge (over all its "
+                                  "complete pairs) no ranking is reported (exit 1); 0 ranks anyway.")]
+    = DEFAULT_MIN_CONSISTENCY,
     output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
     = OutputFormat.text,
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
     if not 0.0 < confidence < 1.0:
         raise InputError("--confidence must be between 0 and 1")
+    if not 0.0 <= min_consistency <= 1.0:
+        raise InputError("--min-consistency must be between 0 and 1")
     loaded = load_records(records, allow_unpaired=outcome is OutcomeSource.calls)
+    name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
+    checked = rank_gate(choose_judge(loaded.frame, judge, loaded.source), min_consistency, confidence)
+    if checked.blocks:
+        reason = (checked.gate.reason or "").removesuffix("; no win rate reported")
+        raise GateError(f"gate: judge {name or '(unnamed)'}: {reason}; no ranking reported "
+                        "(--min-consistency 0 ranks anyway)")
     data = comparisons_from_records(loaded, judge=judge, outcome=outcome)
     if len(data.systems) < 2:
         raise InputError("fewer than two systems to rank", path=loaded.source)
     result = fit_ranking(data, model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
-    name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
     if output is OutputFormat.json:
-        payload = {"judge": name, "outcome": outcome.value, **result.to_dict()}
+        payload = {"judge": name, "outcome": outcome.value, **checked.to_dict(), **result.to_dict()}
         print(json.dumps(payload, indent=2, allow_nan=False))
     elif output is OutputFormat.markdown:
-        print(render.render_markdown(result, judge=name or None, outcome=outcome.value), end="")
+        print(render.render_markdown(result, judge=name or None, outcome=outcome.value, gate=checked), end="")
     else:
         # Piped output has no terminal to fit: print the table whole rather than at rich's default 80 columns.
         console = stdout if stdout.is_terminal else Console(width=160, soft_wrap=False)
-        console.print(render.render_text(result, judge=name or None, outcome=outcome.value))
+        console.print(render.render_text(result, judge=name or None, outcome=outcome.value, gate=checked))

@@ -1,23 +1,34 @@
-"""Accuracy against human or gold labels: is the judge right in each order, and once order is controlled?"""
+"""Accuracy against human or gold labels: is the judge right in each order, and once order is controlled?
+
+A label names the better of a pair's two answers, or says "tie". A verdict is right when it names the labelled
+answer, tie for tie. Every accuracy carries the denominator it was computed over (`denominators` in the JSON).
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from swapjudge.core.pairs import FIRST, MISSING, SECOND
-from swapjudge.core.stats import wilson
+from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE
+from swapjudge.core.stats import Proportion, normal_quantile, wilson
+
+TIE_LABEL = "tie"
 
 
 @dataclass(frozen=True)
 class Accuracy:
-    """Over complete pairs whose label names one of the two identities.
+    """Right answers against labels, each share over its own denominator.
 
-    better_first: share of calls with the labelled-better answer in slot 1 that name it; better_second: the same
-    with it in slot 2 (their gap is position bias in correctness terms); both: right in both calls, which is the
-    accuracy of the order-controlled verdict; consistent: accuracy among consistent pairs.
+    pairs: complete pairs (both orders with a verdict) whose label names one of the two answers or "tie".
+    better_first / better_second: over the `decided_pairs` among them (label names an answer): share of calls with
+    the labelled-better answer in slot 1 that name it, the same with it in slot 2 (their gap is position bias in
+    correctness terms). both: over all `pairs`, right in both calls (a consistent tie on a tie-labelled pair is
+    right), which is the accuracy of the order-controlled verdict. consistent: the same among `consistent_pairs`.
+    per_call: over every labelled call with a verdict (`calls`), whether or not its pair is complete, so single-order
+    data has it too: the share whose verdict names the labelled answer, tie for tie.
     """
 
     pairs: int
@@ -26,44 +37,117 @@ class Accuracy:
     right_both: int
     consistent_pairs: int
     confidence: float
+    decided_pairs: int = 0
+    tie_pairs: int = 0
+    incomplete_pairs: int = 0
+    calls: int = 0
+    right_calls: int = 0
+    per_call_interval: tuple[float | None, float | None] = (None, None)
+    per_call_effective_n: float | None = None
 
     def _rate(self, k: int, n: int) -> float | None:
         return wilson(k, n, self.confidence).rate
 
+    @property
+    def denominators(self) -> dict[str, int]:
+        """The count each accuracy is a share of."""
+        return {"better_first": self.decided_pairs, "better_second": self.decided_pairs, "both": self.pairs,
+                "consistent": self.consistent_pairs, "per_call": self.calls}
+
     def to_dict(self) -> dict[str, Any]:
+        low, high = self.per_call_interval
+        per_call = Proportion(self.right_calls, self.calls, self._rate(self.right_calls, self.calls), low, high)
         out: dict[str, Any] = {
             "pairs": self.pairs,
-            "better_first": self._rate(self.right_first, self.pairs),
-            "better_second": self._rate(self.right_second, self.pairs),
+            "better_first": self._rate(self.right_first, self.decided_pairs),
+            "better_second": self._rate(self.right_second, self.decided_pairs),
             "both": self._rate(self.right_both, self.pairs),
             "consistent": self._rate(self.right_both, self.consistent_pairs),
             "consistent_pairs": self.consistent_pairs,
+            "decided_pairs": self.decided_pairs,
+            "tie_pairs": self.tie_pairs,
+            "incomplete_pairs": self.incomplete_pairs,
+            "per_call": {"value": per_call.rate, "low": per_call.low, "high": per_call.high,
+                         "right": self.right_calls, "calls": self.calls,
+                         "effective_n": self.per_call_effective_n, "interval_unit": "item"},
+            "denominators": self.denominators,
         }
         out["intervals"] = {
             name: {"low": p.low, "high": p.high}
-            for name, p in (("better_first", wilson(self.right_first, self.pairs, self.confidence)),
-                            ("better_second", wilson(self.right_second, self.pairs, self.confidence)),
-                            ("both", wilson(self.right_both, self.pairs, self.confidence)))
+            for name, p in (("better_first", wilson(self.right_first, self.decided_pairs, self.confidence)),
+                            ("better_second", wilson(self.right_second, self.decided_pairs, self.confidence)),
+                            ("both", wilson(self.right_both, self.pairs, self.confidence)),
+                            ("per_call", per_call))
         }
         return out
 
 
+def clustered_share(right: np.ndarray, cluster: np.ndarray, confidence: float = 0.95) -> tuple[Proportion, float]:
+    """Share of True in `right` with a Wilson interval on the effective sample size left once units of the same
+    cluster (calls of one item) are allowed to be correlated: n_eff = p(1 - p) / V, V the cluster-robust (CR1)
+    variance of the share, capped at n; the number of clusters when every unit agrees. Returns it and n_eff."""
+    right = np.asarray(right, dtype=bool)
+    n = right.size
+    if n == 0:
+        return wilson(0, 0, confidence), 0.0
+    _, index = np.unique(np.asarray(cluster, dtype=object).astype(str), return_inverse=True)
+    groups = int(index.max()) + 1
+    k = int(right.sum())
+    p = k / n
+    residual = np.bincount(index, right - p, minlength=groups)  # per cluster: right calls minus p x its calls
+    variance = groups / max(groups - 1, 1) * float(residual @ residual) / n**2
+    # with no spread to measure (all right or all wrong), count as many independent units as items
+    effective = min(float(n), p * (1 - p) / variance) if variance > 0 and 0 < p < 1 else float(min(groups, n))
+    z = normal_quantile(confidence)
+    centre = (p + z**2 / (2 * effective)) / (1 + z**2 / effective)
+    half = z / (1 + z**2 / effective) * math.sqrt(p * (1 - p) / effective + z**2 / (4 * effective**2))
+    low, high = (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)
+    return Proportion(k, n, p, low, high), effective
+
+
+def _names_label(code: np.ndarray, label_first: np.ndarray, label_second: np.ndarray,
+                 label_tie: np.ndarray) -> np.ndarray:
+    """Whether a positional verdict names the labelled answer (tie for tie) in its own call's frame."""
+    named: np.ndarray = (((code == FIRST) & label_first) | ((code == SECOND) & label_second)
+                         | ((code == TIE) & label_tie))
+    return named
+
+
 def label_accuracy(x: np.ndarray, y: np.ndarray, label: np.ndarray, vx: np.ndarray, vy: np.ndarray,
-                   consistent: np.ndarray, confidence: float = 0.95) -> Accuracy | None:
-    """Accuracy against labels; None when no complete pair carries a label naming x or y."""
-    better_x = label == x
-    usable = (better_x | (label == y)) & (vx != MISSING) & (vy != MISSING)
-    if not usable.any():
+                   consistent: np.ndarray, confidence: float = 0.95, *,
+                   item: np.ndarray | None = None) -> Accuracy | None:
+    """Accuracy against labels; None when no pair carries a label naming x, y or tie. `item` (one per pair) is
+    the unit the per-call interval treats as independent; without it, each pair."""
+    label = np.asarray(label, dtype=object)
+    better_x, better_y, tie = label == x, label == y, label == TIE_LABEL
+    labelled = better_x | better_y | tie
+    if not labelled.any():
         return None
+    # each call in its own frame: the x-first call shows x in slot 1, the y-first call shows y in slot 1
+    right_x_first = _names_label(vx, better_x, better_y, tie)
+    right_y_first = _names_label(vy, better_y, better_x, tie)
+    complete = (vx != MISSING) & (vy != MISSING)
+    usable = labelled & complete
+    decided = usable & ~tie
     # the call with the better answer in slot 1 is the x-first call when x is better, else the y-first call
-    right_when_first = np.where(better_x, vx == FIRST, vy == FIRST)[usable]
-    right_when_second = np.where(better_x, vy == SECOND, vx == SECOND)[usable]
-    both = right_when_first & right_when_second
+    right_when_first = np.where(better_x, right_x_first, right_y_first)[decided]
+    right_when_second = np.where(better_x, right_y_first, right_x_first)[decided]
+    calls_x, calls_y = labelled & (vx != MISSING), labelled & (vy != MISSING)
+    unit = np.arange(x.size) if item is None else np.asarray(item, dtype=object)
+    per_call, effective = clustered_share(np.concatenate([right_x_first[calls_x], right_y_first[calls_y]]),
+                                          np.concatenate([unit[calls_x], unit[calls_y]]), confidence)
     return Accuracy(
         pairs=int(usable.sum()),
         right_first=int(right_when_first.sum()),
         right_second=int(right_when_second.sum()),
-        right_both=int(both.sum()),
+        right_both=int((right_x_first & right_y_first & usable).sum()),
         consistent_pairs=int(consistent[usable].sum()),
         confidence=confidence,
+        decided_pairs=int(decided.sum()),
+        tie_pairs=int((usable & tie).sum()),
+        incomplete_pairs=int((labelled & ~complete).sum()),
+        calls=int(calls_x.sum() + calls_y.sum()),
+        right_calls=int((right_x_first & calls_x).sum() + (right_y_first & calls_y).sum()),
+        per_call_interval=(per_call.low, per_call.high),
+        per_call_effective_n=effective if per_call.n else None,
     )

@@ -277,7 +277,8 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     y = pairs.frame.get_column("y").to_numpy()
     labels = pairs.frame.get_column("label").to_numpy()
     consistent_mask = (outcome <= 2)
-    accuracy = label_accuracy(x, y, labels, vx, vy, consistent_mask, confidence)
+    accuracy = label_accuracy(x, y, labels, vx, vy, consistent_mask, confidence,
+                              item=pairs.frame.get_column("item").cast(pl.String).to_numpy())
     probe_codes = probes.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy()
     never_tie = verdicts.tie == 0 and not bool(np.any(probe_codes == TIE))
     return JudgeAnalysis(

@@ -217,6 +217,7 @@ def _per_pair(pairs: PairTable) -> pl.DataFrame:
     label = pl.col("label")
     right = (pl.when(label == pl.col("x")).then(pl.col("outcome") == Outcome.X_WINS)
              .when(label == pl.col("y")).then(pl.col("outcome") == Outcome.Y_WINS)
+             .when(label == "tie").then(pl.col("outcome") == Outcome.TIE)  # a consistent tie matches a tie label
              .otherwise(None))
     return f.select(*_PAIR_KEY, (pl.col("outcome") <= Outcome.TIE).alias("consistent"), right.alias("right"))
 

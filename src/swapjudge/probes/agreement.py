@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
-from swapjudge.core.pairs import FIRST, SECOND, TIE, Outcome, PairTable, build_pairs
+from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome, PairTable, build_pairs
 from swapjudge.core.records import select_judges
 from swapjudge.core.swap import Consistency, consistency_of_pairs
 
@@ -41,25 +41,35 @@ def cohen_kappa(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) ->
     return (observed - expected) / (1 - expected)
 
 
-def _kappa_interval(a: np.ndarray, b: np.ndarray, confidence: float, seed: int = 0) -> tuple[float | None,
-                                                                                             float | None]:
-    """Percentile bootstrap over subjects (pairs)."""
+def _kappa_interval(a: np.ndarray, b: np.ndarray, confidence: float, cluster: np.ndarray | None = None,
+                    seed: int = 0) -> tuple[float | None, float | None]:
+    """Percentile bootstrap that resamples clusters (items: all their subjects together), or each subject alone
+    when no cluster is given; None when there are fewer than two clusters."""
     n = a.size
-    if n < 2:
+    unit = np.arange(n) if cluster is None else np.unique(np.asarray(cluster, dtype=object).astype(str),
+                                                          return_inverse=True)[1].reshape(-1)
+    groups = int(unit.max()) + 1 if n else 0
+    if groups < 2:
         return None, None
     categories = sorted(set(a.tolist()) | set(b.tolist()), key=str)
     index = {c: i for i, c in enumerate(categories)}
     k = len(categories)
     cell = np.fromiter((index[u] * k + index[v] for u, v in zip(a, b, strict=True)), dtype=np.int64, count=n)
+    # each cluster's own k x k table of counts; a resample's table is the weighted sum of its drawn clusters'
+    per_cluster = np.bincount(unit * k * k + cell, minlength=groups * k * k).reshape(groups, k * k)
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n, size=(BOOTSTRAP, n))
-    # one bincount for all resamples: offset each resample's cells into its own block
-    flat = (np.arange(BOOTSTRAP)[:, None] * k * k + cell[draws]).ravel()
-    tables = np.bincount(flat, minlength=BOOTSTRAP * k * k).reshape(BOOTSTRAP, k, k) / n
-    observed = np.trace(tables, axis1=1, axis2=2)
-    expected = np.einsum("bi,bi->b", tables.sum(axis=2), tables.sum(axis=1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappas = (observed - expected) / (1 - expected)
+    kappas = np.empty(BOOTSTRAP)
+    batch = max(1, min(BOOTSTRAP, 2_000_000 // groups))  # bounds the draws held at once
+    for start in range(0, BOOTSTRAP, batch):
+        size = min(batch, BOOTSTRAP - start)
+        draws = rng.integers(0, groups, size=(size, groups))
+        weights = np.bincount((draws + groups * np.arange(size)[:, None]).ravel(), minlength=size * groups)
+        counts = (weights.reshape(size, groups) @ per_cluster).astype(np.float64).reshape(size, k, k)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tables = counts / counts.sum(axis=(1, 2))[:, None, None]
+            observed = np.trace(tables, axis1=1, axis2=2)
+            expected = np.einsum("bi,bi->b", tables.sum(axis=2), tables.sum(axis=1))
+            kappas[start:start + size] = (observed - expected) / (1 - expected)
     kappas = kappas[np.isfinite(kappas)]
     if kappas.size == 0:
         return None, None
@@ -69,40 +79,62 @@ def _kappa_interval(a: np.ndarray, b: np.ndarray, confidence: float, seed: int =
 
 @dataclass(frozen=True)
 class Kappa:
-    """Cohen's kappa with a bootstrap interval over the `n` pairs it was computed on."""
+    """Cohen's kappa over `n` subjects (pairs, or calls), with a bootstrap interval whose resampled unit is
+    `interval_unit` (the item: pairs and calls of one item are not independent)."""
 
     value: float | None
     low: float | None
     high: float | None
     n: int
+    subject: str = "pair"
+    interval_unit: str = "pair"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "low": self.low, "high": self.high, "pairs": self.n}
+        return {"value": self.value, "low": self.low, "high": self.high, f"{self.subject}s": self.n,
+                "interval_unit": self.interval_unit}
 
 
-def kappa(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> Kappa:
+def kappa(a: np.ndarray, b: np.ndarray, confidence: float = 0.95, *, cluster: np.ndarray | None = None,
+          subject: str = "pair") -> Kappa:
+    """Cohen's kappa of `a` against `b`, its interval resampling `cluster`s (each subject when None)."""
     value = cohen_kappa(a, b)
-    low, high = _kappa_interval(a, b, confidence) if value is not None else (None, None)
-    return Kappa(value, low, high, int(a.size))
+    low, high = _kappa_interval(a, b, confidence, cluster) if value is not None else (None, None)
+    return Kappa(value, low, high, int(a.size), subject, subject if cluster is None else "item")
 
 
-def identity_verdicts(x: np.ndarray, y: np.ndarray, vx: np.ndarray, vy: np.ndarray,
-                      outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each pair's verdicts as identities: in the x-first call, in the y-first call, and order-cancelled
-    (a consistent winner, else "tie"); None where the verdict is missing."""
-    def name(code: np.ndarray, first_is: np.ndarray, second_is: np.ndarray) -> np.ndarray:
-        out = np.full(code.shape, None, dtype=object)
-        out[code == FIRST] = first_is[code == FIRST]
-        out[code == SECOND] = second_is[code == SECOND]
-        out[code == TIE] = SPLIT
-        return out
+POSITIONS = np.array(["first", "second", "tie"], dtype=object)  # the categories of every kappa
+_MIRROR = np.array([SECOND, FIRST, TIE])  # a verdict of the y-first call read in the x-first call's frame
 
-    x, y = np.asarray(x, dtype=object), np.asarray(y, dtype=object)
-    cancelled = np.full(outcome.shape, SPLIT, dtype=object)
-    cancelled[outcome == Outcome.X_WINS] = x[outcome == Outcome.X_WINS]
-    cancelled[outcome == Outcome.Y_WINS] = y[outcome == Outcome.Y_WINS]
+
+def _positional(code: np.ndarray) -> np.ndarray:
+    """first / second / tie for each verdict code, None where the verdict is missing."""
+    out = np.full(code.shape, None, dtype=object)
+    present = code != MISSING
+    out[present] = POSITIONS[code[present]]
+    return out
+
+
+def label_positions(x: np.ndarray, y: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Each pair's label in its x-first call's frame: first (x is better), second (y is), tie; None otherwise."""
+    out = np.full(label.shape, None, dtype=object)
+    out[label == x] = "first"
+    out[label == y] = "second"
+    out[label == SPLIT] = "tie"
+    return out
+
+
+def frame_verdicts(vx: np.ndarray, vy: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                                   np.ndarray]:
+    """Each pair's verdicts in its own positional frame, that of the x-first call (x = first, y = second): the
+    x-first call, the y-first call mirrored into that frame, and the order-cancelled verdict (a consistent
+    winner, else tie); None where missing. Kappa's chance agreement then runs over categories every pair can
+    take, not over system names most pairs cannot."""
+    mirrored = np.where(vy == MISSING, MISSING, _MIRROR[np.clip(vy, 0, 2)])
+    cancelled = np.full(outcome.shape, "tie", dtype=object)
+    cancelled[outcome == Outcome.X_WINS] = "first"
+    cancelled[outcome == Outcome.Y_WINS] = "second"
     cancelled[outcome == Outcome.INCOMPLETE] = None
-    return name(vx, x, y), name(vy, y, x), cancelled
+    return _positional(vx), _positional(mirrored), cancelled
 
 
 @dataclass(frozen=True)
@@ -110,10 +142,13 @@ class JudgeAgreement:
     """One judge's agreement with labels next to its swap-consistency: a judge can be perfectly consistent and
     consistently wrong, so the two are read together.
 
-    kappa_labels_*: Cohen's kappa of the judge's verdicts (as identities, tie for a tie) against the labels on
-    pairs whose label names one of the two answers or "tie": for the x-first calls, the y-first calls, and the
-    order-cancelled verdict (a split counts as tie). kappa_orders: kappa between the verdicts of the two orders
-    over complete pairs, i.e. swap agreement beyond chance. Categories are the pair's identities and tie.
+    Every kappa uses positional categories (first / second / tie) in each pair's own frame, as published
+    agreement studies do. kappa_labels_x_first / _y_first: each call of a complete labelled pair against the
+    label, both in that call's frame; kappa_labels_cancelled: the order-cancelled verdict (a split counts as
+    tie) against the label in the x-first frame; kappa_labels_per_call: every labelled call with a verdict,
+    complete pair or not (single-order data too), against the label in its own frame. kappa_orders: the two
+    orders' verdicts over complete pairs, the y-first one mirrored into the x-first frame, i.e. swap agreement
+    beyond chance. A label counts when it names one of the pair's two answers or "tie".
     """
 
     judge: str | None
@@ -124,6 +159,8 @@ class JudgeAgreement:
     kappa_labels_y_first: Kappa | None
     kappa_labels_cancelled: Kappa | None
     kappa_orders: Kappa
+    kappa_labels_per_call: Kappa | None = None
+    labels_present: int = 0  # pairs carrying a label that names one of their answers or tie, complete or not
 
     def to_dict(self) -> dict[str, Any]:
         def k(value: Kappa | None) -> dict[str, Any] | None:
@@ -134,9 +171,12 @@ class JudgeAgreement:
             "consistency": self.consistency.to_dict(),
             "accuracy": self.accuracy.to_dict() if self.accuracy else None,
             "labelled_pairs": self.labelled_pairs,
+            "labelled_pairs_any_order": self.labels_present,
             "kappa": {"labels": {"x_first": k(self.kappa_labels_x_first), "y_first": k(self.kappa_labels_y_first),
-                                 "order_cancelled": k(self.kappa_labels_cancelled)},
-                      "orders": self.kappa_orders.to_dict()},
+                                 "order_cancelled": k(self.kappa_labels_cancelled),
+                                 "per_call": k(self.kappa_labels_per_call)},
+                      "orders": self.kappa_orders.to_dict(),
+                      "categories": POSITIONS.tolist()},
         }
 
 
@@ -147,20 +187,36 @@ def judge_agreement(pairs: PairTable, *, judge: str | None = None, confidence: f
     label = np.asarray(f.get_column("label").to_list(), dtype=object)
     vx, vy, outcome = pairs.vx, pairs.vy, pairs.outcome
     cons = consistency_of_pairs(outcome, f.get_column("item").cast(pl.String).to_numpy(), confidence)
-    acc = label_accuracy(x, y, label, vx, vy, outcome <= Outcome.TIE, confidence)
-    ix, iy, cancelled = identity_verdicts(x, y, vx, vy, outcome)
+    acc = label_accuracy(x, y, label, vx, vy, outcome <= Outcome.TIE, confidence,
+                         item=f.get_column("item").cast(pl.String).to_numpy())
+    fx, fy, cancelled = frame_verdicts(vx, vy, outcome)
+    gold = label_positions(x, y, label)  # in the x-first frame; the y-first call's frame mirrors it
     complete = outcome != Outcome.INCOMPLETE
-    labelled = complete & np.array([lab is not None and lab in (a, b, SPLIT)
-                                    for lab, a, b in zip(label, x, y, strict=True)], dtype=bool)
+    has_label = gold != None  # noqa: E711 (elementwise over an object array)
+    labelled = complete & has_label
+
+    item = f.get_column("item").cast(pl.String).to_numpy()
 
     def against_labels(verdicts: np.ndarray) -> Kappa | None:
-        return kappa(verdicts[labelled], label[labelled], confidence) if labelled.any() else None
+        if not labelled.any():
+            return None
+        return kappa(verdicts[labelled], gold[labelled], confidence, cluster=item[labelled])
 
+    # every labelled call with a verdict, each in its own call's frame: the y-first call's frame is the mirror
+    calls_x, calls_y = has_label & (vx != MISSING), has_label & (vy != MISSING)
+    per_call_verdicts = np.concatenate([_positional(vx)[calls_x], _positional(vy)[calls_y]])
+    mirror = {"first": "second", "second": "first", "tie": "tie"}
+    per_call_gold = np.concatenate([gold[calls_x], np.array([mirror[g] for g in gold[calls_y]], dtype=object)])
+    per_call_item = np.concatenate([item[calls_x], item[calls_y]])
     return JudgeAgreement(
         judge=judge, consistency=cons, accuracy=acc, labelled_pairs=int(labelled.sum()),
-        kappa_labels_x_first=against_labels(ix), kappa_labels_y_first=against_labels(iy),
+        kappa_labels_x_first=against_labels(fx),
+        kappa_labels_y_first=against_labels(fy),
         kappa_labels_cancelled=against_labels(cancelled),
-        kappa_orders=kappa(ix[complete], iy[complete], confidence),
+        kappa_orders=kappa(fx[complete], fy[complete], confidence, cluster=item[complete]),
+        kappa_labels_per_call=(kappa(per_call_verdicts, per_call_gold, confidence, cluster=per_call_item,
+                                     subject="call") if per_call_verdicts.size else None),
+        labels_present=int(has_label.sum()),
     )
 
 

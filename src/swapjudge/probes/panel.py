@@ -63,7 +63,7 @@ def summarize(judge: str, pairs: PairTable, confidence: float = 0.95) -> JudgeSu
     counts = count_outcomes(outcome)
     acc = label_accuracy(f.get_column("x").to_numpy(), f.get_column("y").to_numpy(),
                          np.asarray(f.get_column("label").to_list(), dtype=object), pairs.vx, pairs.vy,
-                         outcome <= Outcome.TIE, confidence)
+                         outcome <= Outcome.TIE, confidence, item=f.get_column("item").cast(pl.String).to_numpy())
     return JudgeSummary(judge, counts, consistency_of_pairs(outcome, f.get_column("item").cast(pl.String).to_numpy(),
                                                             confidence),
                         flip_direction(counts.toward_first, counts.toward_second, confidence), acc)

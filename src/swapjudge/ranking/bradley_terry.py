@@ -35,6 +35,7 @@ ELO_PER_UNIT = 400.0 / math.log(10.0)  # one natural-log unit of strength on the
 ELO_CENTRE = 1000.0
 DEFAULT_RIDGE = 1e-2  # a N(0, 10^2) prior on each centred log-strength: invisible unless data are separated
 DEFAULT_ROUNDS = 1000
+FEW_ITEMS = 30  # below this many items the item bootstrap's intervals run narrow (see docs/rank.md)
 _BATCH = 100  # bootstrap rounds whose resampled counts are built in one sparse product
 
 
@@ -169,6 +170,65 @@ def _item_matrix(data: Comparisons, cells: _Cells) -> sparse.csr_matrix:
                                shape=(len(cells.counts), n_items))
     matrix.sum_duplicates()
     return matrix
+
+
+def _reaches_all(adjacency: npt.NDArray[np.bool_]) -> bool:
+    """Whether system 0 reaches every system along the edges (breadth first, one dense step per level)."""
+    reached = np.zeros(adjacency.shape[0], dtype=bool)
+    reached[0] = True
+    while True:
+        grown = reached | adjacency[reached].any(axis=0)
+        if grown.all() or (grown == reached).all():
+            return bool(grown.all())
+        reached = grown
+
+
+def open_sides(cells: _Cells, counts: FloatArray) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per system, whether these counts leave its score without a finite upper (lower) bound: it belongs to a
+    group that never lost to, nor tied with, the other systems it is connected with (never beat nor tied them),
+    so raising (lowering) the whole group always raises the likelihood and only the ridge stops it.
+
+    Edges run from loser to winner (both ways for a tie). The group of system i is what i reaches (the systems
+    reaching i, for the lower side). Centring moves the rest of the component the other way, by the group's
+    share; a side is called open only for a group of at most half of its component, the side that carries the
+    drift (a system that never loses among many that do is open above; the many are not called open below)."""
+    n = cells.n_systems
+    none = np.zeros(n, dtype=bool)
+    a, b, t = counts[0::3], counts[1::3], counts[2::3]
+    up, down = (b + t) > 0, (a + t) > 0  # lo lost to or tied with hi; hi lost to or tied with lo
+    src = np.concatenate([cells.lo[up], cells.hi[down]])
+    dst = np.concatenate([cells.hi[up], cells.lo[down]])
+    adjacency = np.zeros((n, n), dtype=bool)
+    adjacency[src, dst] = True
+    if _reaches_all(adjacency) and _reaches_all(adjacency.T):  # strongly connected: every score bounded
+        return none, none.copy()  # (the usual case, checked first without building a sparse graph)
+    graph = sparse.csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
+    n_strong, strong = connected_components(graph, directed=True, connection="strong")
+    n_weak, weak = connected_components(graph, directed=True, connection="weak")
+    if n_strong == n_weak:  # every component strongly connected
+        return none, none.copy()
+    # reachability between strongly connected components, by repeated squaring of the condensed graph
+    reach = np.eye(n_strong)
+    reach[strong[src], strong[dst]] = 1.0
+    for _ in range(max(1, math.ceil(math.log2(n_strong)))):
+        reach = np.minimum(reach @ reach, 1.0)
+    size = np.bincount(strong, minlength=n_strong).astype(np.float64)
+    component = np.bincount(weak, minlength=n_weak)[weak]
+    above = (reach @ size)[strong]  # systems i reaches (itself included): the group that can rise with it
+    below = (size @ reach)[strong]  # systems that reach i: the group that can sink with it
+    upper_open = (above < component) & (2 * above <= component)
+    lower_open = (below < component) & (2 * below <= component)
+    return upper_open, lower_open
+
+
+def _identical_items(by_cell: sparse.csr_matrix) -> bool:
+    """True when every item contributes the same counts, so every bootstrap resample is the data itself."""
+    if by_cell.shape[1] < 2:
+        return True
+    rng = np.random.default_rng(0)
+    # two random projections of each item's column: equal columns give equal sums exactly, others almost never
+    projections = by_cell.T @ rng.random((by_cell.shape[0], 2))
+    return bool(np.all(projections == projections[0]))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -372,10 +432,15 @@ def elo(score: float) -> float:
 
 @dataclass(frozen=True)
 class SystemScore:
+    """One system's fit. `low`/`high` are None when there is no interval, or when that side is open
+    (`low_open`/`high_open`: the resamples leave it unbounded, so a finite limit would be the ridge's).
+    `never_loses`/`never_wins`: in the data itself its group never lost (won) against the rest, so the score
+    is held finite only by the ridge."""
+
     system: str
     score: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
     rank: int
     rank_low: int
     rank_high: int
@@ -383,18 +448,22 @@ class SystemScore:
     ties: int
     losses: int
     pairs: int
+    low_open: bool = False
+    high_open: bool = False
+    never_loses: bool = False
+    never_wins: bool = False
 
     @property
     def rating(self) -> float:
         return elo(self.score)
 
     @property
-    def rating_low(self) -> float:
-        return elo(self.low)
+    def rating_low(self) -> float | None:
+        return None if self.low is None else elo(self.low)
 
     @property
-    def rating_high(self) -> float:
-        return elo(self.high)
+    def rating_high(self) -> float | None:
+        return None if self.high is None else elo(self.high)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -402,6 +471,8 @@ class SystemScore:
             "rating": self.rating, "rating_low": self.rating_low, "rating_high": self.rating_high,
             "rank": self.rank, "rank_low": self.rank_low, "rank_high": self.rank_high,
             "wins": self.wins, "ties": self.ties, "losses": self.losses, "pairs": self.pairs,
+            "open": {"low": self.low_open, "high": self.high_open},
+            "score_set_by_ridge": self.never_loses or self.never_wins,
         }
 
 
@@ -446,6 +517,7 @@ class Ranking:
     ridge: float
     convergence: Convergence
     interval: IntervalMethod = IntervalMethod.percentile
+    no_interval: str | None = None  # why the bootstrap gives no interval although rounds were asked for
 
     @property
     def tie_parameter_name(self) -> str | None:
@@ -470,7 +542,8 @@ class Ranking:
             "comparisons": self.comparisons,
             "items": self.items,
             "bootstrap": {"rounds": self.rounds, "seed": self.seed, "unit": "item",
-                          "method": self.interval.value},
+                          "method": self.interval.value, "no_interval": self.no_interval,
+                          "few_items": 0 < self.items < FEW_ITEMS},
             "confidence": self.confidence,
             "ridge": self.ridge,
             "scale": {"elo_per_unit": ELO_PER_UNIT, "elo_centre": ELO_CENTRE},
@@ -517,6 +590,8 @@ class BootstrapDraws:
     tie: FloatArray
     not_converged: int
     max_iterations: int
+    upper_open: npt.NDArray[np.bool_] | None = None  # rounds x systems: the resample left that side unbounded
+    lower_open: npt.NDArray[np.bool_] | None = None
 
 
 def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _Solution, ridge: float,
@@ -524,6 +599,8 @@ def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _
     n_items = by_cell.shape[1]
     scores = np.empty((rounds, cells.n_systems))
     tie = np.empty(rounds)
+    upper_open = np.zeros((rounds, cells.n_systems), dtype=bool)
+    lower_open = np.zeros((rounds, cells.n_systems), dtype=bool)
     not_converged, max_iterations = 0, 0
     for start in range(0, rounds, _BATCH):
         size = min(_BATCH, rounds - start)
@@ -537,9 +614,11 @@ def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _
             sol = _solve(model, cells.lo, cells.hi, cells.n_systems, counts[r], ridge, start=point)
             scores[start + r] = sol.scores
             tie[start + r] = sol.tie
+            upper_open[start + r], lower_open[start + r] = open_sides(cells, counts[r])
             not_converged += not sol.converged
             max_iterations = max(max_iterations, sol.iterations)
-    return BootstrapDraws(scores=scores, tie=tie, not_converged=not_converged, max_iterations=max_iterations)
+    return BootstrapDraws(scores=scores, tie=tie, not_converged=not_converged, max_iterations=max_iterations,
+                          upper_open=upper_open, lower_open=lower_open)
 
 
 def _jackknife(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _Solution, ridge: float,
@@ -578,16 +657,24 @@ def _acceleration(jack: FloatArray) -> FloatArray:
     return np.where(ok, num / np.where(ok, den, 1.0), 0.0)
 
 
-def _bca_limits(boot: FloatArray, estimate: FloatArray, acceleration: FloatArray, alpha: float) -> FloatArray:
-    """Bias-corrected and accelerated percentile limits (2 x columns) of bootstrap draws."""
+def _bca_levels(boot: FloatArray, estimate: FloatArray, acceleration: FloatArray, alpha: float) -> FloatArray:
+    """Bias-corrected and accelerated percentile levels (2 x columns): the quantiles BCa reads off the draws."""
     rounds = boot.shape[0]
     share = ((boot < estimate).sum(axis=0) + (boot <= estimate).sum(axis=0)) / (2.0 * rounds)
     z0 = ndtri(np.clip(share, 0.5 / rounds, 1.0 - 0.5 / rounds))  # a draw-free tail would make it infinite
-    limits = np.empty((2, boot.shape[1]))
+    levels = np.empty((2, boot.shape[1]))
     for row, z in enumerate((ndtri(alpha), ndtri(1.0 - alpha))):
-        level = ndtr(z0 + (z0 + z) / (1.0 - acceleration * (z0 + z)))
+        levels[row] = ndtr(z0 + (z0 + z) / (1.0 - acceleration * (z0 + z)))
+    return levels
+
+
+def _bca_limits(boot: FloatArray, estimate: FloatArray, acceleration: FloatArray, alpha: float) -> FloatArray:
+    """Bias-corrected and accelerated percentile limits (2 x columns) of bootstrap draws."""
+    levels = _bca_levels(boot, estimate, acceleration, alpha)
+    limits = np.empty_like(levels)
+    for row in range(2):
         for col in range(boot.shape[1]):
-            limits[row, col] = np.quantile(boot[:, col], level[col])
+            limits[row, col] = np.quantile(boot[:, col], levels[row, col])
     return limits
 
 
@@ -623,8 +710,17 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
     components = int(connected_components(adjacency, directed=False)[0])
 
     alpha = (1.0 - confidence) / 2.0
-    if rounds > 0:
-        by_cell = _item_matrix(data, cells)
+    by_cell = _item_matrix(data, cells)
+    items = by_cell.shape[1]
+    # one item, or items that are all alike: every resample is the data itself, so there is no interval
+    no_interval = None
+    if rounds > 0 and _identical_items(by_cell):
+        no_interval = ("one item: resampling items cannot vary the data" if items == 1 else
+                       f"all {items} items hold the same comparisons and outcomes: every resample is the data "
+                       "itself")
+    point_upper, point_lower = open_sides(cells, cells.counts)
+    low_open = high_open = np.zeros(n, dtype=bool)
+    if rounds > 0 and no_interval is None:
         # A solve of systems + 1 unknowns is too small for threads: a multithreaded BLAS only contends
         # (measured: 12 ms instead of 0.3 ms per solve on a busy 2-core machine).
         with threadpool_limits(limits=1, user_api="blas"):
@@ -637,16 +733,30 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
         if interval is IntervalMethod.bca:
             with threadpool_limits(limits=1, user_api="blas"):
                 jack = _jackknife(model, cells, by_cell, point, ridge, seed)
-            limits = _bca_limits(boot, estimate, _acceleration(jack), alpha)
+            acceleration = _acceleration(jack)
+            levels = _bca_levels(boot, estimate, acceleration, alpha)
+            limits = _bca_limits(boot, estimate, acceleration, alpha)
         else:
+            levels = np.array([[alpha], [1.0 - alpha]]) * np.ones((2, n + 1))
             limits = np.quantile(boot, [alpha, 1.0 - alpha], axis=0)
         low, high = limits[0, :n], limits[1, :n]
+        # a limit read where resamples left that side unbounded is the ridge's, not the data's: open
+        assert draws.upper_open is not None and draws.lower_open is not None
+        high_open = draws.upper_open.mean(axis=0) > 1.0 - levels[1, :n]
+        low_open = draws.lower_open.mean(axis=0) > levels[0, :n]
         tie_low, tie_high = (_public_tie(model, float(v)) or 0.0 for v in limits[:, n])
     else:
         draws = BootstrapDraws(np.empty((0, n)), np.empty(0), 0, 0)
         low = high = np.full(n, math.nan)
         rank_low = rank_high = _rank_of(point.scores)
         tie_low = tie_high = math.nan
+
+    # in the data itself a separated system's every resample is separated too: both limits would be the ridge's
+    separated = point_upper | point_lower
+    high_open, low_open = high_open | point_upper, low_open | point_lower
+
+    def bound(value: float, is_open: bool, i: int) -> float | None:
+        return None if is_open or separated[i] or math.isnan(value) else float(value)
 
     a, b, t = cells.counts[0::3], cells.counts[1::3], cells.counts[2::3]
     wins = np.bincount(cells.lo, a, n) + np.bincount(cells.hi, b, n)
@@ -658,17 +768,19 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
     order = sorted(range(n), key=lambda i: (point_rank[i], data.systems[i]))
     rows = tuple(
         SystemScore(system=data.systems[i], score=float(point.scores[i]),
-                    low=float(low[i]), high=float(high[i]),
+                    low=bound(low[i], low_open[i], i), high=bound(high[i], high_open[i], i),
                     rank=int(point_rank[i]), rank_low=int(rank_low[i]), rank_high=int(rank_high[i]),
-                    wins=round(wins[i]), ties=round(ties[i]), losses=round(losses[i]), pairs=int(pairs[i]))
+                    wins=round(wins[i]), ties=round(ties[i]), losses=round(losses[i]), pairs=int(pairs[i]),
+                    low_open=bool(low_open[i]), high_open=bool(high_open[i]),
+                    never_loses=bool(point_upper[i]), never_wins=bool(point_lower[i]))
         for i in order
     )
     tie_parameter = _public_tie(model, point.tie)
     return Ranking(
         model=model, rows=rows, tie_parameter=tie_parameter,
-        tie_low=None if tie_parameter is None else tie_low,
-        tie_high=None if tie_parameter is None else tie_high,
-        comparisons=len(data), items=len(np.unique(data.item)), rounds=rounds, seed=seed,
+        tie_low=None if tie_parameter is None or math.isnan(tie_low) else tie_low,
+        tie_high=None if tie_parameter is None or math.isnan(tie_high) else tie_high,
+        comparisons=len(data), items=items, rounds=rounds, seed=seed, no_interval=no_interval,
         confidence=confidence, ridge=ridge, interval=interval,
         convergence=Convergence(
             converged=point.converged, iterations=point.iterations, gradient_norm=point.gradient_norm,

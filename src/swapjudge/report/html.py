@@ -18,7 +18,7 @@ from swapjudge.probes.panel import PanelResult
 from swapjudge.report import plots
 from swapjudge.report.build import JudgeRanking, ReportInputs, SegmentRow
 from swapjudge.report.probe_tables import Table, length_tables, panel_tables
-from swapjudge.report.rank import rank_range
+from swapjudge.report.rank import limit_text, rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
     PER_CALL_LABEL,
@@ -293,13 +293,20 @@ def _accuracy_section(a: JudgeAnalysis) -> str:
     if a.accuracy is None:
         return ""
     acc = a.accuracy.to_dict()
-    rows = [(e(label), e(pct(acc[key])), e(interval(acc["intervals"][key]["low"], acc["intervals"][key]["high"])))
+    den = acc["denominators"]
+    rows = [(e(f"{label} (of {den[key]:,} pairs)"), e(pct(acc[key])),
+             e(interval(acc["intervals"][key]["low"], acc["intervals"][key]["high"])))
             for key, label in (("better_first", "better answer in slot 1"),
                                ("better_second", "better answer in slot 2"),
-                               ("both", "right in both orders (order-controlled)"))]
-    rows.append((f"among consistent pairs ({acc['consistent_pairs']:,})", e(pct(acc["consistent"])), ""))
-    return (f"<h3>Agreement with labels ({acc['pairs']:,} labelled pairs)</h3>"
-            "<p>The gap between the first two rows is position bias in correctness terms.</p>"
+                               ("both", "right in both orders (order-controlled)")) if acc["pairs"]]
+    if acc["pairs"]:  # no labelled pair in both orders (single-order data): per call only
+        rows.append((e(f"among consistent pairs (of {den['consistent']:,})"), e(pct(acc["consistent"])), ""))
+    rows.append((e(f"per call (of {den['per_call']:,} labelled calls)"), e(pct(acc["per_call"]["value"])),
+                 e(interval(acc["per_call"]["low"], acc["per_call"]["high"]))))
+    return (f"<h3>Agreement with labels ({acc['pairs']:,} labelled pairs in both orders, "
+            f"{acc['tie_pairs']:,} labelled tie)</h3>"
+            "<p>The gap between the first two rows is position bias in correctness terms. A tie label is matched "
+            "by a tie; the per-call interval treats items as independent.</p>"
             + _table(["accuracy", "value", "interval"], rows, {1, 2}))
 
 
@@ -357,7 +364,7 @@ def _ranking_section(jr: JudgeRanking) -> str:
     r = jr.ranking
     level = f"{round(r.confidence * 100)}% interval"
     lines = ranking_summary(r, outcome=jr.outcome)
-    has_interval = r.rounds > 0
+    has_interval = r.rounds > 0 and r.no_interval is None
     rows = []
     for row in r.rows:
         rows.append([
@@ -365,8 +372,8 @@ def _ranking_section(jr: JudgeRanking) -> str:
             figure("ranking.system", None, row.system),
             figure("ranking.rank_range", None, rank_range(row.rank_low, row.rank_high)),
             figure("ranking.score", row.score, f"{row.score:+.3f}"),
-            (figure("ranking.low", row.low, f"{row.low:+.3f}") + " … " + figure("ranking.high", row.high,
-                                                                                   f"{row.high:+.3f}"))
+            (figure("ranking.low", row.low, limit_text(row.low, row.low_open, "+.3f")) + " … "
+             + figure("ranking.high", row.high, limit_text(row.high, row.high_open, "+.3f")))
             if has_interval else "n/a",
             e(f"{row.rating:.0f}"),
             e(f"{row.wins:,} / {row.ties:,} / {row.losses:,}"), e(f"{row.pairs:,}")])

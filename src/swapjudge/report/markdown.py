@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
-from swapjudge.report.rank import rank_range
+from swapjudge.report.rank import limit_text, rank_range
+from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
     PER_CALL_LABEL,
     RANKING_WITHHELD,
@@ -70,8 +71,13 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
                          f"{interval(w.per_call.low, w.per_call.high)} |")
     if analysis.accuracy is not None:
         acc = analysis.accuracy.to_dict()
-        lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "
-                     f"{pct(acc['better_second'])} / {pct(acc['both'])} | {acc['pairs']:,} labelled pairs |")
+        den = acc["denominators"]
+        if acc["pairs"]:
+            lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "
+                         f"{pct(acc['better_second'])} / {pct(acc['both'])} | of {den['better_first']:,} / "
+                         f"{den['better_second']:,} / {den['both']:,} labelled pairs |")
+        lines.append(f"| accuracy per call | {pct(acc['per_call']['value'])} | of {den['per_call']:,} labelled "
+                     "calls |")
     if analysis.identical is not None:
         ident = analysis.identical.to_dict()
         value, span = decided_cells(ident)
@@ -123,15 +129,21 @@ def render_segments(field: str, segments: Sequence[SegmentRow]) -> str:
 def render_ranking(ranking: Ranking) -> str:
     """The ranking as a compact table (rank, system, score with its interval, rank range), folded when long."""
     level = f"{round(ranking.confidence * 100)}%"
-    intervals = ranking.rounds > 0
+    intervals = ranking.rounds > 0 and ranking.no_interval is None
     head = (f"Ranking of {len(ranking.rows)} systems ({ranking.model.value}, order-cancelled outcomes; "
             + (f"{level} intervals from {ranking.rounds:,} bootstrap rounds over items" if intervals
+               else f"no bootstrap interval: {ranking.no_interval}" if ranking.no_interval
                else "no bootstrap, no intervals") + ")")
     lines = ["| # | system | score | interval | rank range |", "|---:|---|---:|---:|---:|"]
     for row in ranking.rows:
-        span = f"{row.low:+.2f} … {row.high:+.2f}" if intervals else "n/a"
+        span = (f"{limit_text(row.low, row.low_open, '+.2f')} … {limit_text(row.high, row.high_open, '+.2f')}"
+                if intervals else "n/a")
         lines.append(f"| {row.rank} | {_escape(row.system)} | {row.score:+.2f} | {span} | "
                      f"{rank_range(row.rank_low, row.rank_high)} |")
+    # the notes that qualify the figures (open sides, few items, convergence) travel with the table
+    notes = ranking_summary(ranking)[3:]
+    if notes:
+        lines += [""] + [f"> {_escape(note)}" for note in notes]
     table = "\n".join(lines)
     if len(ranking.rows) > FOLD_RANKING_AFTER:
         return f"<details><summary>{_escape(head)}</summary>\n\n{table}\n\n</details>\n"

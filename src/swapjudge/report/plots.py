@@ -216,7 +216,7 @@ def ranking_svg(ranking: Ranking) -> str:
     ys = list(range(len(rows)))
     ax.axvline(0, color="#666666", lw=1, ls=":")
     for y, row in zip(ys, rows, strict=True):
-        if math.isfinite(row.low) and math.isfinite(row.high):
+        if row.low is not None and row.high is not None and math.isfinite(row.low) and math.isfinite(row.high):
             ax.plot([row.low, row.high], [y, y], color=SLOT2, lw=2, solid_capstyle="butt")
         ax.plot([row.score], [y], "o", color="#333333", ms=4.5)
     ax.set_yticks(ys, [f"{row.rank}. {_short(row.system, 30)}" for row in rows], fontsize=8)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
@@ -198,30 +198,47 @@ def repeat_tables(results: Sequence[RepeatStability]) -> list[Table]:
                    "swap-consistency per round", "pair outcome same in all rounds"), rows, notes)]
 
 
+def _share(acc: dict[str, Any] | None, key: str, *, with_interval: bool = False) -> str:
+    """An accuracy with the count it is a share of (and its interval when asked)."""
+    if acc is None:
+        return "n/a"
+    value = acc["per_call"]["value"] if key == "per_call" else acc[key]
+    out = f"{pct(value)} of {acc['denominators'][key]:,}"
+    if with_interval and key in acc["intervals"]:
+        out += f" ({interval(acc['intervals'][key]['low'], acc['intervals'][key]['high'])})"
+    return out
+
+
 def agreement_tables(results: Sequence[JudgeAgreement]) -> list[Table]:
     rows = []
     for r in results:
         c, acc = r.consistency, r.accuracy.to_dict() if r.accuracy else None
-        both = acc["intervals"]["both"] if acc else {}
 
         def k(value: Kappa | None) -> str:
             return "n/a" if value is None else f"{_num(value.value)} ({_range(value.low, value.high, 2)})"
 
         rows.append((r.judge or "-", f"{pct(c.rate)} ({interval(c.low, c.high)})", k(r.kappa_orders),
-                     f"{r.labelled_pairs:,}",
-                     pct(acc["better_first"]) if acc else "n/a", pct(acc["better_second"]) if acc else "n/a",
-                     f"{pct(acc['both'])} ({interval(both['low'], both['high'])})" if acc else "n/a",
-                     pct(acc["consistent"]) if acc else "n/a",
-                     k(r.kappa_labels_cancelled), k(r.kappa_labels_x_first), k(r.kappa_labels_y_first)))
-    notes = ["Accuracy: better answer in slot 1 / in slot 2 / right in both orders / among consistent pairs. "
-             "Kappa vs labels: order-cancelled verdict (split = tie), and each order's calls alone.",
+                     f"{r.labelled_pairs:,}", _share(acc, "better_first"), _share(acc, "better_second"),
+                     _share(acc, "both", with_interval=True), _share(acc, "consistent"),
+                     _share(acc, "per_call", with_interval=True),
+                     k(r.kappa_labels_cancelled), k(r.kappa_labels_x_first), k(r.kappa_labels_y_first),
+                     k(r.kappa_labels_per_call)))
+    notes = ["Accuracy (each with the count it is a share of): better answer in slot 1 / in slot 2 (pairs whose "
+             "label names an answer) / right in both orders / among consistent pairs (a consistent tie is right "
+             "on a tie-labelled pair) / per call (every labelled call with a verdict, tie for tie).",
+             "Kappa uses positional categories (first / second / tie) in each pair's own frame: against labels for "
+             "the order-cancelled verdict (split = tie), each order's calls alone and every call; between orders "
+             "with the second call mirrored. Kappa intervals resample items (pairs of one item together).",
              "High swap-consistency with low agreement is a precise instrument pointed at the wrong thing."]
-    if not any(r.labelled_pairs for r in results):
+    if not any(r.labels_present for r in results):
         notes.insert(0, "No labels: pass --labels FILE (item, label) or give records a label field.")
+    elif not any(r.labelled_pairs for r in results):
+        notes.insert(0, "Labels are there, but no labelled pair has verdicts in both orders: accuracy and kappa "
+                        "are per call only.")
     return [table("Agreement with labels, next to swap-consistency",
                   ("judge", "swap-consistency", "kappa between orders", "labelled pairs", "acc. better 1st",
-                   "acc. better 2nd", "acc. both orders", "acc. consistent", "kappa vs labels",
-                   "kappa x-first", "kappa y-first"), rows, notes)]
+                   "acc. better 2nd", "acc. both orders", "acc. consistent", "acc. per call", "kappa vs labels",
+                   "kappa x-first", "kappa y-first", "kappa per call"), rows, notes)]
 
 
 def _summary_row(s: JudgeSummary) -> tuple[str, ...]:
@@ -230,8 +247,7 @@ def _summary_row(s: JudgeSummary) -> tuple[str, ...]:
     return (s.judge, f"{s.outcomes.complete:,}", pct(c.rate), interval(c.low, c.high), c.band or "n/a",
             f"{f.first}/{f.first + f.second} ({pct(f.first_share)})",
             _p(f.p_value) + _holm(f.p_holm),
-            pct(acc["both"]) if acc else "n/a", pct(acc["better_first"]) if acc else "n/a",
-            pct(acc["better_second"]) if acc else "n/a")
+            _share(acc, "both"), _share(acc, "better_first"), _share(acc, "better_second"))
 
 
 SUMMARY_COLUMNS = ("judge", "pairs", "consistency", "interval", "band", "splits → slot 1", "flip test",

@@ -6,7 +6,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from swapjudge.ranking.bradley_terry import Ranking
+from swapjudge.ranking.bradley_terry import FEW_ITEMS, Ranking, SystemScore
+from swapjudge.ranking.gate import RankGate
 
 MODEL_WORDS = {
     "rao-kupper": "Rao-Kupper (ties from a threshold theta)",
@@ -23,17 +24,52 @@ def rank_range(low: int, high: int) -> str:
     return str(low) if low == high else f"{low}–{high}"
 
 
+def score_interval(row: SystemScore, ranking: Ranking) -> str:
+    """The score interval, an open side written "unbounded"; "none" where the bootstrap gives none."""
+    if not _has_intervals(ranking):
+        return "none"
+    return f"{limit_text(row.low, row.low_open, '+.3f')} … {limit_text(row.high, row.high_open, '+.3f')}"
+
+
+def limit_text(value: float | None, is_open: bool, spec: str) -> str:
+    """A limit; an open side "unbounded"; "none" where the data give no limit (the other side of a score that
+    only the ridge holds)."""
+    if value is not None:
+        return format(value, spec)
+    return "unbounded" if is_open else "none"
+
+
+def rating_interval(row: SystemScore, ranking: Ranking) -> str:
+    if not _has_intervals(ranking):
+        return "none"
+    return f"{limit_text(row.rating_low, row.low_open, '.0f')}–{limit_text(row.rating_high, row.high_open, '.0f')}"
+
+
+def _has_intervals(ranking: Ranking) -> bool:
+    return ranking.rounds > 0 and ranking.no_interval is None
+
+
+def _names(rows: list[SystemScore]) -> str:
+    return ", ".join(row.system for row in rows)
+
+
 def _tie_line(ranking: Ranking) -> str:
     if ranking.tie_parameter is None:
         return "ties count as half a win for each side"
     interval = ""
-    if ranking.tie_low is not None and ranking.tie_high is not None and ranking.rounds > 0:
+    if ranking.tie_low is not None and ranking.tie_high is not None and _has_intervals(ranking):
         interval = f" ({ranking.tie_low:.3f}–{ranking.tie_high:.3f})"
     return f"tie parameter {ranking.tie_parameter_name} = {ranking.tie_parameter:.3f}{interval}"
 
 
-def summary(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None) -> list[str]:
-    """The sentences printed above and below the table, shared by both renderers."""
+def summary(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None,
+            gate: RankGate | None = None) -> list[str]:
+    """The sentences printed above the table (the first three, and the gate's when given) and the notes below
+    it, shared by both renderers; `head_lines` says how many go above."""
+    return _head(ranking, judge, outcome, gate) + _notes(ranking)
+
+
+def _head(ranking: Ranking, judge: str | None, outcome: str | None, gate: RankGate | None) -> list[str]:
     level = f"{round(ranking.confidence * 100)}%"
     head = [f"model: {MODEL_WORDS.get(ranking.model.value, ranking.model.value)}; {_tie_line(ranking)}"]
     what = f"{ranking.comparisons:,} comparisons over {ranking.items:,} items"
@@ -42,14 +78,52 @@ def summary(ranking: Ranking, *, judge: str | None = None, outcome: str | None =
     if judge:
         what = f"judge {judge}: {what}"
     head.append(what)
-    if ranking.rounds > 0:
+    if ranking.no_interval is not None:
+        head.append(f"no bootstrap interval: {ranking.no_interval}; score = centred log-strength, "
+                    "rating = 1000 + 173.7 × score")
+    elif ranking.rounds > 0:
         method = "BCa" if ranking.interval.value == "bca" else "percentile"
         head.append(f"{level} {method} intervals from {ranking.rounds:,} bootstrap rounds over items "
                     f"(seed {ranking.seed}); score = centred log-strength, rating = 1000 + 173.7 × score")
     else:
         head.append("no bootstrap: no intervals")
-    c = ranking.convergence
+    if gate is not None:
+        head.append(f"judge {gate.sentence()}")
+    return head
+
+
+def head_lines(gate: RankGate | None) -> int:
+    return 3 if gate is None else 4
+
+
+def _notes(ranking: Ranking) -> list[str]:
     notes = []
+    rows = list(ranking.rows)
+    above = [row for row in rows if row.never_loses]
+    below = [row for row in rows if row.never_wins]
+    if above:
+        notes.append(f"note: {_names(above)} never lost to (nor tied with) the other systems they meet: the score "
+                     "has no finite estimate, only the ridge holds it, so its interval is open above and no lower "
+                     "limit is given either (it would be the ridge's); read the order, not the number")
+    if below:
+        notes.append(f"note: {_names(below)} never beat (nor tied with) the other systems they meet: the score "
+                     "has no finite estimate, only the ridge holds it, so its interval is open below and no upper "
+                     "limit is given either (it would be the ridge's); read the order, not the number")
+    # beyond the systems separated in the data (said above): those the resamples leave unbounded
+    open_high = [row for row in rows if row.high_open and not row.never_loses]
+    open_low = [row for row in rows if row.low_open and not row.never_wins]
+    if open_high or open_low:
+        sides = "; ".join(part for part in (
+            f"upper bound of {_names(open_high)}" if open_high else "",
+            f"lower bound of {_names(open_low)}" if open_low else "") if part)
+        notes.append(f"note: unbounded {sides}: in more resamples of the items than the interval's tail, that "
+                     "side had no finite estimate (a group that never lost, or never won, against the rest), so "
+                     "any finite limit there would be the ridge's, not the data's (null in JSON)")
+    if _has_intervals(ranking) and ranking.items < FEW_ITEMS:
+        notes.append(f"note: only {ranking.items} items: below {FEW_ITEMS} items the item bootstrap's intervals run "
+                     "narrow (their coverage falls below the nominal level; measured 0.86–0.93 for 95% at 8 "
+                     "items), so read them as a lower bound on the uncertainty")
+    c = ranking.convergence
     if not c.converged:
         notes.append(f"warning: the point fit did not converge ({c.iterations} iterations, "
                      f"gradient {c.gradient_norm:.2g})")
@@ -59,11 +133,13 @@ def summary(ranking: Ranking, *, judge: str | None = None, outcome: str | None =
     if not c.connected:
         notes.append(f"warning: the comparisons fall into {c.components} groups never compared with each "
                      "other; scores across groups are not comparable")
-    return head + notes
+    return notes
 
 
-def render_text(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None) -> Group:
-    lines = summary(ranking, judge=judge, outcome=outcome)
+def render_text(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None,
+                gate: RankGate | None = None) -> Group:
+    lines = summary(ranking, judge=judge, outcome=outcome, gate=gate)
+    above = head_lines(gate)
     table = Table(box=None, header_style="dim", pad_edge=False, padding=(0, 2, 0, 0))
     level = f"{round(ranking.confidence * 100)}% interval"
     table.add_column("#", justify="right", no_wrap=True)
@@ -72,14 +148,14 @@ def render_text(ranking: Ranking, *, judge: str | None = None, outcome: str | No
     for name in ("score", level, "rating", "rating interval", "rank range", "W / T / L", "pairs"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in ranking.rows:
-        table.add_row(str(row.rank), row.system, f"{row.score:+.3f}", f"{row.low:+.3f} … {row.high:+.3f}",
-                      f"{row.rating:.0f}", f"{row.rating_low:.0f}–{row.rating_high:.0f}",
+        table.add_row(str(row.rank), row.system, f"{row.score:+.3f}", score_interval(row, ranking),
+                      f"{row.rating:.0f}", rating_interval(row, ranking),
                       rank_range(row.rank_low, row.rank_high), f"{row.wins} / {row.ties} / {row.losses}",
                       f"{row.pairs:,}")
     parts: list[Text | Table] = [Text(line, style="bold" if i == 0 else "")
-                                 for i, line in enumerate(lines[:3])]
+                                 for i, line in enumerate(lines[:above])]
     parts.append(table)
-    parts += [Text(line, style="yellow") for line in lines[3:]]
+    parts += [Text(line, style="yellow") for line in lines[above:]]
     return Group(*parts)
 
 
@@ -87,18 +163,20 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_markdown(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None) -> str:
-    lines = summary(ranking, judge=judge, outcome=outcome)
+def render_markdown(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None,
+                    gate: RankGate | None = None) -> str:
+    lines = summary(ranking, judge=judge, outcome=outcome, gate=gate)
+    above = head_lines(gate)
     level = f"{round(ranking.confidence * 100)}% interval"
     out = [f"### swapjudge rank{' · ' + _escape(judge) if judge else ''}", ""]
-    out += [f"{_escape(line)}  " for line in lines[:3]] + [""]
+    out += [f"{_escape(line)}  " for line in lines[:above]] + [""]
     out += [f"| # | system | score | {level} | rating | rating interval | rank range | W / T / L | pairs |",
             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in ranking.rows:
         out.append(f"| {row.rank} | {_escape(row.system)} | {row.score:+.3f} | "
-                   f"{row.low:+.3f} … {row.high:+.3f} | "
-                   f"{row.rating:.0f} | {row.rating_low:.0f}–{row.rating_high:.0f} | "
+                   f"{score_interval(row, ranking)} | "
+                   f"{row.rating:.0f} | {rating_interval(row, ranking)} | "
                    f"{rank_range(row.rank_low, row.rank_high)} | {row.wins} / {row.ties} / {row.losses} | "
                    f"{row.pairs:,} |")
-    out += [""] + [f"> {_escape(line)}" for line in lines[3:]]
+    out += [""] + [f"> {_escape(line)}" for line in lines[above:]]
     return "\n".join(out).rstrip() + "\n"

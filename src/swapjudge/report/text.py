@@ -115,14 +115,21 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
 
     if analysis.accuracy is not None:
         acc = analysis.accuracy.to_dict()
-        table = _kv_table(f"Agreement with labels ({acc['pairs']:,} labelled pairs)")
+        den = acc["denominators"]
+        table = _kv_table(f"Agreement with labels ({acc['pairs']:,} labelled pairs in both orders, "
+                          f"{acc['tie_pairs']:,} labelled tie)")
         table.add_column("accuracy")
         table.add_column("value", justify="right")
         table.add_column("interval", justify="right")
-        for key, label in (("better_first", "better answer in slot 1"), ("better_second", "better answer in slot 2"),
-                           ("both", "right in both orders (order-controlled)")):
-            table.add_row(label, pct(acc[key]), interval(acc["intervals"][key]["low"], acc["intervals"][key]["high"]))
-        table.add_row(f"among consistent pairs ({acc['consistent_pairs']:,})", pct(acc["consistent"]), "")
+        pair_rows = (("better_first", "better answer in slot 1"), ("better_second", "better answer in slot 2"),
+                     ("both", "right in both orders (order-controlled)")) if acc["pairs"] else ()
+        for key, label in pair_rows:  # no labelled pair in both orders (single-order data): per call only
+            table.add_row(f"{label} (of {den[key]:,} pairs)", pct(acc[key]),
+                          interval(acc["intervals"][key]["low"], acc["intervals"][key]["high"]))
+        if acc["pairs"]:
+            table.add_row(f"among consistent pairs (of {den['consistent']:,})", pct(acc["consistent"]), "")
+        table.add_row(f"per call (of {den['per_call']:,} labelled calls)", pct(acc["per_call"]["value"]),
+                      interval(acc["per_call"]["low"], acc["per_call"]["high"]))
         parts.append(table)
 
     if analysis.identical is not None:

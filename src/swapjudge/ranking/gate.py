@@ -1,0 +1,65 @@
+"""The consistency gate of a ranking: the same gate as `analyze`, on every complete pair of the ranked judge.
+
+A ranking is win rates under another name, so a judge that cannot tell answers apart in both orders gets none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from swapjudge.core.pairs import build_pairs
+from swapjudge.core.policy import Gate, gate
+from swapjudge.core.swap import Consistency, consistency, count_outcomes
+
+
+@dataclass(frozen=True)
+class RankGate:
+    """The judge's swap-consistency over all its complete pairs (every system) and the gate applied to it.
+
+    `enforced` is False when the minimum is 0: the ranking is fitted whatever the consistency (or its absence)."""
+
+    consistency: Consistency | None
+    gate: Gate
+
+    @property
+    def enforced(self) -> bool:
+        return self.gate.min_self_consistency > 0
+
+    @property
+    def blocks(self) -> bool:
+        """True when no ranking may be reported."""
+        return self.enforced and not self.gate.passed
+
+    def sentence(self) -> str:
+        """The line printed above the table."""
+        c = self.consistency
+        if c is None or c.rate is None:
+            measured = "swap-consistency not measured (no pair has verdicts in both orders)"
+        else:
+            level = f"{round(c.confidence * 100)}%"
+            measured = (f"swap-consistency {c.rate:.1%} ({level} interval {c.low:.1%}–{c.high:.1%}, "
+                        f"{c.pairs:,} complete pairs)")
+        if not self.enforced:
+            return f"{measured}; gate off (--min-consistency 0)"
+        return f"{measured}; gate {self.gate.min_self_consistency:.0%}: {'passed' if self.gate.passed else 'FAILED'}"
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.consistency
+        return {
+            "consistency": (c.to_dict() if c is not None else
+                            {"rate": None, "low": None, "high": None, "band": None}),
+            "gate": {**self.gate.to_dict(), "enforced": self.enforced},
+        }
+
+
+def rank_gate(frame: pl.DataFrame, min_consistency: float, confidence: float = 0.95) -> RankGate:
+    """The gate over one judge's records (probe calls and incomplete pairs left out, as `analyze` does)."""
+    counts = count_outcomes(build_pairs(frame).outcome)
+    cons = consistency(counts.consistent, counts.complete, confidence) if counts.complete else None
+    result = gate(cons.rate if cons is not None else None, min_consistency)
+    if min_consistency <= 0 and not result.passed:
+        result = Gate(min_consistency, True, None)  # no minimum: nothing to fail
+    return RankGate(cons, result)
