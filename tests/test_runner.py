@@ -360,8 +360,8 @@ def test_retry_after_is_honoured(tmp_path: Path) -> None:
     write_pairs(tmp_path, 2)
     with JudgeServer(faults=lambda user, attempt: "429" if attempt == 1 else None) as server:
         server.retry_after = "0.6"
-        # Backoff alone would wait at most max_backoff_s = 0.2 s: a gap of 0.6 s can only come from Retry-After.
-        outcome = _run(write_config(tmp_path, base_url=server.openai_url))
+        # Backoff alone would wait at most 0.05 * 2**0 s: a gap of 0.6 s can only come from Retry-After (capped at 1 s).
+        outcome = _run(write_config(tmp_path, base_url=server.openai_url, judge={"max_backoff_s": 1.0}))
         gaps = [t[1] - t[0] for t in server.times.values()]
     assert outcome.complete and len(gaps) == 4
     assert all(0.55 <= g < 2.0 for g in gaps), gaps

@@ -22,6 +22,7 @@ TiePolicy = Literal["half_credit", "exclude", "no_credit", "separate"]
 Schema = Literal["forced_choice", "allow_tie"]
 
 DEFAULT_STORE = "swapjudge.db"
+DEFAULT_MAX_RETRY_AFTER_S = 600.0
 
 # Judge settings that do not change what the judge answers: left out of the judge hash so that changing
 # concurrency or rate limits never invalidates the cache.
@@ -36,6 +37,7 @@ RUNTIME_ONLY_JUDGE_KEYS = frozenset(
         "max_retries",
         "backoff_s",
         "max_backoff_s",
+        "max_retry_after_s",
     }
 )
 
@@ -73,6 +75,8 @@ class JudgeConfig(BaseModel):
     max_retries: int = Field(default=5, ge=0, le=50)
     backoff_s: float = Field(default=1.0, ge=0)
     max_backoff_s: float = Field(default=60.0, ge=0)
+    # A server asking to wait longer than this (Retry-After) stops the run, resumable, instead of sleeping.
+    max_retry_after_s: float = Field(default=DEFAULT_MAX_RETRY_AFTER_S, gt=0)
     # Replay backend: the records file acting as the judge (relative to the configuration file).
     path: str | None = None
 
@@ -247,6 +251,8 @@ class LoadedConfig:
         data.pop("store", None)
         if data.get("adaptive_swap") is None:
             data.pop("adaptive_swap", None)
+        if data["judge"].get("max_retry_after_s") == DEFAULT_MAX_RETRY_AFTER_S:
+            data["judge"].pop("max_retry_after_s")  # absent unless set: configurations hash as they always did
         if data["pairs"].get("releases") is None:
             data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         return data

@@ -74,6 +74,30 @@ CREATE TABLE IF NOT EXISTS calls (
     created_at TEXT NOT NULL,
     PRIMARY KEY (run_id, round, item, first, second)
 );
+CREATE TABLE IF NOT EXISTS superseded_calls (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    round INTEGER NOT NULL DEFAULT 0,
+    item TEXT NOT NULL,
+    first TEXT NOT NULL,
+    second TEXT NOT NULL,
+    order_index INTEGER NOT NULL,
+    label TEXT,
+    prompt_hash TEXT,
+    verdict TEXT,
+    raw TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cached_input_tokens INTEGER,
+    latency_s REAL,
+    cost_usd REAL,
+    error TEXT,
+    probabilities TEXT,
+    settings TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    superseded_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS cache (
     judge_hash TEXT NOT NULL,
     prompt_hash TEXT NOT NULL,

@@ -59,6 +59,24 @@ class StoreWriter(StoreFile):
     def mark_running(self, run_id: int) -> None:
         self._db.execute("UPDATE runs SET status='running', ended_at=NULL WHERE id=?", (run_id,))
 
+    def supersede_unparsed(self, run_id: int, judge_hash: str) -> int:
+        """Set aside a run's calls whose reply had no parsable verdict, so that they are asked again: the old rows
+        move to `superseded_calls` (kept for the audit) and their replies leave the cache. Returns how many."""
+        db = self._db
+        where = "run_id=? AND verdict IS NULL AND error IS NULL AND source != 'identical'"
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            hashes = [r[0] for r in db.execute(f"SELECT prompt_hash FROM calls WHERE {where}", (run_id,))]
+            db.execute(f"INSERT INTO superseded_calls SELECT *, ? FROM calls WHERE {where}", (_now(), run_id))
+            db.execute(f"DELETE FROM calls WHERE {where}", (run_id,))
+            db.executemany("DELETE FROM cache WHERE judge_hash=? AND prompt_hash=?",
+                           [(judge_hash, h) for h in hashes if h])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return len(hashes)
+
     def finish_run(self, run_id: int, status: str) -> None:
         self._db.execute("UPDATE runs SET status=?, ended_at=? WHERE id=?", (status, _now(), run_id))
 
