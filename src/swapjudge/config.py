@@ -80,6 +80,12 @@ class JudgeConfig(BaseModel):
     # Replay backend: the records file acting as the judge (relative to the configuration file).
     path: str | None = None
 
+    @field_validator("base_url")
+    @classmethod
+    def _one_spelling(cls, value: str | None) -> str | None:
+        # `.../v1` and `.../v1/` are one server: one judge identity, one cache.
+        return None if value is None else value.strip().rstrip("/")
+
     @model_validator(mode="after")
     def _model_needed(self) -> JudgeConfig:
         if self.backend in ("openai", "anthropic", "local") and not self.model:

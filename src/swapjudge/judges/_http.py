@@ -80,17 +80,32 @@ def check_response(response: httpx.Response, backend: str) -> dict[str, Any]:
     return body
 
 
-def connect_cause(err: Exception) -> str:
-    """Why a connection could not be made, in words: refused, no such host, or the library's own text."""
-    text = str(err)
-    lowered = text.lower()
+def connect_cause(err: BaseException) -> str:
+    """Why a connection could not be made, in words: refused, no such host, or the library's own text. The
+    OS error sits somewhere in the exception's chain (httpcore wraps it, anyio wraps it again)."""
+    import errno
+    import socket
+
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or any(e is s for s in seen):
+            continue
+        seen.append(e)
+        if isinstance(e, socket.gaierror):
+            return "DNS lookup failed"
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused"
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    lowered = " ".join(str(e) for e in seen).lower()
     if "refused" in lowered:
         return "connection refused"
     if any(s in lowered for s in ("name or service", "nodename", "name resolution", "getaddrinfo", "no address")):
         return "DNS lookup failed"
     if "unreachable" in lowered:
         return "network unreachable"
-    return redact(" ".join(text.split())) or type(err).__name__
+    return redact(" ".join(str(err).split())) or type(err).__name__
 
 
 SHARD_CONNECTIONS = 4
