@@ -292,7 +292,8 @@ async def record_paid(store: Store, run_id: int, records: list[CallRecord], *, j
     delay = 0.2
     while True:
         try:
-            store.record_calls(run_id, records, judge_hash=judge_hash)
+            # A short wait for the lock: a long one would freeze every call in flight (and run out their timeouts).
+            store.record_calls(run_id, records, judge_hash=judge_hash, busy_timeout_s=0.05)
             return
         except sqlite3.OperationalError as err:
             if "locked" not in str(err) and "busy" not in str(err):

@@ -18,6 +18,7 @@ from typing import Any, Self
 from swapjudge.errors import SwapjudgeError
 
 SCHEMA_VERSION = "2"
+BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
 
 # Run provenance added in schema 2 (run history): what makes two runs comparable. Added to a store made by
 # schema 1 with ALTER TABLE and filled from each run's stored configuration (pair_set_hash stays unknown there).
@@ -248,7 +249,10 @@ class StoreFile:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        except OSError as err:
+            raise SwapjudgeError(f"{self.path}: cannot create the store's folder: {err.strerror}") from None
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a committed transaction survives a killed process (not a power cut).
             self._db.execute("PRAGMA synchronous=NORMAL")

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from swapjudge.store.schema import PROVENANCE_COLUMNS, CallRecord, StoreFile, _dumps, _now, _provenance_of_stored
+from swapjudge.store.schema import BUSY_TIMEOUT_S, PROVENANCE_COLUMNS, CallRecord, StoreFile, _dumps, _now, _provenance_of_stored
 
 
 class StoreWriter(StoreFile):
@@ -140,7 +140,20 @@ class StoreWriter(StoreFile):
         """Store one call (and, given `judge_hash` and no error, its reply in the cache) atomically."""
         self.record_calls(run_id, [call], judge_hash=judge_hash)
 
-    def record_calls(self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None) -> None:
+    def record_calls(self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None,
+                     busy_timeout_s: float | None = None) -> None:
+        """Store calls in one transaction. `busy_timeout_s` overrides how long to wait for another process's
+        write lock (the runner waits briefly and retries without blocking its event loop)."""
+        if busy_timeout_s is None:
+            self._record_calls(run_id, calls, judge_hash)
+            return
+        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        try:
+            self._record_calls(run_id, calls, judge_hash)
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+
+    def _record_calls(self, run_id: int, calls: Iterable[CallRecord], judge_hash: str | None) -> None:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
