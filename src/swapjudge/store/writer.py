@@ -6,7 +6,15 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from swapjudge.store.schema import BUSY_TIMEOUT_S, PROVENANCE_COLUMNS, CallRecord, StoreFile, _dumps, _now, _provenance_of_stored
+from swapjudge.store.schema import (
+    BUSY_TIMEOUT_S,
+    PROVENANCE_COLUMNS,
+    CallRecord,
+    StoreFile,
+    _dumps,
+    _now,
+    _provenance_of_stored,
+)
 
 
 class StoreWriter(StoreFile):
