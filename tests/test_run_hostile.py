@@ -208,3 +208,43 @@ def test_printed_commands_keep_the_options_and_two_stores_keep_their_analyses(
     assert json.loads((tmp_path / "one-run-1.analysis.json").read_text())["run"]["store"] == "one.db"
     assert json.loads((tmp_path / "two-run-1.analysis.json").read_text())["run"]["store"] == "two.db"
     assert second.exit_code == 2
+
+
+@pytest.mark.parametrize(("backend", "model", "minimum"), [
+    ("openai", "gpt-4o-mini", 1024), ("anthropic", "claude-sonnet-4-5", 1024), ("anthropic", "claude-3-5-haiku", 2048),
+    ("anthropic", "claude-haiku-4-5", 4096),
+])
+def test_dry_run_applies_each_providers_minimum_cacheable_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, model: str, minimum: int
+) -> None:
+    from swapjudge.config import load_config
+    from swapjudge.runner.plan import CHARS_PER_TOKEN, expected_output_tokens
+    from swapjudge.runner.pricing import DEFAULT_PRICES, call_cost
+    from swapjudge.runner.session import prepare
+
+    write_pairs(tmp_path, 10)
+    for rubric, name in (("Prefer the correct answer.", "short"), ("Prefer the correct answer. " * 700, "long")):
+        cfg = write_config(tmp_path, backend=backend, base_url="http://127.0.0.1:9", judge={"model": model},
+                           rubric=rubric, name=f"{name}.yaml")
+        dry = _invoke(tmp_path, monkeypatch, "run", f"{name}.yaml", "--dry-run")
+        assert dry.exit_code == 0, dry.stderr
+        out = " ".join(dry.stdout.split())  # the terminal may wrap long lines
+        prefix = len(load_config(cfg).rubric_text or "")  # the shared prefix holds the rubric and the layout
+        # The undiscounted cost, computed independently from the planned prompts (~4 characters per token).
+        _, plan = prepare(load_config(cfg))
+        tokens_in = int(sum((len(c.request.system) + len(c.request.user)) / CHARS_PER_TOKEN for c in plan.calls))
+        tokens_out = sum(expected_output_tokens(c.request) for c in plan.calls)
+        full = call_cost(DEFAULT_PRICES[model], input_tokens=tokens_in, output_tokens=tokens_out)
+        assert full is not None
+        system_tokens = int(len(plan.calls[0].request.system) / CHARS_PER_TOKEN)
+        if system_tokens < minimum:
+            assert f"estimated cost ({model}): ${full:,.4f}" in out
+            assert (f"prompt caching saves nothing: the shared prefix (~{system_tokens:,} tokens) is shorter than "
+                    f"the provider's minimum cacheable length ({minimum:,} tokens") in out
+        else:
+            assert name == "long" and prefix > 4 * minimum - 2000
+            price = DEFAULT_PRICES[model]
+            assert price.cached_input is not None
+            saving = system_tokens * (len(plan.calls) - 1) * (price.input - price.cached_input) / 1e6
+            assert f"estimated cost ({model}): ${full - saving:,.4f}" in out
+            assert f"of which prompt caching saves: ${saving:,.4f}" in out

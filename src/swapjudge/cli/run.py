@@ -55,6 +55,11 @@ def _print_estimate(est: DryRunEstimate) -> None:
             f"  of which prompt caching saves: {_money(est.prompt_cache_saving_usd)} "
             f"(shared prefix ~{est.shared_prefix_tokens:,} tokens, cached after the first call)"
         )
+    elif est.prompt_cache_min_tokens is not None and est.calls_to_make:
+        lines.append(
+            f"  prompt caching saves nothing: the shared prefix (~{est.shared_prefix_tokens:,} tokens) is shorter "
+            f"than the provider's minimum cacheable length ({est.prompt_cache_min_tokens:,} tokens for this model)"
+        )
     if est.store_cache_saving_usd is not None and est.cached:
         lines.append(f"  the store's cache saves: {_money(est.store_cache_saving_usd)}")
     if est.orders == "random":
