@@ -7,12 +7,10 @@ import json
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from judge_server import JudgeServer, frame_answers, frame_code
@@ -225,8 +223,3 @@ def test_a_forged_closing_tag_reaches_the_server_as_answer_text(
             assert answers is not None and any("weak answer" in a for a in answers)
     assert json.loads(result.stdout)["consistency"]["rate"] == 1.0
 
-
-def test_yaml_fixture_helper_still_round_trips(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, base_url="http://127.0.0.1:9/v1")
-    assert yaml.safe_load(cfg.read_text())["judge"]["base_url"] == "http://127.0.0.1:9/v1"
-    assert threading.active_count() >= 1
