@@ -11,7 +11,7 @@ import sqlite3
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -64,17 +64,16 @@ class Control:
     console: Console | None = None
     answered: bool = False
     max_retry_after_s: float | None = None
-    _last_note: dict[str, float] | None = None
+    last_said: dict[str, float] = field(default_factory=dict)
 
     def note(self, text: str) -> None:
         if self.console is None:
             return
-        seen = self._last_note if self._last_note is not None else {}
-        self._last_note = seen
         now = time.monotonic()
-        if now - seen.get(text, -1e9) >= 5.0:
-            seen[text] = now
+        if now - self.last_said.get(text, -1e9) >= 5.0:
+            self.last_said[text] = now
             self.console.print(text, highlight=False, markup=False)
+
 
 def resolved_judge_config(loaded: LoadedConfig) -> Any:
     """The judge config with its file paths (replay records, local .gguf model) resolved against the config file."""
