@@ -223,3 +223,22 @@ def test_a_forged_closing_tag_reaches_the_server_as_answer_text(
             assert answers is not None and any("weak answer" in a for a in answers)
     assert json.loads(result.stdout)["consistency"]["rate"] == 1.0
 
+
+
+def test_a_store_locked_before_the_run_starts_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import swapjudge.store.schema as schema
+
+    monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 0.5)  # the 30 s wait, shortened for the test
+    write_pairs(tmp_path, 2)
+    write_config(tmp_path, base_url="http://127.0.0.1:9/v1")
+    db = tmp_path / "swapjudge.db"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the store
+    try:
+        result = _invoke(tmp_path, monkeypatch, "run", "run.yaml", "--no-progress")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    _one_line(result, "swapjudge.db: not a usable swapjudge store (database is locked)")
