@@ -241,4 +241,4 @@ def test_a_store_locked_before_the_run_starts_is_one_line(tmp_path: Path, monkey
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    _one_line(result, "swapjudge.db: not a usable swapjudge store (database is locked)")
+    _one_line(result, "swapjudge.db: the store is locked by another process (database is locked) for more than 0.5 s")

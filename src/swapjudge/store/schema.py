@@ -260,6 +260,9 @@ class StoreFile:
             self._db.executescript(_SCHEMA)
             self._migrate()
         except sqlite3.DatabaseError as err:
+            if "locked" in str(err):
+                raise SwapjudgeError(f"{self.path}: the store is locked by another process ({err}) for more than "
+                                     f"{BUSY_TIMEOUT_S:g} s; run again when it is free") from None
             raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
 
     def _migrate(self) -> None:
