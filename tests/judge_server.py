@@ -19,7 +19,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Fault = str  # "429" | "500" | "timeout" | "malformed" | "garbage" | "garbage_always" | "401"
+Fault = str  # "429" | "500" | "timeout" | "malformed" | "garbage" | "garbage_always" | "401" | "echo400"
 
 
 def frame_text(user: str, name: str) -> str | None:
@@ -63,6 +63,8 @@ class JudgeServer:
         self.bodies: list[dict[str, Any]] = []
         self.keep_bodies = True
         self.total = 0
+        self.replied = 0  # 200 replies written out in full: the calls a provider would bill
+        self.hold: threading.Event | None = None  # when set to an Event, every request waits for it
         self.auth_headers: list[str] = []
         self.retry_after = "0.2"  # what a 429 says
         self.times: dict[str, list[float]] = {}  # per prompt: arrival of every initial request
@@ -101,9 +103,20 @@ class JudgeServer:
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(payload)
+                    self.wfile.flush()
+                    if status == 200:
+                        with server.lock:
+                            server.replied += 1
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 1024  # the default 5 drops SYNs when 64 clients connect at once
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                # A client killed mid-request (the kill -9 tests) resets its connection: not a server error.
+                import sys
+
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
 
         self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -161,6 +174,8 @@ class JudgeServer:
             if self.keep_bodies:
                 self.bodies.append(body)
                 self.auth_headers.append(auth)
+        if self.hold is not None:
+            self.hold.wait()
         if self.delay_s:
             time.sleep(self.delay_s)
         fault = self.faults(first_user, attempt) if self.faults and not followup else None
@@ -170,6 +185,10 @@ class JudgeServer:
             return 500, {}, b'{"error": {"message": "server error"}}'
         if fault == "401":
             return 401, {}, b'{"error": {"message": "bad key"}}'
+        if fault == "echo400":  # a server or proxy that echoes the request's credentials in its error body
+            echo = {"error": {"message": f"invalid request; your key {auth.removeprefix('Bearer ')} is not "
+                              "allowed for this model", "request_headers": {"Authorization": auth}}}
+            return 400, {}, json.dumps(echo).encode()
         if fault == "timeout":
             return -1, {}, b""
         if fault == "malformed":

@@ -271,11 +271,14 @@ def test_dry_run_counts_calls_cache_and_cost(tmp_path: Path) -> None:
             tmp_path,
             base_url=server.openai_url,
             prices={"judge-model": {"input": 1.0, "output": 2.0, "cached_input": 0.1}},
+            # a shared prefix over OpenAI's minimum cacheable length (1,024 tokens)
+            rubric="Prefer the answer that is correct and complete. " * 120,
         )
         est = estimate(load_config(cfg))
         assert server.total == 0 and not (tmp_path / "swapjudge.db").exists()
         assert est.planned_calls == 20 and est.identical == 2 and est.calls_to_make == 18 and est.cached == 0
         assert est.price_known and est.cost_usd is not None and est.cost_usd > 0
+        assert est.shared_prefix_tokens >= est.prompt_cache_min_tokens == 1024
         assert est.prompt_cache_saving_usd is not None
         # Saving = shared prefix tokens x (calls - 1) x (input - cached input price).
         assert est.prompt_cache_saving_usd == pytest.approx(est.shared_prefix_tokens * 17 * 0.9 / 1e6)
@@ -360,8 +363,8 @@ def test_retry_after_is_honoured(tmp_path: Path) -> None:
     write_pairs(tmp_path, 2)
     with JudgeServer(faults=lambda user, attempt: "429" if attempt == 1 else None) as server:
         server.retry_after = "0.6"
-        # Backoff alone would wait at most max_backoff_s = 0.2 s: a gap of 0.6 s can only come from Retry-After.
-        outcome = _run(write_config(tmp_path, base_url=server.openai_url))
+        # Backoff alone would wait at most 0.05 * 2**0 s: a gap of 0.6 s can only come from Retry-After (capped at 1 s).
+        outcome = _run(write_config(tmp_path, base_url=server.openai_url, judge={"max_backoff_s": 1.0}))
         gaps = [t[1] - t[0] for t in server.times.values()]
     assert outcome.complete and len(gaps) == 4
     assert all(0.55 <= g < 2.0 for g in gaps), gaps

@@ -7,8 +7,10 @@ whatever the key order or spelling of defaults in the file.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +24,7 @@ TiePolicy = Literal["half_credit", "exclude", "no_credit", "separate"]
 Schema = Literal["forced_choice", "allow_tie"]
 
 DEFAULT_STORE = "swapjudge.db"
+DEFAULT_MAX_RETRY_AFTER_S = 600.0
 
 # Judge settings that do not change what the judge answers: left out of the judge hash so that changing
 # concurrency or rate limits never invalidates the cache.
@@ -36,6 +39,7 @@ RUNTIME_ONLY_JUDGE_KEYS = frozenset(
         "max_retries",
         "backoff_s",
         "max_backoff_s",
+        "max_retry_after_s",
     }
 )
 
@@ -73,8 +77,16 @@ class JudgeConfig(BaseModel):
     max_retries: int = Field(default=5, ge=0, le=50)
     backoff_s: float = Field(default=1.0, ge=0)
     max_backoff_s: float = Field(default=60.0, ge=0)
+    # A server asking to wait longer than this (Retry-After) stops the run, resumable, instead of sleeping.
+    max_retry_after_s: float = Field(default=DEFAULT_MAX_RETRY_AFTER_S, gt=0)
     # Replay backend: the records file acting as the judge (relative to the configuration file).
     path: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _one_spelling(cls, value: str | None) -> str | None:
+        # `.../v1` and `.../v1/` are one server: one judge identity, one cache.
+        return None if value is None else value.strip().rstrip("/")
 
     @model_validator(mode="after")
     def _model_needed(self) -> JudgeConfig:
@@ -247,6 +259,8 @@ class LoadedConfig:
         data.pop("store", None)
         if data.get("adaptive_swap") is None:
             data.pop("adaptive_swap", None)
+        if data["judge"].get("max_retry_after_s") == DEFAULT_MAX_RETRY_AFTER_S:
+            data["judge"].pop("max_retry_after_s")  # absent unless set: configurations hash as they always did
         if data["pairs"].get("releases") is None:
             data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         return data
@@ -300,6 +314,49 @@ def canonical_hash(data: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+# Keys under `judge:` every backend accepts besides JudgeConfig's fields: `version` labels the judge for history.
+COMMON_JUDGE_OPTIONS = frozenset({"version"})
+
+
+def _closest(word: str, choices: Iterable[str]) -> str:
+    """ "; did you mean `x`?" for the valid key closest to a misspelt one, or nothing when none is close."""
+    match = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f"; did you mean `{match[0]}`?" if match else ""
+
+
+def _check_judge_options(judge: JudgeConfig, source: Path) -> None:
+    """Every key under `judge:` is a common setting or an option its backend declares: a misspelt key is an
+    error, never silently ignored."""
+    from swapjudge.judges.registry import backend_options
+
+    extra = set(judge.extra()) - COMMON_JUDGE_OPTIONS
+    if not extra:
+        return
+    options = backend_options(judge.backend)
+    if options is None:
+        return
+    unknown = sorted(extra - options)
+    if unknown:
+        valid = set(JudgeConfig.model_fields) | options | COMMON_JUDGE_OPTIONS
+        raise ConfigError(f"{source}: key `judge.{unknown[0]}`: not a setting of the {judge.backend} backend"
+                          f"{_closest(unknown[0], valid)}")
+
+
+def _model_keys(loc: tuple[int | str, ...]) -> set[str]:
+    """The valid keys of the section a validation error points into (for a suggestion)."""
+    model: Any = RunConfig
+    for part in loc[:-1]:
+        field = getattr(model, "model_fields", {}).get(str(part))
+        if field is None:
+            return set()
+        model = field.annotation
+        if not isinstance(model, type):
+            args = [a for a in getattr(model, "__args__", ()) if isinstance(a, type) and hasattr(a, "model_fields")]
+            model = args[0] if args else None
+    fields = getattr(model, "model_fields", {})
+    return {f.alias or name for name, f in fields.items()}
+
+
 def _key_of(loc: tuple[int | str, ...]) -> str:
     parts = [str(p) for p in loc if p not in ("function-after",)]
     return ".".join(parts).replace("schema_", "schema") or "(top level)"
@@ -315,9 +372,12 @@ def parse_config(data: Any, *, source: Path) -> LoadedConfig:
         first = err.errors()[0]
         key = _key_of(tuple(first["loc"]))
         msg = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden" and first["loc"]:
+            msg += _closest(str(first["loc"][-1]), _model_keys(tuple(first["loc"])))
         more = len(err.errors()) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise ConfigError(f"{source}: key `{key}`: {msg}{tail}") from None
+    _check_judge_options(config.judge, source)
     loaded = LoadedConfig(config, source=source, rubric_text=None)
     rubric_text: str | None = None
     if config.rubric is not None:
@@ -330,10 +390,39 @@ def parse_config(data: Any, *, source: Path) -> LoadedConfig:
                 rubric_text = rpath.read_text(encoding="utf-8")
             except OSError as err:
                 raise ConfigError(f"{source}: key `rubric`: cannot read {rpath}: {err.strerror}") from None
+            except UnicodeDecodeError as err:
+                raise ConfigError(f"{source}: key `rubric`: {rpath} is not UTF-8 text ({_bad_byte(err)})") from None
         if not rubric_text.strip():
             raise ConfigError(f"{source}: key `rubric`: the rubric is empty")
     loaded.rubric_text = rubric_text
     return loaded
+
+
+def _bad_byte(err: UnicodeDecodeError) -> str:
+    return f"byte 0x{err.object[err.start]:02x} at offset {err.start}"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML where a key given twice in one mapping is an error, not "the last one wins"."""
+
+
+def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: the constructor below reports it
+            continue
+        if first is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key `{key}` is given twice (first on line {first + 1}); give it once",
+                key_node.start_mark)
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
 def load_config(path: str | Path) -> LoadedConfig:
@@ -342,8 +431,10 @@ def load_config(path: str | Path) -> LoadedConfig:
         text = source.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{source}: cannot read the configuration: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{source}: the configuration is not UTF-8 text ({_bad_byte(err)})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader that refuses duplicate keys
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import sqlite3
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -46,6 +47,11 @@ def user_errors(func: F) -> F:
         except SwapjudgeError as err:
             stderr.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, highlight=False)
             raise typer.Exit(err.exit_code) from None
+        except sqlite3.OperationalError as err:
+            # e.g. a store locked by another process for longer than the write waits (30 s)
+            stderr.print(f"[bold red]error:[/] the run store: {escape(str(err))} (another process holds it?); "
+                         "run the same command again to resume", markup=True, highlight=False)
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             stderr.print("interrupted")
             raise typer.Exit(130) from None

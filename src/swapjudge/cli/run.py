@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +16,7 @@ from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
 from swapjudge.review.queue import write_table
+from swapjudge.runner.check import CheckResult, check_judge
 from swapjudge.runner.dry_run import DryRunEstimate, estimate
 from swapjudge.runner.outcome import RunOutcome
 from swapjudge.runner.session import run
@@ -52,6 +55,11 @@ def _print_estimate(est: DryRunEstimate) -> None:
             f"  of which prompt caching saves: {_money(est.prompt_cache_saving_usd)} "
             f"(shared prefix ~{est.shared_prefix_tokens:,} tokens, cached after the first call)"
         )
+    elif est.prompt_cache_min_tokens is not None and est.calls_to_make:
+        lines.append(
+            f"  prompt caching saves nothing: the shared prefix (~{est.shared_prefix_tokens:,} tokens) is shorter "
+            f"than the provider's minimum cacheable length ({est.prompt_cache_min_tokens:,} tokens for this model)"
+        )
     if est.store_cache_saving_usd is not None and est.cached:
         lines.append(f"  the store's cache saves: {_money(est.store_cache_saving_usd)}")
     if est.orders == "random":
@@ -80,13 +88,57 @@ def _summary(outcome: RunOutcome) -> str:
     )
 
 
+def _shown(path: Path) -> str:
+    """A path as printed: normalised (no `./`, no `a/../`), as given otherwise (relative stays relative)."""
+    return os.path.normpath(path)
+
+
+def _rerun_command(config: Path, *, store: Path | None, progress: bool, output: OutputFormat, wait: bool,
+                   retry_unparsed: bool = False) -> str:
+    """The command that resumes or retries this run: the user's own options, so it acts on the same store."""
+    args = ["swapjudge", "run", _shown(config)]
+    if store is not None:
+        args += ["--store", _shown(store)]
+    if not progress:
+        args.append("--no-progress")
+    if output is not OutputFormat.text:
+        args += ["--format", output.value]
+    if wait:
+        args.append("--wait")
+    if retry_unparsed:
+        args.append("--retry-unparsed")
+    return shlex.join(args)
+
+
+def analysis_path(store_path: Path, run_id: int) -> Path:
+    """The analysis file of a run: beside its store and named after it, so two stores in one folder never
+    overwrite each other's (swapjudge.db keeps its old name, swapjudge-run-N.analysis.json)."""
+    return store_path.parent / f"{store_path.stem}-run-{run_id}.analysis.json"
+
+
+def _print_check(result: CheckResult) -> None:
+    stdout.print(
+        f"check: {result.url} answered model {result.model} in {result.latency_s:.2f} s "
+        f"(verdict {result.verdict or 'unparsable'}); nothing stored",
+        highlight=False,
+    )
+
+
 @app.command("run")
 @user_errors
 def run_command(
     config: Annotated[Path, typer.Argument(help="Run configuration (YAML).", show_default=False)],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count calls, tokens and cost; call nothing.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Make one small request to prove the server, key and model; store nothing.")] = False,
     store: StoreOpt = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="When another process is judging this run, wait for it instead of exiting.")] = False,
+    retry_unparsed: Annotated[bool, typer.Option(
+        "--retry-unparsed",
+        help="Ask the judge again for the calls whose reply had no parsable verdict (the old replies are kept "
+             "for the audit).")] = False,
     output: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="How to print the analysis.")
     ] = OutputFormat.text,
@@ -97,11 +149,16 @@ def run_command(
     if dry_run:
         _print_estimate(estimate(loaded, store_path=store))
         return
-    outcome = run(loaded, store_path=store, console=stderr, progress=progress, handle_sigint=True)
+    if check:
+        _print_check(check_judge(loaded))
+        return
+    rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait)
+    outcome = run(loaded, store_path=store, console=stderr, progress=progress, handle_sigint=True, wait=wait,
+                  retry_unparsed=retry_unparsed)
     stderr.print(_summary(outcome), highlight=False)
     if outcome.interrupted:
         stderr.print(
-            f"interrupted: every finished call is stored in {outcome.store_path}. Resume with: swapjudge run {config}",
+            f"interrupted: every finished call is stored in {_shown(outcome.store_path)}. Resume with: {rerun}",
             highlight=False,
         )
         raise typer.Exit(130)
@@ -114,14 +171,14 @@ def run_command(
         "run": {
             "id": outcome.run_id,
             "config_hash": loaded.config_hash,
-            "store": str(outcome.store_path),
+            "store": _shown(outcome.store_path),
             "orders": outcome.orders,
             "coin_seed": outcome.seed,
             "tie_policy": loaded.config.tie_policy,
             "stats": outcome.stats.to_dict(),
         },
     }
-    report = outcome.store_path.parent / f"swapjudge-run-{outcome.run_id}.analysis.json"
+    report = analysis_path(outcome.store_path, outcome.run_id)
     write_atomic(report, json.dumps(payload, indent=2, allow_nan=False) + "\n")
     if output is OutputFormat.json:
         print(json.dumps(payload, indent=2, allow_nan=False))
@@ -138,14 +195,21 @@ def run_command(
                 "and any preference for a slot goes straight into the figures."
             )
         text.print_analyses(stdout, analyses)
-    stderr.print(f"analysis written to {report}", highlight=False)
+    stderr.print(f"analysis written to {_shown(report)}", highlight=False)
     if outcome.stats.failed:
         stderr.print(
             f"{outcome.stats.failed} call(s) failed after retries (pairs incomplete). Run the same "
-            f"command again to retry only those: swapjudge run {config}",
+            f"command again to retry only those: {rerun}",
             highlight=False,
         )
         raise typer.Exit(2)
+    if outcome.stats.unparsed_stored:
+        again = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, retry_unparsed=True)
+        stderr.print(
+            f"{outcome.stats.unparsed_stored} stored call(s) have no parsable verdict. To ask the judge again "
+            f"for exactly those: {again}",
+            highlight=False,
+        )
     failed = [a for a in analyses if not a.gate.passed]
     if failed:
         for a in failed:

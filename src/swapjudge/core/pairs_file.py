@@ -103,8 +103,12 @@ def _csv_rows(text: str, path: str) -> Iterator[PairItem]:
     extra = set(fields) - {"item", "prompt", "label", *answer_cols}
     if extra:
         raise InputError(f"unknown column(s): {', '.join(sorted(extra))}", path=path, line=1)
+    previous = 1
     for row in reader:
-        line = reader.line_num
+        # a quoted cell may span lines: the record starts just after the previous one ended
+        line, previous = previous + 1, reader.line_num
+        if None in row:  # an unquoted comma in an answer: the cells after it would shift into other columns
+            raise InputError(f"more cells than header columns ({len(fields)})", path=path, line=line)
         answers = {c.removeprefix("answer."): row[c] for c in answer_cols if row.get(c)}
         obj = {
             "item": row["item"],

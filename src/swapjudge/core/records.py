@@ -143,12 +143,16 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     data = read_bytes(path)
     is_csv = path.suffix.lower() in (".csv", ".tsv")
     frame = _fast_frame(data, is_csv, extras)
+    if frame is not None and frame.height == 0:
+        raise InputError("no records", path=str(path))
     if frame is not None and not _missing_verdict_keys(data, frame, is_csv):
         pairs = build_pairs(frame)
         if not _problems(frame, pairs, allow_unpaired):
             return RecordSet(frame, str(path), _single_order(pairs), pairs)
     # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
     frame = _slow_frame(data, str(path), is_csv)
+    if frame.height == 0:
+        raise InputError("no records", path=str(path))
     if not extras:
         kept = [*CORE_SCHEMA, "_line", *(c for c in REGISTERED_SCHEMA if c in frame.columns)]
         frame = frame.select(kept)

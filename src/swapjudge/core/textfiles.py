@@ -48,6 +48,11 @@ def json_lines(text: str, path: str) -> Iterator[tuple[int, Any]]:
             value = json.loads(line)
         except json.JSONDecodeError as err:
             raise InputError(f"not valid JSON ({err.msg} at column {err.colno})", path=path, line=number) from None
+        except RecursionError:
+            raise InputError("JSON nested too deeply to read", path=path, line=number) from None
+        except ValueError as err:  # e.g. an integer of more digits than Python converts (4,300)
+            why = "an integer too long to read (over 4,300 digits)" if "digits" in str(err) else str(err)
+            raise InputError(f"not readable JSON: {why}", path=path, line=number) from None
         yield number, value
 
 

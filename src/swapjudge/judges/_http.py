@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 from swapjudge.errors import ConfigError
-from swapjudge.judges.base import FatalJudgeError, PermanentJudgeError, TransientJudgeError
+from swapjudge.judges.base import FatalJudgeError, PermanentJudgeError, TransientJudgeError, UnreachableJudgeError
+from swapjudge.redact import redact, register_secret
 
 try:
     import httpx
@@ -26,6 +27,7 @@ def require_httpx(backend: str) -> None:
 def api_key(env_name: str, *, required: bool) -> str | None:
     """The key from the environment. Only the variable's *name* ever appears in a message."""
     value = os.environ.get(env_name)
+    register_secret(value)
     if not value and required:
         raise ConfigError(f"set the environment variable {env_name} (the API key is read only from there)")
     return value or None
@@ -52,7 +54,7 @@ def retry_after(headers: Any) -> float | None:
 
 
 def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
+    text = redact(" ".join(text.split()))  # an error body may echo the request's headers, key included
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -76,6 +78,34 @@ def check_response(response: httpx.Response, backend: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise TransientJudgeError(f"{backend}: malformed reply (not a JSON object)", status=status)
     return body
+
+
+def connect_cause(err: BaseException) -> str:
+    """Why a connection could not be made, in words: refused, no such host, or the library's own text. The
+    OS error sits somewhere in the exception's chain (httpcore wraps it, anyio wraps it again)."""
+    import errno
+    import socket
+
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or any(e is s for s in seen):
+            continue
+        seen.append(e)
+        if isinstance(e, socket.gaierror):
+            return "DNS lookup failed"
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused"
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    lowered = " ".join(str(e) for e in seen).lower()
+    if "refused" in lowered:
+        return "connection refused"
+    if any(s in lowered for s in ("name or service", "nodename", "name resolution", "getaddrinfo", "no address")):
+        return "DNS lookup failed"
+    if "unreachable" in lowered:
+        return "network unreachable"
+    return redact(" ".join(str(err).split())) or type(err).__name__
 
 
 SHARD_CONNECTIONS = 4
@@ -142,6 +172,11 @@ class ClientPool:
                 await response.aclose()
         except httpx.TimeoutException:
             raise TransientJudgeError(f"{backend}: timed out") from None
+        except httpx.ConnectError as err:
+            raise UnreachableJudgeError(
+                f"cannot reach {self._base_url.rstrip('/')} ({connect_cause(err)})",
+                url=self._base_url.rstrip("/"),
+            ) from None
         except httpx.TransportError as err:
             raise TransientJudgeError(f"{backend}: connection failed ({type(err).__name__})") from None
         finally:

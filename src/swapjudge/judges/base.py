@@ -64,6 +64,14 @@ class TransientJudgeError(Exception):
         self.status = status
 
 
+class UnreachableJudgeError(TransientJudgeError):
+    """No connection could be made (refused, DNS): retried once the server has answered, fatal before."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
 class PermanentJudgeError(Exception):
     """A failure of this one call that retrying will not fix (e.g. a 400): recorded, the run goes on."""
 

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 Mode = Literal["logprobs", "generate"]
 MODES: tuple[Mode, ...] = ("logprobs", "generate")
 SUPPORTS_STRUCTURED = False
+# Keys under `judge:` this backend reads beyond the common ones (JudgeConfig's fields).
+OPTIONS = frozenset({"mode", "n_ctx", "n_threads", "n_batch", "reuse_prefix", "model_dir"})
 
 # Placeholders for message contents while the chat template is rendered: contents are then tokenized as plain
 # text, so an answer that contains "<|im_end|>" cannot close its message or open the assistant's turn.
@@ -396,7 +398,7 @@ def from_config(cfg: Any) -> LocalJudge:
     """Build from the runner's JudgeConfig: `model`, `name`, `max_tokens`, and the extra keys `mode`, `n_ctx`,
     `n_threads`, `n_batch`, `reuse_prefix`, `model_dir`."""
     extra: dict[str, Any] = dict(cfg.extra()) if hasattr(cfg, "extra") else {}
-    known = {"mode", "n_ctx", "n_threads", "n_batch", "reuse_prefix", "model_dir"}
+    known = set(OPTIONS)
     # `version` labels the judge for run history (it enters the judge hash), it is no option of the model
     unknown = sorted(set(extra) - known - {"version"})
     if unknown:

@@ -14,6 +14,8 @@ from swapjudge.judges.base import JudgeReply, JudgeRequest, TransientJudgeError
 from swapjudge.judges.prompts import ParsedVerdict, followup_prompt, parse_followup, parse_reply, verdict_schema
 
 SUPPORTS_STRUCTURED = True
+# Keys under `judge:` this backend reads beyond the common ones (JudgeConfig's fields).
+OPTIONS = frozenset({"extra_body"})
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 

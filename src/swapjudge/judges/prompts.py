@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,20 +107,40 @@ def _code_word(digest: bytes) -> str:
     return "".join(syllables)
 
 
+# Letters of other scripts drawn like Latin ones (Unicode's confusables for the Latin alphabet, Cyrillic and
+# Greek; fullwidth and other compatibility forms are NFKC's job, accents and invisible characters are dropped).
+_LOOK_ALIKES = str.maketrans({
+    **dict(zip("аеорсухіјѕԁԛԝһӏкмтвнАВЕКМНОРСТХЅІЈԚԜҮ", "aeopcyxijsdqwhlkmtbhABEKMHOPCTXSIJQWY", strict=True)),
+    **dict(zip("αονρκιτυχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "aovpkituxeABEZHIKMNOPTYX", strict=True)),
+    "ı": "i", "ȷ": "j", "ɡ": "g", "ɑ": "a", "ʋ": "u", "ꮃ": "w", "0": "o", "1": "l",
+})
+
+
+def comparable(text: str) -> str:
+    """The form in which two texts that look the same are equal: NFKC, accents and zero-width or other format
+    characters removed, look-alike letters of other scripts folded to Latin, case folded."""
+    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+    kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in ("Mn", "Me", "Cf"))
+    return kept.translate(_LOOK_ALIKES).casefold()
+
+
 def boundary_code(task: str, first: str, second: str) -> str:
     """A code word that depends on the task and the set of answers (not their order) and occurs in none of
-    them, whatever the letter case."""
+    them, whatever the letter case, nor in a form that only looks like it."""
     payload = json.dumps([task, sorted((first, second))], ensure_ascii=False)
+    seen = tuple(comparable(t) for t in (task, first, second))
     for attempt in range(1000):
         code = _code_word(hashlib.sha256(f"{attempt}:{payload}".encode()).digest())
-        if code_is_free(code, (task, first, second)):
+        if not any(code in t for t in seen):  # codes are plain lowercase Latin: their comparable form
             return code
     raise RuntimeError("no free boundary code")  # pragma: no cover - needs ~1000 planted collisions
 
 
 def code_is_free(code: str, texts: tuple[str, ...]) -> bool:
-    """True when no text contains the code, in any letter case (so no text can forge a tag carrying it)."""
-    return not any(code.lower() in t.lower() for t in texts)
+    """True when no text contains the code, in any letter case or look-alike form (a zero-width character in
+    it, a Cyrillic `о` for the Latin `o`), so no text can forge a tag that reads as one carrying it."""
+    key = comparable(code)
+    return not any(key in comparable(t) for t in texts)
 
 
 def open_tag(name: str, code: str) -> str:

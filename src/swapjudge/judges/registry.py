@@ -32,6 +32,17 @@ def backend_module(backend: str) -> ModuleType:
         ) from None
 
 
+def backend_options(backend: str) -> frozenset[str] | None:
+    """The keys under `judge:` a backend reads beyond the common ones; None when the backend cannot be loaded
+    here (its own error comes when it is used) or does not declare them."""
+    try:
+        module = backend_module(backend)
+    except ConfigError:
+        return None
+    options = getattr(module, "OPTIONS", None)
+    return None if options is None else frozenset(options)
+
+
 def supports_structured(backend: str) -> bool:
     return bool(getattr(backend_module(backend), "SUPPORTS_STRUCTURED", False))
 

@@ -14,6 +14,8 @@ from swapjudge.errors import ConfigError
 from swapjudge.judges.base import JudgeReply, JudgeRequest, Verdict
 
 SUPPORTS_STRUCTURED = False
+# Keys under `judge:` this backend reads beyond the common ones (JudgeConfig's fields).
+OPTIONS = frozenset({"replay_judge"})
 
 
 class ReplayJudge:

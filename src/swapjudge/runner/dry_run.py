@@ -12,7 +12,7 @@ from swapjudge.runner.plan import (
     CHARS_PER_TOKEN,
     expected_output_tokens,
 )
-from swapjudge.runner.pricing import call_cost, price_for
+from swapjudge.runner.pricing import call_cost, min_cacheable_tokens, price_for
 from swapjudge.runner.session import prepare
 from swapjudge.store import Store
 
@@ -29,6 +29,8 @@ class DryRunEstimate:
     input_tokens: int
     output_tokens: int
     shared_prefix_tokens: int
+    # The provider's minimum cacheable prefix (None: no provider prompt caching); a shorter prefix saves nothing.
+    prompt_cache_min_tokens: int | None
     model: str | None
     price_known: bool
     cost_usd: float | None
@@ -72,7 +74,9 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
     price = price_for(cfg.judge.model, cfg.prices, backend=cfg.judge.backend)
     cost = call_cost(price, input_tokens=in_tok, output_tokens=out_tok)
     saving = None
-    if price is not None and to_make:
+    min_cached = min_cacheable_tokens(cfg.judge.backend, cfg.judge.model)
+    cacheable = min_cached is not None and prefix >= min_cached
+    if price is not None and to_make and cacheable:
         cached_price = price.cached_input if price.cached_input is not None else price.input
         saving = prefix * (len(to_make) - 1) * (price.input - cached_price) / 1_000_000
         if cost is not None:
@@ -118,6 +122,7 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
         input_tokens=in_tok,
         output_tokens=out_tok,
         shared_prefix_tokens=prefix,
+        prompt_cache_min_tokens=min_cached,
         model=cfg.judge.model,
         price_known=price is not None,
         cost_usd=cost,

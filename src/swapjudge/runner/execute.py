@@ -7,10 +7,11 @@ import asyncio
 import contextlib
 import random
 import signal
+import sqlite3
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -24,8 +25,10 @@ from swapjudge.judges.base import (
     JudgeRequest,
     PermanentJudgeError,
     TransientJudgeError,
+    UnreachableJudgeError,
 )
 from swapjudge.judges.registry import create_judge
+from swapjudge.redact import redact
 from swapjudge.runner.outcome import RunStats
 from swapjudge.runner.plan import (
     PlannedCall,
@@ -38,6 +41,39 @@ from swapjudge.runner.ratelimit import RateLimiter
 from swapjudge.store import CallRecord, Store
 
 AfterCall = Callable[[PlannedCall], Awaitable[None]]
+
+
+class Abandoned(Exception):
+    """The run is stopping: this call sends nothing more (it stays missing and a resumed run makes it)."""
+
+
+class ServerUnreachableError(SwapjudgeError):
+    """The judge's server refused the connection (or its host does not resolve) before ever answering."""
+
+
+class ProviderBackoffError(SwapjudgeError):
+    """The provider asked to wait longer than the configured ceiling: the run stops, resumable."""
+
+
+@dataclass
+class Control:
+    """What the workers share about the run as a whole: stopping, whether the server has ever answered, and
+    the notes they print (each distinct note at most once every few seconds, not once per worker)."""
+
+    stop: asyncio.Event
+    console: Console | None = None
+    answered: bool = False
+    max_retry_after_s: float | None = None
+    last_said: dict[str, float] = field(default_factory=dict)
+
+    def note(self, text: str) -> None:
+        if self.console is None:
+            return
+        now = time.monotonic()
+        if now - self.last_said.get(text, -1e9) >= 5.0:
+            self.last_said[text] = now
+            self.console.print(text, highlight=False, markup=False)
+
 
 def resolved_judge_config(loaded: LoadedConfig) -> Any:
     """The judge config with its file paths (replay records, local .gguf model) resolved against the config file."""
@@ -85,7 +121,7 @@ def _record_from_reply(
         cached_input_tokens=reply.cached_input_tokens,
         latency_s=reply.latency_s,
         cost_usd=cost,
-        error=reply.error or error,
+        error=redact(reply.error) if reply.error else error,
         probabilities=reply.probabilities,
         settings=reply.settings,
         attempts=attempts,
@@ -103,20 +139,35 @@ async def call_with_retries(
     limiter: RateLimiter,
     est_tokens: float,
     on_attempt: Callable[[], None] | None = None,
+    control: Control | None = None,
 ) -> tuple[JudgeReply | None, str | None, int]:
-    """One judge call with retries on transient failures. Returns (reply, error, attempts)."""
+    """One judge call with retries on transient failures. Returns (reply, error, attempts).
+
+    With `control`: nothing is sent once the run is stopping (raises Abandoned); a server that refuses the
+    connection before it has ever answered stops the run (FatalJudgeError) instead of being retried; waits a
+    server asks for are capped at `max_backoff_s` and said on the terminal, and a wait above the control's
+    ceiling stops the run (ProviderBackoffError)."""
     last = ""
     for attempt in range(max_retries + 1):
         await limiter.acquire(est_tokens)
+        if control is not None and control.stop.is_set():
+            raise Abandoned
         if on_attempt is not None:
             on_attempt()
         retry_after: float | None = None
         try:
             async with asyncio.timeout(timeout_s):  # no extra task per call, unlike wait_for in 3.11
                 reply = await judge.judge(request)
+            if control is not None:
+                control.answered = True
             return reply, None, attempt + 1
         except TimeoutError:
             last = f"timed out after {timeout_s:g} s"
+        except UnreachableJudgeError as err:
+            if control is not None and not control.answered:
+                # Nothing listening, or no such host: every call would wait out its retries for nothing.
+                raise ServerUnreachableError(f"{err}: is the server running?") from None
+            last = str(err)
         except TransientJudgeError as err:
             last, retry_after = str(err), err.retry_after
         except PermanentJudgeError as err:
@@ -128,13 +179,25 @@ async def call_with_retries(
             return None, f"{type(err).__name__}: {err}", attempt + 1
         if attempt == max_retries:
             break
-        # Exponential backoff with full jitter; a server's Retry-After wins when it gives one.
-        delay = (
-            retry_after
-            if retry_after is not None
-            else min(max_backoff_s, backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
-        )
+        if retry_after is not None and control is not None:
+            ceiling = control.max_retry_after_s
+            if ceiling is not None and retry_after > ceiling:
+                raise ProviderBackoffError(
+                    f"the server asks to wait {retry_after:,.0f} s before the next request ({last}), more than "
+                    f"max_retry_after_s = {ceiling:g} s: stopped; every finished call is stored, run the same "
+                    "command again later to resume"
+                )
+        # Exponential backoff with full jitter; a server's Retry-After wins when it gives one, up to max_backoff_s.
+        if retry_after is not None:
+            delay = min(retry_after, max_backoff_s)
+            if control is not None:
+                capped = f", capped at max_backoff_s = {max_backoff_s:g} s" if retry_after > max_backoff_s else ""
+                control.note(f"waiting {delay:g} s as the server asks ({last}: Retry-After {retry_after:g} s{capped})")
+        else:
+            delay = min(max_backoff_s, backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
         await asyncio.sleep(delay)
+        if control is not None and control.stop.is_set():
+            raise Abandoned
     return None, f"gave up after {max_retries + 1} attempts: {last}", max_retries + 1
 
 
@@ -147,7 +210,9 @@ class _Context:
     stats: RunStats
     progress: CallProgress
     started: float
+    control: Control
     done: int = 0
+    in_flight: int = 0
 
 
 async def _process(
@@ -169,13 +234,16 @@ async def _process(
         limiter=limiter,
         est_tokens=estimated_tokens(head.request, expected_output_tokens(head.request)),
         on_attempt=count_attempt,
+        control=ctx.control,
     )
+    if error is not None:
+        error = redact(error)  # an echoed header in an error body must not reach the store
     records = [_record_from_reply(head, reply, error=error, attempts=attempts, source="api", price=ctx.price)]
     # Other calls of this run with the very same prompt reuse the reply (never paid twice).
     records += [
         _record_from_reply(c, reply, error=error, attempts=0, source="cache", price=ctx.price) for c in group[1:]
     ]
-    ctx.store.record_calls(ctx.run_id, records, judge_hash=ctx.judge_hash)
+    await record_paid(ctx.store, ctx.run_id, records, judge_hash=ctx.judge_hash, control=ctx.control)
     ctx.stats.made += 1
     for rec in records:
         ctx.done += 1
@@ -216,6 +284,25 @@ def identical_record(call: PlannedCall) -> CallRecord:
     return _stored(call, verdict="tie", source="identical", raw="(identical answers: no call made, counted as a tie)",
                    cost_usd=0.0)
 
+async def record_paid(store: Store, run_id: int, records: list[CallRecord], *, judge_hash: str,
+                      control: Control) -> None:
+    """Commit paid replies; while another process holds the store locked, keep them and retry the write (a paid
+    reply is never dropped)."""
+    delay = 0.2
+    while True:
+        try:
+            # A short wait for the lock: a long one would freeze every call in flight (and run out their timeouts).
+            store.record_calls(run_id, records, judge_hash=judge_hash, busy_timeout_s=0.05)
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) and "busy" not in str(err):
+                raise
+            control.note(f"the store {store.path} is locked by another process: keeping the paid replies and "
+                         "retrying the write")
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 2.0)
+
+
 async def execute_groups(
     loaded: LoadedConfig,
     store: Store,
@@ -229,17 +316,35 @@ async def execute_groups(
     handle_sigint: bool,
     after_call: AfterCall | None = None,
 ) -> bool:
+    """Make the calls. Returns True when a Ctrl-C stopped the run. The first Ctrl-C sends nothing new and
+    waits for the calls in flight (each up to its timeout) to store their replies; a second one abandons them."""
     jc = loaded.config.judge
     own_judge = judge is None
     active = judge if judge is not None else create_judge(resolved_judge_config(loaded))
     limiter = RateLimiter(jc.requests_per_minute, jc.tokens_per_minute)
     queue = deque(groups)
     total = sum(len(g) for g in groups)
-    stop = asyncio.Event()
+    control = Control(stop=asyncio.Event(), console=console, max_retry_after_s=jc.max_retry_after_s)
+    abandon = asyncio.Event()
+    interrupts = 0
     fatal: list[BaseException] = []
     loop = asyncio.get_running_loop()
+    ctx: _Context | None = None
+
+    def on_sigint() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        control.stop.set()
+        if interrupts == 1:
+            waiting = ctx.in_flight if ctx is not None else 0
+            if console is not None:
+                console.print(f"Ctrl-C: sending nothing new; waiting up to {jc.timeout_s:g} s for {waiting} call(s) "
+                              "in flight to store their replies (Ctrl-C again to abandon them)", highlight=False)
+        else:
+            abandon.set()
+
     if handle_sigint:
-        loop.add_signal_handler(signal.SIGINT, stop.set)
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
     try:
         with CallProgress(console, total, progress) as bar:
             ctx = _Context(
@@ -250,29 +355,37 @@ async def execute_groups(
                 stats=stats,
                 progress=bar,
                 started=time.perf_counter(),
+                control=control,
             )
+            context = ctx
 
             async def worker() -> None:
-                while queue and not stop.is_set():
+                while queue and not control.stop.is_set():
                     group = queue.popleft()
+                    context.in_flight += 1
                     try:
-                        await _process(ctx, active, group, limiter, loaded)
+                        await _process(context, active, group, limiter, loaded)
                         if after_call is not None:
                             await after_call(group[0])
+                    except Abandoned:
+                        return
                     except (FatalJudgeError, SwapjudgeError) as err:
                         fatal.append(err)
-                        stop.set()
+                        control.stop.set()
+                    finally:
+                        context.in_flight -= 1
 
             workers = [asyncio.create_task(worker()) for _ in range(min(jc.max_concurrency, len(groups)))]
-            stopper = asyncio.create_task(stop.wait())
+            abandoner = asyncio.create_task(abandon.wait())
             everything = asyncio.gather(*workers)
-            waitables: set[asyncio.Future[Any]] = {everything, stopper}
+            # Workers end by themselves once stopping (their calls in flight stored); a second Ctrl-C cuts them.
+            waitables: set[asyncio.Future[Any]] = {everything, abandoner}
             await asyncio.wait(waitables, return_when=asyncio.FIRST_COMPLETED)
-            interrupted = stop.is_set() and not fatal
+            interrupted = interrupts > 0 and not fatal
             for task in workers:
                 task.cancel()
-            stopper.cancel()
-            await asyncio.gather(*workers, stopper, return_exceptions=True)
+            abandoner.cancel()
+            await asyncio.gather(*workers, abandoner, return_exceptions=True)
             with contextlib.suppress(asyncio.CancelledError):
                 await everything  # retrieve its outcome so asyncio does not log it
     finally:
@@ -281,5 +394,7 @@ async def execute_groups(
         if own_judge:
             await active.aclose()
     if fatal:
-        raise SwapjudgeError(f"the run stopped: {fatal[0]}")
+        if isinstance(fatal[0], SwapjudgeError):
+            raise fatal[0]
+        raise SwapjudgeError(f"the run stopped: {redact(str(fatal[0]))}")
     return interrupted

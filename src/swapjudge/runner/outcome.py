@@ -20,6 +20,8 @@ class RunStats:
     unparsed: int = 0
     spend_usd: float = 0.0
     spend_known: bool = True
+    retried_unparsed: int = 0  # calls set aside by --retry-unparsed and asked again
+    unparsed_stored: int = 0  # the run's stored calls without a parsable verdict, at its end
     adaptive_skipped: int = 0  # swapped calls not made (adaptive swapping); nothing is stored for them
 
     def to_dict(self) -> dict[str, Any]:

@@ -25,6 +25,21 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 
+def min_cacheable_tokens(backend: str | None, model: str | None) -> int | None:
+    """The shortest prompt prefix a provider caches (tokens): shorter prefixes are never read from its prompt
+    cache, so they save nothing. None for a backend without provider prompt caching. From the providers'
+    documentation: OpenAI caches prompts of 1,024 tokens or more; Anthropic's minimum is 1,024 tokens for
+    Sonnet and Opus models, 2,048 for Claude 3 and 3.5 Haiku, 4,096 for Claude Haiku 4.5."""
+    name = (model or "").lower()
+    if backend == "openai":
+        return 1024
+    if backend == "anthropic":
+        if "haiku" in name:
+            return 4096 if "haiku-4" in name else 2048
+        return 1024
+    return None
+
+
 # Backends that run in this process or read stored replies: nothing is paid per token.
 FREE_BACKENDS = frozenset({"local", "replay"})
 FREE = Price(input=0.0, output=0.0, cached_input=0.0)

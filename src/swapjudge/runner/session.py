@@ -22,6 +22,7 @@ from swapjudge.judges.base import (
 from swapjudge.judges.registry import create_judge, supports_structured
 from swapjudge.runner.adaptive import second_calls_to_make
 from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, identical_record, resolved_judge_config
+from swapjudge.runner.lock import Owner, RunLock, lock_path
 from swapjudge.runner.outcome import RunOutcome, RunStats
 from swapjudge.runner.plan import (
     Plan,
@@ -46,20 +47,31 @@ async def run_async(
     progress: bool = True,
     handle_sigint: bool = False,
     after_call: AfterCall | None = None,
+    wait: bool = False,
+    retry_unparsed: bool = False,
 ) -> RunOutcome:
     """Judge the configured pairs. Resumes the unfinished run of the same configuration if there is one.
     `after_call` is awaited after each call is made and stored (not for calls served from the store or cache),
     on the same worker, before that worker's next call: e.g. the live identical probe runs a self-pair call
-    there, right after the call that shares its prefix, so a local judge's KV cache serves both."""
+    there, right after the call that shares its prefix, so a local judge's KV cache serves both.
+    One process at a time owns a run (configuration and pairs): a second one raises RunLockedError, or with
+    `wait` waits for the first to end. `retry_unparsed` asks the judge again for the calls of the latest run of
+    this configuration whose reply had no parsable verdict (the old replies are kept in `superseded_calls`)."""
     cfg = loaded.config
     started = time.perf_counter()
     pairs, plan = prepare(loaded)
     path = loaded.store_path(store_path)
     stats = RunStats(planned=len(plan.calls))
     store = Store(path)
+    lock = RunLock(lock_path(path, f"{loaded.config_hash}:{pairs.digest}"))
     try:
+        _own_run(lock, wait=wait, console=console)
         config_hash = loaded.config_hash
         run_id = store.resumable_run(config_hash, pairs.digest)
+        if retry_unparsed:
+            run_id = store.latest_run_of(config_hash, pairs.digest)
+            if run_id is not None:
+                stats.retried_unparsed = store.supersede_unparsed(run_id, loaded.judge_hash)
         resumed = run_id is not None
         if run_id is None:
             run_id = store.create_run(
@@ -129,6 +141,7 @@ async def run_async(
         finally:
             if own_judge and active is not None:
                 await active.aclose()
+        stats.unparsed_stored = store.unparsed_count(run_id)
         status = "interrupted" if interrupted else ("done" if stats.failed == 0 else "incomplete")
         store.finish_run(run_id, status)
         return RunOutcome(
@@ -142,7 +155,21 @@ async def run_async(
             orders=cfg.orders,
         )
     finally:
+        lock.release()
         store.close()
+
+
+def _own_run(lock: RunLock, *, wait: bool, console: Console | None) -> None:
+    """Take the run's lock (before reading what is stored, so two processes never plan the same calls)."""
+
+    def waiting(owner: Owner) -> None:
+        if console is not None:
+            console.print(f"waiting for {owner.describe()}, which is judging this run ...", highlight=False)
+
+    lock.acquire(wait=wait, on_wait=waiting)
+    if lock.took_over is not None and console is not None:
+        console.print(f"took over the run from {lock.took_over.describe()}, which ended without releasing it",
+                      highlight=False)
 
 def run(loaded: LoadedConfig, **kwargs: Any) -> RunOutcome:
     return asyncio.run(run_async(loaded, **kwargs))

@@ -21,6 +21,21 @@ class StoreReader(StoreFile):
         ).fetchone()
         return None if row is None else int(row[0])
 
+    def latest_run_of(self, config_hash: str, pairs_digest: str) -> int | None:
+        """The latest run of this exact configuration and pairs file, finished or not."""
+        row = self._db.execute(
+            "SELECT id FROM runs WHERE config_hash=? AND pairs_digest=? ORDER BY id DESC LIMIT 1",
+            (config_hash, pairs_digest),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def unparsed_count(self, run_id: int) -> int:
+        """Stored calls of a run whose reply had no parsable verdict (and no error)."""
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM calls WHERE run_id=? AND verdict IS NULL AND error IS NULL", (run_id,)
+        ).fetchone()
+        return int(row[0])
+
     def _run_from_row(self, row: Sequence[Any]) -> RunInfo:
         return RunInfo(
             id=row[0],

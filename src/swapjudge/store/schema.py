@@ -18,6 +18,7 @@ from typing import Any, Self
 from swapjudge.errors import SwapjudgeError
 
 SCHEMA_VERSION = "2"
+BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
 
 # Run provenance added in schema 2 (run history): what makes two runs comparable. Added to a store made by
 # schema 1 with ALTER TABLE and filled from each run's stored configuration (pair_set_hash stays unknown there).
@@ -73,6 +74,30 @@ CREATE TABLE IF NOT EXISTS calls (
     source TEXT NOT NULL,
     created_at TEXT NOT NULL,
     PRIMARY KEY (run_id, round, item, first, second)
+);
+CREATE TABLE IF NOT EXISTS superseded_calls (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    round INTEGER NOT NULL DEFAULT 0,
+    item TEXT NOT NULL,
+    first TEXT NOT NULL,
+    second TEXT NOT NULL,
+    order_index INTEGER NOT NULL,
+    label TEXT,
+    prompt_hash TEXT,
+    verdict TEXT,
+    raw TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cached_input_tokens INTEGER,
+    latency_s REAL,
+    cost_usd REAL,
+    error TEXT,
+    probabilities TEXT,
+    settings TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    superseded_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS cache (
     judge_hash TEXT NOT NULL,
@@ -224,7 +249,10 @@ class StoreFile:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        except OSError as err:
+            raise SwapjudgeError(f"{self.path}: cannot create the store's folder: {err.strerror}") from None
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a committed transaction survives a killed process (not a power cut).
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -232,6 +260,9 @@ class StoreFile:
             self._db.executescript(_SCHEMA)
             self._migrate()
         except sqlite3.DatabaseError as err:
+            if "locked" in str(err):
+                raise SwapjudgeError(f"{self.path}: the store is locked by another process ({err}) for more than "
+                                     f"{BUSY_TIMEOUT_S:g} s; run again when it is free") from None
             raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
 
     def _migrate(self) -> None:

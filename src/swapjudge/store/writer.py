@@ -6,7 +6,15 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from swapjudge.store.schema import PROVENANCE_COLUMNS, CallRecord, StoreFile, _dumps, _now, _provenance_of_stored
+from swapjudge.store.schema import (
+    BUSY_TIMEOUT_S,
+    PROVENANCE_COLUMNS,
+    CallRecord,
+    StoreFile,
+    _dumps,
+    _now,
+    _provenance_of_stored,
+)
 
 
 class StoreWriter(StoreFile):
@@ -58,6 +66,24 @@ class StoreWriter(StoreFile):
 
     def mark_running(self, run_id: int) -> None:
         self._db.execute("UPDATE runs SET status='running', ended_at=NULL WHERE id=?", (run_id,))
+
+    def supersede_unparsed(self, run_id: int, judge_hash: str) -> int:
+        """Set aside a run's calls whose reply had no parsable verdict, so that they are asked again: the old rows
+        move to `superseded_calls` (kept for the audit) and their replies leave the cache. Returns how many."""
+        db = self._db
+        where = "run_id=? AND verdict IS NULL AND error IS NULL AND source != 'identical'"
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            hashes = [r[0] for r in db.execute(f"SELECT prompt_hash FROM calls WHERE {where}", (run_id,))]
+            db.execute(f"INSERT INTO superseded_calls SELECT *, ? FROM calls WHERE {where}", (_now(), run_id))
+            db.execute(f"DELETE FROM calls WHERE {where}", (run_id,))
+            db.executemany("DELETE FROM cache WHERE judge_hash=? AND prompt_hash=?",
+                           [(judge_hash, h) for h in hashes if h])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return len(hashes)
 
     def finish_run(self, run_id: int, status: str) -> None:
         self._db.execute("UPDATE runs SET status=?, ended_at=? WHERE id=?", (status, _now(), run_id))
@@ -122,7 +148,20 @@ class StoreWriter(StoreFile):
         """Store one call (and, given `judge_hash` and no error, its reply in the cache) atomically."""
         self.record_calls(run_id, [call], judge_hash=judge_hash)
 
-    def record_calls(self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None) -> None:
+    def record_calls(self, run_id: int, calls: Iterable[CallRecord], *, judge_hash: str | None = None,
+                     busy_timeout_s: float | None = None) -> None:
+        """Store calls in one transaction. `busy_timeout_s` overrides how long to wait for another process's
+        write lock (the runner waits briefly and retries without blocking its event loop)."""
+        if busy_timeout_s is None:
+            self._record_calls(run_id, calls, judge_hash)
+            return
+        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        try:
+            self._record_calls(run_id, calls, judge_hash)
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+
+    def _record_calls(self, run_id: int, calls: Iterable[CallRecord], judge_hash: str | None) -> None:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
