@@ -90,6 +90,8 @@ def run_command(
     output: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="How to print the analysis.")
     ] = OutputFormat.text,
+    no_wait: Annotated[bool, typer.Option(
+        "--no-wait", help="With judge.batch: submit the batches and exit; the same command collects them.")] = False,
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached."""
@@ -97,7 +99,13 @@ def run_command(
     if dry_run:
         _print_estimate(estimate(loaded, store_path=store))
         return
-    outcome = run(loaded, store_path=store, console=stderr, progress=progress, handle_sigint=True)
+    outcome = run(loaded, store_path=store, console=stderr, progress=progress, handle_sigint=True,
+                  batch_wait=not no_wait)
+    if outcome.batch_waiting:
+        verb = "waiting for" if loaded.config.judge.batch == "files" else "submitted"
+        print(f"{verb} {outcome.batch_requests_in_flight:,} requests in {outcome.batches_in_flight:,} batches; "
+              "run the same command to collect")
+        return
     stderr.print(_summary(outcome), highlight=False)
     if outcome.interrupted:
         stderr.print(
@@ -166,11 +174,16 @@ def runs_command(
     store: StoreOpt = None,
     output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
 ) -> None:
-    """List the runs in the store."""
+    """List the runs in the store, with their provider batches."""
     with _open_existing(store) as st:
         infos = st.runs()
+        batches = st.submissions()
+    by_run: dict[int, list[Any]] = {}
+    for b in batches:
+        by_run.setdefault(b.run_id, []).append(b)
     if output is OutputFormat.json:
-        print(json.dumps([{k: v for k, v in i.to_dict().items() if k != "config"} for i in infos], indent=2))
+        print(json.dumps([{**{k: v for k, v in i.to_dict().items() if k != "config"},
+                           "batches": [b.to_dict() for b in by_run.get(i.id, [])]} for i in infos], indent=2))
         return
     table = Table(box=None, header_style="bold")
     for col in ("run", "started (UTC)", "status", "judge", "calls", "failed", "spend", "config"):
@@ -187,6 +200,13 @@ def runs_command(
             i.config_hash[:10],
         )
     stdout.print(table)
+    for run_id, subs in sorted(by_run.items()):
+        stdout.print(f"run {run_id} batches:", highlight=False)
+        for b in subs:
+            counts = ", ".join(f"{k} {v:,}" for k, v in sorted(b.counts.items())) or "no counts yet"
+            stdout.print(f"  {b.provider} {b.batch_id or '(not yet known at the provider)'}: wave {b.wave + 1}, "
+                         f"{b.requests:,} requests, {b.status} ({b.provider_status or '-'}; {counts})",
+                         highlight=False)
 
 
 @app.command("export")

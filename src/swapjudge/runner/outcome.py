@@ -21,6 +21,7 @@ class RunStats:
     spend_usd: float = 0.0
     spend_known: bool = True
     adaptive_skipped: int = 0  # swapped calls not made (adaptive swapping); nothing is stored for them
+    batch_failed_requests: int = 0  # batch requests that came back errored, expired or canceled (then retried)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -37,7 +38,14 @@ class RunOutcome:
     seed: str
     orders: str
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # Submitted provider batches not waited for (`--no-wait`): the same command collects them later.
+    batch_requests_in_flight: int = 0
+    batches_in_flight: int = 0
+
+    @property
+    def batch_waiting(self) -> bool:
+        return self.batches_in_flight > 0
 
     @property
     def complete(self) -> bool:
-        return not self.interrupted and self.stats.failed == 0
+        return not self.interrupted and self.stats.failed == 0 and not self.batch_waiting
