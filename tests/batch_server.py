@@ -11,7 +11,7 @@ after_id]`; `GET /v1/messages/batches/{id}` (processing_status in_progress|cance
 succeeded | errored | canceled | expired).
 
 Each request's reply comes from the synchronous fake judge (`JudgeServer.handle`), so verdicts are the ones a
-synchronous run gets. A batch ends after `polls_to_end` status reads. Faults: `outcome(custom_id) -> None |
+synchronous run gets. A batch ends after `polls_to_end` reads of its state (status or listing). Faults: `outcome(custom_id) -> None |
 "errored" | "expired" | "canceled"` per request; `end_as` ends the first batch expired or cancelled with the requests
 `outcome` does not fail processed (partial results kept). `received` counts each call (the custom_id's part
 after the submission key) over every created batch; limits reject oversized batches with a 400.
@@ -238,6 +238,12 @@ class BatchServer:
                 "expires_at": _rfc3339(b["created"] + 86400), "cancel_initiated_at": None, "archived_at": None,
                 "results_url": f"{self.anthropic_url}/v1/messages/batches/{bid}/results" if b["ended"] else None}
 
+    def _tick(self, bid: str) -> None:
+        b = self.batches[bid]
+        b["polls"] += 1
+        if not b["ended"] and b["polls"] >= self.polls_to_end:
+            self._end(bid)
+
     def get(self, path: str) -> tuple[int, bytes, str]:
         parts = urlsplit(path)
         route, query = parts.path, parse_qs(parts.query)
@@ -256,6 +262,8 @@ class BatchServer:
                     ids = ids[ids.index(cursor) + 1:]
                 limit = int((query.get("limit") or ["20"])[0])
                 page = ids[:limit]
+                for b in page:  # a listing reads each batch's state too: it advances like a status read
+                    self._tick(b)
                 data = [self._object(b) for b in page]
                 return 200, json.dumps({"object": "list", "data": data, "has_more": len(ids) > limit,
                                         "first_id": page[0] if page else None,
@@ -277,10 +285,7 @@ class BatchServer:
                 return 200, b"".join(lines), "application/binary"
             bid = segs[-1]
             if bid in self.batches:
-                b = self.batches[bid]
-                b["polls"] += 1
-                if not b["ended"] and b["polls"] >= self.polls_to_end:
-                    self._end(bid)
+                self._tick(bid)
                 return 200, json.dumps(self._object(bid)).encode(), "application/json"
         return 404, b'{"error": {"message": "no route"}}', "application/json"
 

@@ -278,3 +278,28 @@ def test_batch_is_refused_for_other_backends(tmp_path: Path) -> None:
     out = _cli(tmp_path, "run", str(cfg))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "`batch` is for the openai and anthropic backends" in out.stderr
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_dry_run_on_1000_pairs_prints_three_costs(tmp_path: Path, backend: str) -> None:
+    from swapjudge.runner.dry_run import estimate
+
+    write_pairs(tmp_path, 1000)
+    cfg = write_config(tmp_path, backend=backend, base_url="http://127.0.0.1:9", prices=PRICES)
+    est = estimate(load_config(cfg))
+    assert est.calls_to_make == 2000
+    # Independently: the batch price is half of every rate, so the uncached batch cost is half the list cost.
+    list_cost = (est.input_tokens * 2.0 + est.output_tokens * 8.0) / 1e6
+    assert est.batch_cost_usd == pytest.approx(list_cost / 2, rel=1e-12)
+    saving = est.shared_prefix_tokens * 1999 * (2.0 - 0.5) / 1e6  # the synchronous prompt-cache saving
+    assert est.cost_usd == pytest.approx(list_cost - saving, rel=1e-12)
+    expected_cached = list_cost / 2 - saving / 2 if backend == "anthropic" else list_cost / 2
+    assert est.batch_cached_cost_usd == pytest.approx(expected_cached, rel=1e-12)
+    out = _cli(tmp_path, "run", str(cfg), "--dry-run")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    i = next(n for n, x in enumerate(lines) if "three ways" in x)
+    assert lines[i + 1].split() == ["synchronous,", "with", "prompt", "caching:", f"${est.cost_usd:,.4f}"]
+    assert lines[i + 2].split() == ["batch,", "no", "prompt", "caching:", f"${est.batch_cost_usd:,.4f}"]
+    assert lines[i + 3].split() == ["batch", "with", "prompt", "caching:", f"${est.batch_cached_cost_usd:,.4f}"]
+    print("\n".join(lines[i:i + 4]))

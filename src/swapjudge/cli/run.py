@@ -52,6 +52,13 @@ def _print_estimate(est: DryRunEstimate) -> None:
             f"  of which prompt caching saves: {_money(est.prompt_cache_saving_usd)} "
             f"(shared prefix ~{est.shared_prefix_tokens:,} tokens, cached after the first call)"
         )
+    if est.batch_cost_usd is not None:
+        lines += [
+            "  the same calls three ways (batch: judge.batch true, results within 24 h):",
+            f"    synchronous, with prompt caching: {_money(est.cost_usd)}",
+            f"    batch, no prompt caching:         {_money(est.batch_cost_usd)}",
+            f"    batch with prompt caching:        {_money(est.batch_cached_cost_usd)}",
+        ]
     if est.store_cache_saving_usd is not None and est.cached:
         lines.append(f"  the store's cache saves: {_money(est.store_cache_saving_usd)}")
     if est.orders == "random":
