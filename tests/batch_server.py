@@ -11,10 +11,10 @@ after_id]`; `GET /v1/messages/batches/{id}` (processing_status in_progress|cance
 succeeded | errored | canceled | expired).
 
 Each request's reply comes from the synchronous fake judge (`JudgeServer.handle`), so verdicts are the ones a
-synchronous run gets. A batch ends after `polls_to_end` reads of its state (status or listing). Faults: `outcome(custom_id) -> None |
-"errored" | "expired" | "canceled"` per request; `end_as` ends the first batch expired or cancelled with the requests
-`outcome` does not fail processed (partial results kept). `received` counts each call (the custom_id's part
-after the submission key) over every created batch; limits reject oversized batches with a 400.
+synchronous run gets. A batch ends after `polls_to_end` reads of its state (status or listing).
+Faults: `outcome(custom_id) -> None | "errored" | "expired" | "canceled"` per request; `end_as` ends the first
+batch expired or cancelled, half of it processed (partial results). `received` counts each call (the custom_id's
+part after the submission key) over every created batch; limits reject oversized batches with a 400.
 """
 
 from __future__ import annotations

@@ -83,7 +83,9 @@ class BatchLedger(StoreFile):
         if where:
             sql += " WHERE " + " AND ".join(where)
         rows = self._db.execute(sql + " ORDER BY planned_at, key", args).fetchall()
-        return [Submission(*r[:10], counts=json.loads(r[10] or "{}")) for r in rows]
+        return [Submission(key=r[0], run_id=int(r[1]), provider=r[2], wave=int(r[3]), requests=int(r[4]),
+                           planned_at=float(r[5]), file_id=r[6], batch_id=r[7], status=r[8], provider_status=r[9],
+                           counts=json.loads(r[10] or "{}")) for r in rows]
 
     def known_batch_ids(self) -> set[str]:
         return {r[0] for r in self._db.execute("SELECT batch_id FROM batch_submissions WHERE batch_id IS NOT NULL")}

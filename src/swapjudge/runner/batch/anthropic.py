@@ -5,10 +5,11 @@ unknown batch is recognised only from its results."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 from swapjudge.judges._http import check_response, require_httpx
 from swapjudge.judges.anthropic import API_VERSION
@@ -35,7 +36,7 @@ def parse_result_line(line: bytes | str) -> ResultLine | None:
         return ResultLine(cid, result["message"])
     if kind == "errored":
         err = result.get("error") or {}
-        inner = err.get("error") if isinstance(err.get("error"), dict) else err
+        inner: dict[str, Any] = err["error"] if isinstance(err.get("error"), dict) else err
         return ResultLine(cid, None, failure=f"errored: {inner.get('type', '')}: {inner.get('message', '')}")
     return ResultLine(cid, None, failure=str(kind))  # canceled, expired
 
@@ -67,6 +68,12 @@ class AnthropicBatches:
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return json.dumps({"custom_id": cid, "params": body}, separators=(",", ":")).encode()
 
+    def write_payload(self, lines: Iterable[bytes], fh: BinaryIO) -> None:
+        fh.write(b'{"requests":[')
+        for i, line in enumerate(lines):
+            fh.write(b"," + line if i else line)
+        fh.write(b"]}")
+
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         import httpx
 
@@ -76,10 +83,9 @@ class AnthropicBatches:
             raise TransientJudgeError(f"anthropic batch: connection failed ({type(err).__name__})") from None
         return check_response(response, "anthropic batch")
 
-    async def submit(self, sub: Submission, lines: Sequence[bytes], on_uploaded: Callable[[str], None]) -> str:
+    async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         fault_point("before_upload")
-        content = b'{"requests":[' + b",".join(lines) + b"]}"
-        created = await self._json("POST", "v1/messages/batches", content=content,
+        created = await self._json("POST", "v1/messages/batches", content=payload.read(),
                                    headers={"content-type": "application/json"})
         fault_point("after_create")
         return str(created["id"])
@@ -93,7 +99,7 @@ class AnthropicBatches:
             params: dict[str, Any] = {"limit": 100}
             if after:
                 params["after_id"] = after
-            page = await with_retries(lambda p=params: self._json("GET", "v1/messages/batches", params=p))
+            page = await with_retries(functools.partial(self._json, "GET", "v1/messages/batches", params=dict(params)))
             data = page.get("data") or []
             for b in data:
                 bid = str(b["id"])

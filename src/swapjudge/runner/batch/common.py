@@ -9,9 +9,9 @@ import os
 import random
 import signal
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from swapjudge.judges.base import TransientJudgeError
 from swapjudge.store.batches import CallKey, Submission
@@ -78,7 +78,11 @@ class BatchProvider(Protocol):
 
     def line(self, cid: str, body: dict[str, Any]) -> bytes: ...
 
-    async def submit(self, sub: Submission, lines: Sequence[bytes], on_uploaded: Callable[[str], None]) -> str: ...
+    def write_payload(self, lines: Iterable[bytes], fh: BinaryIO) -> None:
+        """The batch as the provider takes it (a JSONL file, or a JSON request body), written to `fh`."""
+        ...
+
+    async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str: ...
 
     async def find(self, sub: Submission, known: set[str]) -> str | None: ...
 
@@ -90,11 +94,13 @@ class BatchProvider(Protocol):
 
 
 def split(entries: Iterable[tuple[CallKey, dict[str, Any]]], provider: BatchProvider,
-          new_key: Callable[[], str] = new_submission_key) -> list[tuple[str, list[tuple[str, bytes]]]]:
-    """Cut (call, request body) into batches within the provider's request and byte limits. Each batch gets its
-    own key, and each request's custom_id carries it."""
-    out: list[tuple[str, list[tuple[str, bytes]]]] = []
-    key, chunk, size = new_key(), [], 0
+          new_key: Callable[[], str] = new_submission_key) -> list[tuple[str, list[tuple[str, int]]]]:
+    """Cut (call, request body) into batches within the provider's request and byte limits: (key, [(custom_id,
+    line size)]) per batch. Each batch gets its own key, and each request's custom_id carries it. Lines are
+    measured, not kept: a submission's payload is written from the ledger when it is sent."""
+    out: list[tuple[str, list[tuple[str, int]]]] = []
+    chunk: list[tuple[str, int]] = []
+    key, size = new_key(), 0
     for call, body in entries:
         cid = custom_id(key, call)
         data = provider.line(cid, body)
@@ -106,7 +112,7 @@ def split(entries: Iterable[tuple[CallKey, dict[str, Any]]], provider: BatchProv
             data = provider.line(cid, body)
         if len(data) + provider.line_overhead > provider.max_bytes:
             raise ValueError(f"one request is {len(data):,} bytes, over the batch limit of {provider.max_bytes:,}")
-        chunk.append((cid, data))
+        chunk.append((cid, len(data)))
         size += len(data) + provider.line_overhead
     if chunk:
         out.append((key, chunk))

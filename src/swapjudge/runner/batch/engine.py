@@ -12,8 +12,9 @@ Order of work, each step committed before the next, so a process killed anywhere
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,41 +113,33 @@ class _Run:
         self.provider, self.bodies, self.console, self.progress = provider, bodies, console, progress
         self.price = batch_call_price(loaded)
         self.started = time.monotonic()
-        self.lines: dict[str, list[bytes]] = {}  # key -> request lines of submissions planned by this process
 
     # ---- submitting ----------------------------------------------------------------------------------------
 
-    def plan_submissions(self, calls: Sequence[PlannedCall], wave: int) -> list[Submission]:
+    def plan_submissions(self, calls: Sequence[PlannedCall], wave: int) -> None:
         """Commit new submissions for `calls` (one request per distinct prompt) before anything is sent."""
         groups: dict[str, list[PlannedCall]] = {}
         for c in calls:
             groups.setdefault(c.request.prompt_hash, []).append(c)
-        heads = [(g[0].key, self.bodies.body(g[0].request)) for g in groups.values()]
-        members = {g[0].key: [c.key for c in g] for g in groups.values()}
-        out: list[Submission] = []
+        heads = [g[0] for g in groups.values()]
+        chunks = split(((h.key, self.bodies.body(h.request)) for h in heads), self.provider)
         now = time.time()
-        for key, chunk in split(heads, self.provider):
-            rows = []
-            for (head, _), (cid, _) in zip(heads[: len(chunk)], chunk, strict=True):
-                rows += [(cid, k) for k in members[head]]
-            heads = heads[len(chunk):]
+        start = 0
+        for key, chunk in chunks:
+            rows: list[tuple[str, CallKey]] = []
+            for head, (cid, _) in zip(heads[start:start + len(chunk)], chunk, strict=True):
+                rows += [(cid, c.key) for c in groups[head.request.prompt_hash]]
+            start += len(chunk)
             self.store.plan_submission(run_id=self.run_id, key=key, provider=self.provider.name, wave=wave,
                                        planned_at=now, rows=rows)
-            self.lines[key] = [data for _, data in chunk]
-        out = [s for s in self.store.submissions(self.run_id, ("planned",)) if s.key in self.lines]
-        return out
 
-    def _lines_of(self, sub: Submission) -> list[bytes]:
-        """A submission's request lines, rebuilt from the ledger after a restart (same prompts, same bodies)."""
-        if sub.key in self.lines:
-            return self.lines[sub.key]
-        out = []
+    def _lines_of(self, sub: Submission) -> Iterator[bytes]:
+        """A submission's request lines, built from the ledger (same prompts, same bodies after a restart)."""
         for cid, keys in self.store.requests_of(sub.key).items():
             call = self.plan.get(keys[0])
             if call is None:
                 raise SwapjudgeError(f"batch {sub.key}: a planned call is no longer in this run's plan")
-            out.append(self.provider.line(cid, self.bodies.body(call.request)))
-        return out
+            yield self.provider.line(cid, self.bodies.body(call.request))
 
     async def settle(self, sub: Submission) -> bool:
         """Make sure a planned submission exists at the provider exactly once. False: wait (Anthropic: a recent
@@ -155,8 +148,11 @@ class _Run:
         if found == WAIT:
             return False
         if found is None:
-            found = await self.provider.submit(
-                sub, self._lines_of(sub), lambda fid: self.store.update_submission(sub.key, file_id=fid))
+            with tempfile.TemporaryFile() as payload:  # streamed from disk: a batch can be hundreds of MB
+                self.provider.write_payload(self._lines_of(sub), payload)
+                payload.seek(0)
+                found = await self.provider.submit(
+                    sub, payload, lambda fid: self.store.update_submission(sub.key, file_id=fid))
         self.store.update_submission(sub.key, batch_id=found, status="submitted", provider_status="submitted")
         return True
 

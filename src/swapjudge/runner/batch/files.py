@@ -7,11 +7,12 @@ For a submission KEY the request file is `swapjudge-KEY.requests.jsonl`; the eng
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+import os
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from swapjudge.core.textfiles import write_atomic
 from swapjudge.runner.batch.common import BatchState, ResultLine, fault_point
 from swapjudge.runner.batch.openai import chat_line, parse_output_line
 from swapjudge.store.batches import Submission
@@ -41,10 +42,18 @@ class FileBatches:
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return chat_line(cid, body)
 
-    async def submit(self, sub: Submission, lines: Sequence[bytes], on_uploaded: Callable[[str], None]) -> str:
+    def write_payload(self, lines: Iterable[bytes], fh: BinaryIO) -> None:
+        for line in lines:
+            fh.write(line)
+
+    async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         fault_point("before_upload")
         self.directory.mkdir(parents=True, exist_ok=True)
-        write_atomic(request_file(self.directory, sub.key), b"".join(lines).decode())
+        target = request_file(self.directory, sub.key)
+        partial = target.with_suffix(".partial")
+        with partial.open("wb") as out:  # the engine sees the whole file or none (rename is atomic)
+            shutil.copyfileobj(payload, out)
+        os.replace(partial, target)
         fault_point("after_create")
         return request_file(self.directory, sub.key).name
 

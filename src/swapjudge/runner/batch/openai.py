@@ -5,9 +5,10 @@ what vLLM's run_batch reads and writes (see `files`)."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, BinaryIO
 
 from swapjudge.judges._http import check_response, require_httpx
 from swapjudge.judges.base import TransientJudgeError
@@ -68,6 +69,10 @@ class OpenAIBatches:
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return chat_line(cid, body)
 
+    def write_payload(self, lines: Iterable[bytes], fh: BinaryIO) -> None:
+        for line in lines:
+            fh.write(line)
+
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         import httpx
 
@@ -77,12 +82,12 @@ class OpenAIBatches:
             raise TransientJudgeError(f"openai batch: connection failed ({type(err).__name__})") from None
         return check_response(response, "openai batch")
 
-    async def submit(self, sub: Submission, lines: Sequence[bytes], on_uploaded: Callable[[str], None]) -> str:
+    async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         file_id = sub.file_id
         if file_id is None:
             fault_point("before_upload")
             uploaded = await self._json("POST", "files", data={"purpose": "batch"},
-                                        files={"file": (f"{sub.key}.jsonl", b"".join(lines), "application/jsonl")})
+                                        files={"file": (f"{sub.key}.jsonl", payload, "application/jsonl")})
             file_id = str(uploaded["id"])
             fault_point("after_upload")
             on_uploaded(file_id)
@@ -99,7 +104,7 @@ class OpenAIBatches:
             params: dict[str, Any] = {"limit": 100}
             if after:
                 params["after"] = after
-            page = await with_retries(lambda p=params: self._json("GET", "batches", params=p))
+            page = await with_retries(functools.partial(self._json, "GET", "batches", params=dict(params)))
             data = page.get("data") or []
             for b in data:
                 if (b.get("metadata") or {}).get(METADATA_KEY) == sub.key:
