@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any, BinaryIO
 
@@ -68,12 +68,6 @@ class AnthropicBatches:
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return json.dumps({"custom_id": cid, "params": body}, separators=(",", ":")).encode()
 
-    def write_payload(self, lines: Iterable[bytes], fh: BinaryIO) -> None:
-        fh.write(b'{"requests":[')
-        for i, line in enumerate(lines):
-            fh.write(b"," + line if i else line)
-        fh.write(b"]}")
-
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         import httpx
 
@@ -85,7 +79,8 @@ class AnthropicBatches:
 
     async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         fault_point("before_upload")
-        created = await self._json("POST", "v1/messages/batches", content=payload.read(),
+        content = b'{"requests":[' + b",".join(line.rstrip(b"\n") for line in payload if line.strip()) + b"]}"
+        created = await self._json("POST", "v1/messages/batches", content=content,
                                    headers={"content-type": "application/json"})
         fault_point("after_create")
         return str(created["id"])

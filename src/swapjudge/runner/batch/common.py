@@ -78,11 +78,9 @@ class BatchProvider(Protocol):
 
     def line(self, cid: str, body: dict[str, Any]) -> bytes: ...
 
-    def write_payload(self, lines: Iterable[bytes], fh: BinaryIO) -> None:
-        """The batch as the provider takes it (a JSONL file, or a JSON request body), written to `fh`."""
+    async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
+        """Send a batch; `payload` holds its request lines, one per line (JSONL)."""
         ...
-
-    async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str: ...
 
     async def find(self, sub: Submission, known: set[str]) -> str | None: ...
 
@@ -94,10 +92,11 @@ class BatchProvider(Protocol):
 
 
 def split(entries: Iterable[tuple[CallKey, dict[str, Any]]], provider: BatchProvider,
-          new_key: Callable[[], str] = new_submission_key) -> list[tuple[str, list[tuple[str, int]]]]:
+          new_key: Callable[[], str] = new_submission_key,
+          sink: Callable[[str, bytes], None] | None = None) -> list[tuple[str, list[tuple[str, int]]]]:
     """Cut (call, request body) into batches within the provider's request and byte limits: (key, [(custom_id,
-    line size)]) per batch. Each batch gets its own key, and each request's custom_id carries it. Lines are
-    measured, not kept: a submission's payload is written from the ledger when it is sent."""
+    line size)]) per batch. Each batch gets its own key, and each request's custom_id carries it. Each line
+    goes to `sink(key, line)` as it is placed (nothing held: a run can be 100,000 requests)."""
     out: list[tuple[str, list[tuple[str, int]]]] = []
     chunk: list[tuple[str, int]] = []
     key, size = new_key(), 0
@@ -113,6 +112,8 @@ def split(entries: Iterable[tuple[CallKey, dict[str, Any]]], provider: BatchProv
         if len(data) + provider.line_overhead > provider.max_bytes:
             raise ValueError(f"one request is {len(data):,} bytes, over the batch limit of {provider.max_bytes:,}")
         chunk.append((cid, len(data)))
+        if sink is not None:
+            sink(key, data)
         size += len(data) + provider.line_overhead
     if chunk:
         out.append((key, chunk))

@@ -113,16 +113,28 @@ class _Run:
         self.provider, self.bodies, self.console, self.progress = provider, bodies, console, progress
         self.price = batch_call_price(loaded)
         self.started = time.monotonic()
+        self.payloads: dict[str, Any] = {}  # key -> temporary file with the payload of a submission planned here
 
     # ---- submitting ----------------------------------------------------------------------------------------
 
     def plan_submissions(self, calls: Sequence[PlannedCall], wave: int) -> None:
-        """Commit new submissions for `calls` (one request per distinct prompt) before anything is sent."""
+        """Commit new submissions for `calls` (one request per distinct prompt) before anything is sent. Each
+        payload is written once, to a temporary file, on the way (after a restart it is rebuilt from the ledger)."""
         groups: dict[str, list[PlannedCall]] = {}
         for c in calls:
             groups.setdefault(c.request.prompt_hash, []).append(c)
         heads = [g[0] for g in groups.values()]
-        chunks = split(((h.key, self.bodies.body(h.request)) for h in heads), self.provider)
+
+        def measured() -> Iterator[tuple[CallKey, dict[str, Any]]]:
+            for h in heads:
+                yield h.key, self.bodies.body(h.request)
+
+        def sink(key: str, line: bytes) -> None:
+            if key not in self.payloads:
+                self.payloads[key] = tempfile.TemporaryFile()  # noqa: SIM115 - closed when sent or in finally
+            self.payloads[key].write(line if line.endswith(b"\n") else line + b"\n")
+
+        chunks = split(measured(), self.provider, sink=sink)
         now = time.time()
         start = 0
         for key, chunk in chunks:
@@ -148,11 +160,17 @@ class _Run:
         if found == WAIT:
             return False
         if found is None:
-            with tempfile.TemporaryFile() as payload:  # streamed from disk: a batch can be hundreds of MB
-                self.provider.write_payload(self._lines_of(sub), payload)
+            payload = self.payloads.pop(sub.key, None)
+            if payload is None:  # planned by a process that died: the same lines, from the ledger
+                payload = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the with below
+                for line in self._lines_of(sub):
+                    payload.write(line if line.endswith(b"\n") else line + b"\n")
+            with payload:  # streamed from disk: a batch can be hundreds of MB
                 payload.seek(0)
                 found = await self.provider.submit(
                     sub, payload, lambda fid: self.store.update_submission(sub.key, file_id=fid))
+        elif sub.key in self.payloads:
+            self.payloads.pop(sub.key).close()
         self.store.update_submission(sub.key, batch_id=found, status="submitted", provider_status="submitted")
         return True
 
@@ -165,11 +183,10 @@ class _Run:
         head = calls[0]
         assert res.body is not None
         reply = self.bodies.reply(res.body, head.request)
-        settings = {**reply.settings, "batch": self.provider.name}
-        records = [_record_from_reply(head, _with(reply, settings), error=None, attempts=1, source="api",
-                                      price=self.price)]
-        records += [_record_from_reply(c, _with(reply, settings), error=None, attempts=0, source="cache",
-                                       price=self.price) for c in calls[1:]]
+        reply.settings["batch"] = self.provider.name  # a fresh dict per reply: provenance of the call
+        records = [_record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
+        records += [_record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
+                    for c in calls[1:]]
         return records
 
     async def collect(self, sub: Submission, state: Any) -> list[str]:
@@ -224,12 +241,6 @@ class _Run:
         self.console.print(
             f"batches: {len(subs)} ({ended} collected); requests: {done:,} done, {failed:,} failed of {total:,}; "
             f"{elapsed // 3600:d}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} elapsed", highlight=False)
-
-
-def _with(reply: JudgeReply, settings: dict[str, Any]) -> JudgeReply:
-    from dataclasses import replace
-
-    return replace(reply, settings=settings)
 
 
 async def execute_batches(
@@ -310,5 +321,7 @@ async def execute_batches(
             follow_ups += 1
             todo = again
     finally:
+        for payload in run.payloads.values():
+            payload.close()
         await provider.aclose()
         await bodies.aclose()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -41,10 +41,6 @@ class FileBatches:
 
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return chat_line(cid, body)
-
-    def write_payload(self, lines: Iterable[bytes], fh: BinaryIO) -> None:
-        for line in lines:
-            fh.write(line)
 
     async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         fault_point("before_upload")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, BinaryIO
 
 from swapjudge.judges._http import check_response, require_httpx
@@ -68,10 +68,6 @@ class OpenAIBatches:
 
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return chat_line(cid, body)
-
-    def write_payload(self, lines: Iterable[bytes], fh: BinaryIO) -> None:
-        for line in lines:
-            fh.write(line)
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         import httpx
