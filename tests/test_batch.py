@@ -303,3 +303,38 @@ def test_dry_run_on_1000_pairs_prints_three_costs(tmp_path: Path, backend: str) 
     assert lines[i + 2].split() == ["batch,", "no", "prompt", "caching:", f"${est.batch_cost_usd:,.4f}"]
     assert lines[i + 3].split() == ["batch", "with", "prompt", "caching:", f"${est.batch_cached_cost_usd:,.4f}"]
     print("\n".join(lines[i:i + 4]))
+
+
+class _Crash(BaseException):
+    """Stands in for a kill at a step (in-process): nothing after the step runs, nothing is cleaned up."""
+
+
+def test_anthropic_resume_adopts_its_own_batch_not_another_runs_batch_of_the_same_size(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import swapjudge.runner.batch.anthropic as anthropic_batches
+    from swapjudge.store import Store
+
+    other, mine = tmp_path / "other", tmp_path / "mine"
+    other.mkdir()
+    mine.mkdir()
+    with BatchServer() as server:
+        run(load_config(_config(other, server.anthropic_url, "anthropic")), progress=False)  # a foreign batch
+        cfg = load_config(_config(mine, server.anthropic_url, "anthropic"))
+
+        def crash_after_create(step: str) -> None:
+            if step == "after_create":
+                raise _Crash
+
+        monkeypatch.setattr(anthropic_batches, "fault_point", crash_after_create)
+        with pytest.raises(_Crash):
+            run(cfg, progress=False)
+        monkeypatch.undo()
+        with Store(mine / "swapjudge.db") as st:
+            (sub,) = st.submissions()
+            assert sub.status == "planned" and sub.batch_id is None  # created at the provider, unknown here
+        outcome = run(cfg, progress=False)
+        assert server.created == 2  # the foreign batch and ours, nothing resubmitted
+        with Store(mine / "swapjudge.db") as st:
+            (sub,) = st.submissions()
+        assert sub.batch_id == server.order[1] and sub.status == "collected"
+    assert outcome.complete and len(stored_calls(mine / "swapjudge.db")) == 2 * N

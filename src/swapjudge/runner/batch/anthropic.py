@@ -5,9 +5,10 @@ unknown batch is recognised only from its results."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from datetime import datetime
 from typing import Any, BinaryIO
 
@@ -107,10 +108,11 @@ class AnthropicBatches:
                 if b.get("processing_status") != "ended":
                     waiting = True
                     continue
-                async for res in self.results(bid, BatchState(True, "ended", raw=b)):
-                    if res.custom_id.startswith(sub.key + "-"):
-                        return bid
-                    break  # one line tells: every custom_id of a batch carries the same key
+                async with contextlib.aclosing(self.results(bid, BatchState(True, "ended", raw=b))) as lines:
+                    async for res in lines:
+                        if res.custom_id.startswith(sub.key + "-"):
+                            return bid
+                        break  # one line tells: every custom_id of a batch carries the same key
                 self._not_ours.add(bid)
             too_old = data and _epoch(data[-1].get("created_at")) < sub.planned_at - CLOCK_SLACK_S
             if not page.get("has_more") or not data or too_old:
@@ -123,7 +125,7 @@ class AnthropicBatches:
         return BatchState(ended=b.get("processing_status") == "ended", provider_status=str(b.get("processing_status")),
                           counts=counts, raw=b)
 
-    async def results(self, batch_id: str, state: BatchState) -> AsyncIterator[ResultLine]:
+    async def results(self, batch_id: str, state: BatchState) -> AsyncGenerator[ResultLine, None]:
         import httpx
 
         url = state.raw.get("results_url") or f"v1/messages/batches/{batch_id}/results"
