@@ -5,7 +5,7 @@
    The harness is the real CLI (`swapjudge run`, analysis included) in a child process; printed: its wall time,
    its own CPU time (user + system: the harness's time, excluding the server's processing) and its peak memory
    (max RSS), from the child's resource usage.
-2. Campaign (--kills K, default 20): the CLI killed with SIGKILL at a random step (before/after upload, after
+2. Campaign (--kills K, default 20): the CLI killed with SIGKILL at each step in turn (shuffled) (before/after upload, after
    create, polling, download, mid-storage), then run again, over and over, with the fake provider (OpenAI and
    Anthropic in turn) counting every call it received in a created batch. Printed: kills, runs, calls paid
    twice (must be 0), stores complete.
@@ -78,6 +78,9 @@ STEPS = ["before_upload", "after_upload", "after_create", "polling", "polling:2"
 
 def campaign(kills: int, pairs: int, seed: int) -> None:
     rng = random.Random(seed)
+    # Every step in turn (shuffled): a step a process cannot reach (an upload once all is submitted) lets that
+    # process finish the round, and the step is tried again first thing in the next round.
+    order = rng.sample(STEPS, len(STEPS))
     done_kills = runs = rounds = twice = incomplete = 0
     while done_kills < kills:
         backend = ("openai", "anthropic")[rounds % 2]
@@ -89,8 +92,9 @@ def campaign(kills: int, pairs: int, seed: int) -> None:
             cfg = write_config(d, backend=backend, base_url=url, judge={"batch": True, "batch_poll_s": 0.05})
             cmd = [sys.executable, "-c", RUN.format(chunk=7), "run", str(cfg), "--no-progress"]
             while True:
-                steps = [s for s in STEPS if not (backend == "anthropic" and s == "after_upload")]
-                step = rng.choice(steps) if done_kills < kills else None
+                step = order[done_kills % len(order)] if done_kills < kills else None
+                if backend == "anthropic" and step == "after_upload":
+                    step = "before_upload"  # no upload step on Anthropic: the create call carries the requests
                 env = {**ENV, **({"SWAPJUDGE_BATCH_FAULT": step} if step else {})}
                 code, *_ = child(cmd, d, env)
                 runs += 1
