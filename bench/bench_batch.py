@@ -5,9 +5,9 @@
    The harness is the real CLI (`swapjudge run`, analysis included) in a child process; printed: its wall time,
    its own CPU time (user + system: the harness's time, excluding the server's processing) and its peak memory
    (max RSS), from the child's resource usage.
-2. Campaign (--kills K, default 20): the CLI killed with SIGKILL at each step in turn (shuffled) (before/after upload, after
-   create, polling, download, mid-storage), then run again, over and over, with the fake provider (OpenAI and
-   Anthropic in turn) counting every call it received in a created batch. Printed: kills, runs, calls paid
+2. Campaign (--kills K, default 20): the CLI killed with SIGKILL at each step in turn, shuffled (before/after
+   upload, after create, polling, download, mid-storage), then run again, over and over, with the fake provider
+   (OpenAI and Anthropic in turn) counting every call it received in a created batch. Printed: kills, runs, calls paid
    twice (must be 0), stores complete.
 Usage: .venv/bin/python bench/bench_batch.py [--calls 100000] [--kills 20] [--skip-scale] [--skip-campaign]
 """
