@@ -109,8 +109,8 @@ def campaign(kills: int, pairs: int, seed: int) -> None:
             stored = sqlite3.connect(d / "swapjudge.db").execute(
                 "SELECT COUNT(*) FROM calls WHERE error IS NULL").fetchone()[0]
             incomplete += stored != 2 * pairs or len(server.received) != 2 * pairs
-    print(f"campaign: {done_kills} kills over {rounds} rounds (a fresh store and fake provider each; {runs} processes); "
-          f"calls paid twice: {twice}; stores incomplete: {incomplete}")
+    print(f"campaign: {done_kills} kills over {rounds} rounds (a fresh store and fake provider each; "
+          f"{runs} processes); calls paid twice: {twice}; stores incomplete: {incomplete}")
 
 
 def main() -> None:
