@@ -32,7 +32,8 @@ def _config(tmp: Path, url: str, backend: str = "openai", **judge: Any) -> Path:
                         judge={"batch": True, "batch_poll_s": 0.01, **judge})
 
 
-def _sync_calls(tmp: Path, backend: str) -> list[dict[str, Any]]:
+def _sync_calls(tmp: Path, backend: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The stored calls of the same run made synchronously, and the request bodies the server received."""
     sync_dir = tmp / "sync"
     sync_dir.mkdir()
     write_pairs(sync_dir, N, identical=1)
@@ -40,7 +41,7 @@ def _sync_calls(tmp: Path, backend: str) -> list[dict[str, Any]]:
         url = server.anthropic_url if backend == "anthropic" else server.openai_url
         cfg = write_config(sync_dir, backend=backend, base_url=url, prices=PRICES)
         run(load_config(cfg), progress=False)
-    return stored_calls(sync_dir / "swapjudge.db")
+    return stored_calls(sync_dir / "swapjudge.db"), server.bodies
 
 
 def _by_key(calls: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -54,9 +55,22 @@ def test_batch_run_stores_what_a_synchronous_run_stores_at_half_the_price(tmp_pa
         outcome = run(load_config(_config(tmp_path, url, backend)), progress=False)
         assert server.created == 1 and server.paid_twice() == 0
         assert sum(server.received.values()) == 2 * (N - 1)  # the identical pair costs no call
+        (only,) = server.batches.values()
+        batch_bodies = [body for _, body in only["requests"]]
+        if backend == "openai":  # the input file's lines and the batch's metadata, as documented
+            lines = [json.loads(x) for x in server.files[only["input_file_id"]].splitlines()]
+            assert {tuple(sorted(x)) for x in lines} == {("body", "custom_id", "method", "url")}
+            assert list(only["metadata"]) == ["swapjudge_submission"]
+            assert all(x["custom_id"].startswith(only["metadata"]["swapjudge_submission"] + "-") for x in lines)
+        else:  # no batch metadata: the submission key starts every custom_id
+            assert len({cid.rpartition("-")[0] for cid, _ in only["requests"]}) == 1
     assert outcome.complete and outcome.stats.made == 2 * (N - 1)
     batch = _by_key(stored_calls(tmp_path / "swapjudge.db"))
-    sync = _by_key(_sync_calls(tmp_path, backend))
+    sync_calls, sync_bodies = _sync_calls(tmp_path, backend)
+    sync = _by_key(sync_calls)
+    # The very request bodies the synchronous backend sends (model, prompt, settings, schema), one per call.
+    canon = sorted(json.dumps(b, sort_keys=True) for b in batch_bodies)
+    assert canon == sorted(json.dumps(b, sort_keys=True) for b in sync_bodies)
     assert batch.keys() == sync.keys() and len(batch) == 2 * N
     for key, s in sync.items():
         b = batch[key]
