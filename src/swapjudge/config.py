@@ -40,8 +40,14 @@ RUNTIME_ONLY_JUDGE_KEYS = frozenset(
         "backoff_s",
         "max_backoff_s",
         "max_retry_after_s",
+        *("batch", "batch_fallback", "batch_dir", "batch_poll_s"),
     }
 )
+
+# How calls are made, not what is asked: kept out of the configuration hash too, so a run resumes (and collects
+# its batches in flight) whichever way its remaining calls go.
+BATCH_JUDGE_KEYS = ("batch", "batch_fallback", "batch_dir", "batch_poll_s")
+BATCH_BACKENDS = ("openai", "anthropic")
 
 
 class Price(BaseModel):
@@ -81,6 +87,13 @@ class JudgeConfig(BaseModel):
     max_retry_after_s: float = Field(default=DEFAULT_MAX_RETRY_AFTER_S, gt=0)
     # Replay backend: the records file acting as the judge (relative to the configuration file).
     path: str | None = None
+    # Provider batch APIs (half price, results within 24 h): true; `files`: write OpenAI batch-format request
+    # files to `batch_dir` for an offline engine (vLLM run_batch) and read its output files back.
+    batch: bool | Literal["files"] = False
+    # Calls a batch returned errored, expired or canceled: a follow-up batch, or the synchronous API.
+    batch_fallback: Literal["batch", "sync"] = "batch"
+    batch_dir: str | None = None
+    batch_poll_s: float = Field(default=30.0, gt=0)
 
     @field_validator("base_url")
     @classmethod
@@ -94,6 +107,10 @@ class JudgeConfig(BaseModel):
             raise ValueError(f"backend {self.backend!r} needs `model`")
         if self.backend == "replay" and not self.path:
             raise ValueError("backend 'replay' needs `path` (a presentation records file)")
+        if self.batch is not False and self.backend not in BATCH_BACKENDS:
+            raise ValueError(f"`batch` is for the openai and anthropic backends, not {self.backend!r}")
+        if self.batch == "files" and (self.backend != "openai" or not self.batch_dir):
+            raise ValueError("`batch: files` needs backend openai and `batch_dir` (where request files go)")
         return self
 
     @property
@@ -257,6 +274,8 @@ class LoadedConfig:
         data = self.config.model_dump(mode="json", by_alias=True)
         data["rubric"] = {"text": self.rubric_text} if self.rubric_text is not None else None
         data.pop("store", None)
+        for key in BATCH_JUDGE_KEYS:
+            data["judge"].pop(key, None)
         if data.get("adaptive_swap") is None:
             data.pop("adaptive_swap", None)
         if data["judge"].get("max_retry_after_s") == DEFAULT_MAX_RETRY_AFTER_S:

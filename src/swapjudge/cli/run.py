@@ -60,6 +60,13 @@ def _print_estimate(est: DryRunEstimate) -> None:
             f"  prompt caching saves nothing: the shared prefix (~{est.shared_prefix_tokens:,} tokens) is shorter "
             f"than the provider's minimum cacheable length ({est.prompt_cache_min_tokens:,} tokens for this model)"
         )
+    if est.batch_cost_usd is not None:
+        lines += [
+            "  the same calls three ways (batch: judge.batch true, results within 24 h):",
+            f"    synchronous, with prompt caching: {_money(est.cost_usd)}",
+            f"    batch, no prompt caching:         {_money(est.batch_cost_usd)}",
+            f"    batch with prompt caching:        {_money(est.batch_cached_cost_usd)}",
+        ]
     if est.store_cache_saving_usd is not None and est.cached:
         lines.append(f"  the store's cache saves: {_money(est.store_cache_saving_usd)}")
     if est.orders == "random":
@@ -94,7 +101,7 @@ def _shown(path: Path) -> str:
 
 
 def _rerun_command(config: Path, *, store: Path | None, progress: bool, output: OutputFormat, wait: bool,
-                   retry_unparsed: bool = False) -> str:
+                   retry_unparsed: bool = False, no_wait: bool = False) -> str:
     """The command that resumes or retries this run: the user's own options, so it acts on the same store."""
     args = ["swapjudge", "run", _shown(config)]
     if store is not None:
@@ -107,6 +114,8 @@ def _rerun_command(config: Path, *, store: Path | None, progress: bool, output: 
         args.append("--wait")
     if retry_unparsed:
         args.append("--retry-unparsed")
+    if no_wait:
+        args.append("--no-wait")
     return shlex.join(args)
 
 
@@ -142,6 +151,8 @@ def run_command(
     output: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="How to print the analysis.")
     ] = OutputFormat.text,
+    no_wait: Annotated[bool, typer.Option(
+        "--no-wait", help="With judge.batch: submit the batches and exit; the same command collects them.")] = False,
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached."""
@@ -152,9 +163,14 @@ def run_command(
     if check:
         _print_check(check_judge(loaded))
         return
-    rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait)
+    rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, no_wait=no_wait)
     outcome = run(loaded, store_path=store, console=stderr, progress=progress, handle_sigint=True, wait=wait,
-                  retry_unparsed=retry_unparsed)
+                  retry_unparsed=retry_unparsed, batch_wait=not no_wait)
+    if outcome.batch_waiting:
+        verb = "waiting for" if loaded.config.judge.batch == "files" else "submitted"
+        print(f"{verb} {outcome.batch_requests_in_flight:,} requests in {outcome.batches_in_flight:,} batches; "
+              "run the same command to collect")
+        return
     stderr.print(_summary(outcome), highlight=False)
     if outcome.interrupted:
         stderr.print(
@@ -230,11 +246,16 @@ def runs_command(
     store: StoreOpt = None,
     output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
 ) -> None:
-    """List the runs in the store."""
+    """List the runs in the store, with their provider batches."""
     with _open_existing(store) as st:
         infos = st.runs()
+        batches = st.submissions()
+    by_run: dict[int, list[Any]] = {}
+    for b in batches:
+        by_run.setdefault(b.run_id, []).append(b)
     if output is OutputFormat.json:
-        print(json.dumps([{k: v for k, v in i.to_dict().items() if k != "config"} for i in infos], indent=2))
+        print(json.dumps([{**{k: v for k, v in i.to_dict().items() if k != "config"},
+                           "batches": [b.to_dict() for b in by_run.get(i.id, [])]} for i in infos], indent=2))
         return
     table = Table(box=None, header_style="bold")
     for col in ("run", "started (UTC)", "status", "judge", "calls", "failed", "spend", "config"):
@@ -251,6 +272,13 @@ def runs_command(
             i.config_hash[:10],
         )
     stdout.print(table)
+    for run_id, subs in sorted(by_run.items()):
+        stdout.print(f"run {run_id} batches:", highlight=False)
+        for b in subs:
+            counts = ", ".join(f"{k} {v:,}" for k, v in sorted(b.counts.items())) or "no counts yet"
+            stdout.print(f"  {b.provider} {b.batch_id or '(not yet known at the provider)'}: wave {b.wave + 1}, "
+                         f"{b.requests:,} requests, {b.status} ({b.provider_status or '-'}; {counts})",
+                         highlight=False)
 
 
 @app.command("export")

@@ -98,21 +98,10 @@ class AnthropicJudge:
 
     async def _complete(self, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         body = await self._client.post_json("v1/messages", payload, "anthropic")
-        content = body.get("content")
-        if not isinstance(content, list):
+        text, usage = _text_and_usage(body)
+        if text is None:
             raise TransientJudgeError("anthropic: malformed reply (no content list)")
-        parts: list[str] = []
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_use" and block.get("name") == TOOL_NAME:
-                # The tool input is the structured verdict; keep it as JSON text so one parser reads it.
-                parts.append(json.dumps(block.get("input"), ensure_ascii=False))
-            elif block.get("type") == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        raw_usage = body.get("usage")
-        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        return "".join(parts), usage
+        return text, usage
 
     @staticmethod
     def _tokens(usage: dict[str, Any]) -> tuple[int, int, int, int]:
@@ -154,8 +143,52 @@ class AnthropicJudge:
             settings=self.settings(request),
         )
 
+    # ---- the batch path (runner/batch): the same request params, the same parser, one request per call ----
+
+    def request_body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The Messages params of a call's first request, exactly as `judge` sends them."""
+        messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": request.user}]}]
+        return self._payload(request, messages, followup=False)
+
+    def reply_from_body(self, body: dict[str, Any], request: JudgeRequest) -> JudgeReply:
+        """A JudgeReply from a Messages response (a batch's `succeeded` result), parsed as `judge` parses it.
+        A batch has no follow-up turn, so an unparsable reply keeps its raw text with verdict None."""
+        text, usage = _text_and_usage(body)
+        if text is None:
+            return JudgeReply(verdict=None, raw=json.dumps(body)[:2000], error="anthropic: malformed batch result",
+                              settings=self.settings(request))
+        parsed = parse_reply(text, request)
+        in_tok, out_tok, read, write = self._tokens(usage)
+        return JudgeReply(
+            verdict=parsed.verdict,
+            raw=text,
+            input_tokens=in_tok if usage else None,
+            output_tokens=out_tok if usage else None,
+            cached_input_tokens=read if usage else None,
+            cache_write_tokens=write if usage else None,
+            settings=self.settings(request),
+        )
+
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _text_and_usage(body: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The reply text (a forced tool call's input as JSON text) and the usage of a Messages response."""
+    content = body.get("content")
+    if not isinstance(content, list):
+        return None, {}
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_use" and block.get("name") == TOOL_NAME:
+            # The tool input is the structured verdict; keep it as JSON text so one parser reads it.
+            parts.append(json.dumps(block.get("input"), ensure_ascii=False))
+        elif block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+    raw_usage = body.get("usage")
+    return "".join(parts), raw_usage if isinstance(raw_usage, dict) else {}
 
 
 def from_config(cfg: JudgeConfig) -> AnthropicJudge:

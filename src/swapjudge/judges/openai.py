@@ -4,6 +4,7 @@ verdict's probabilities when the server returns them; temperature pinned (0 by d
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from typing import Any
@@ -174,6 +175,39 @@ class OpenAIJudge:
             latency_s=time.perf_counter() - start,
             input_tokens=in_tok if usage else None,
             output_tokens=out_tok if usage else None,
+            cached_input_tokens=cached if usage else None,
+            probabilities=probs,
+            settings=self.settings(request),
+        )
+
+    # ---- the batch path (runner/batch): the same request body, the same parser, one request per call ----
+
+    def request_body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The Chat Completions body of a call's first request, exactly as `judge` sends it."""
+        messages = [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}]
+        return self._payload(messages, request, followup=False)
+
+    def reply_from_body(self, body: dict[str, Any], request: JudgeRequest) -> JudgeReply:
+        """A JudgeReply from a Chat Completions response body (a batch result): parsed as `judge` parses it. A
+        batch has no follow-up turn, so an unparsable reply keeps its raw text with verdict None."""
+        try:
+            choice = body["choices"][0]
+            text = choice["message"].get("content") or ""
+            if not isinstance(text, str):
+                raise TypeError
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return JudgeReply(verdict=None, raw=json.dumps(body)[:2000], error="openai: malformed batch result",
+                              settings=self.settings(request))
+        parsed = parse_reply(text, request)
+        raw_usage = body.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        probs = label_probabilities(choice.get("logprobs"), parsed.span, request) if self.logprobs else None
+        return JudgeReply(
+            verdict=parsed.verdict,
+            raw=text,
+            input_tokens=int(usage.get("prompt_tokens") or 0) if usage else None,
+            output_tokens=int(usage.get("completion_tokens") or 0) if usage else None,
             cached_input_tokens=cached if usage else None,
             probabilities=probs,
             settings=self.settings(request),

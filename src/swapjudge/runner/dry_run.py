@@ -12,7 +12,7 @@ from swapjudge.runner.plan import (
     CHARS_PER_TOKEN,
     expected_output_tokens,
 )
-from swapjudge.runner.pricing import call_cost, min_cacheable_tokens, price_for
+from swapjudge.runner.pricing import batch_price, call_cost, min_cacheable_tokens, price_for
 from swapjudge.runner.session import prepare
 from swapjudge.store import Store
 
@@ -43,6 +43,10 @@ class DryRunEstimate:
     adaptive_swaps_planned: int = 0  # swapped calls among calls_to_make
     adaptive_firsts_known: int = 0  # of those, swaps whose pair's first verdict is stored or cached
     adaptive_skips_known: int = 0  # of those, swaps the threshold would skip (first verdict confident enough)
+    # The same calls through the provider's batch API (None: no batch API for this backend, or no price):
+    # without prompt caching, and with it where the provider combines the two discounts.
+    batch_cost_usd: float | None = None
+    batch_cached_cost_usd: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -81,6 +85,13 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
         saving = prefix * (len(to_make) - 1) * (price.input - cached_price) / 1_000_000
         if cost is not None:
             cost -= saving
+    batch_cost = batch_cached = None
+    bprice = batch_price(price, cfg.judge.backend)
+    if bprice is not None:
+        batch_cost = call_cost(bprice, input_tokens=in_tok, output_tokens=out_tok)
+        batch_cached = batch_cost
+        if batch_cost is not None and to_make and cacheable and bprice.cached_input is not None:
+            batch_cached = batch_cost - prefix * (len(to_make) - 1) * (bprice.input - bprice.cached_input) / 1e6
     hit_cost = None
     if price is not None:
         hit_cost = sum(
@@ -133,4 +144,6 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
         adaptive_swaps_planned=swaps,
         adaptive_firsts_known=known,
         adaptive_skips_known=skips,
+        batch_cost_usd=batch_cost,
+        batch_cached_cost_usd=batch_cached,
     )

@@ -23,6 +23,7 @@ class RunStats:
     retried_unparsed: int = 0  # calls set aside by --retry-unparsed and asked again
     unparsed_stored: int = 0  # the run's stored calls without a parsable verdict, at its end
     adaptive_skipped: int = 0  # swapped calls not made (adaptive swapping); nothing is stored for them
+    batch_failed_requests: int = 0  # batch requests that came back errored, expired or canceled (then retried)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -39,7 +40,14 @@ class RunOutcome:
     seed: str
     orders: str
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # Submitted provider batches not waited for (`--no-wait`): the same command collects them later.
+    batch_requests_in_flight: int = 0
+    batches_in_flight: int = 0
+
+    @property
+    def batch_waiting(self) -> bool:
+        return self.batches_in_flight > 0
 
     @property
     def complete(self) -> bool:
-        return not self.interrupted and self.stats.failed == 0
+        return not self.interrupted and self.stats.failed == 0 and not self.batch_waiting

@@ -1,7 +1,8 @@
 """Prices per model (USD per million tokens) for cost estimates and spend; overridable in the configuration.
 
-The built-in table is a convenience, correct when written (list prices, no batch discounts): put the prices
-you pay under `prices:` in the run configuration. A model with no price gets no cost (None), never 0.
+The built-in table is a convenience, correct when written (list prices): put the prices you pay under `prices:`
+in the run configuration. A model with no price gets no cost (None), never 0. Batch prices are derived from the
+list price by each provider's batch discount (`batch_price`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,29 @@ def price_for(model: str | None, overrides: Mapping[str, Price] | None = None, *
         return DEFAULT_PRICES[model]
     prefixes = [name for name in DEFAULT_PRICES if model.startswith(name + "-")]
     return DEFAULT_PRICES[max(prefixes, key=len)] if prefixes else None
+
+
+# Provider batch APIs bill every token class at this fraction of the synchronous price.
+BATCH_DISCOUNT: dict[str, float] = {"openai": 0.5, "anthropic": 0.5}
+# Whether a provider's prompt-cache discount also applies inside a batch. Anthropic documents that the two
+# combine; for OpenAI a cached prompt in a batch is priced here as plain batch input (never an underestimate).
+BATCH_WITH_CACHING: dict[str, bool] = {"openai": False, "anthropic": True}
+
+
+def batch_price(price: Price | None, backend: str) -> Price | None:
+    """The price of a call made through `backend`'s batch API: every token class at the batch discount; cache
+    reads at the discounted cached price where the provider combines the two, else at the discounted input."""
+    if price is None or backend not in BATCH_DISCOUNT:
+        return None
+    f = BATCH_DISCOUNT[backend]
+    cached = price.cached_input if BATCH_WITH_CACHING[backend] else None
+    write = price.cache_write if BATCH_WITH_CACHING[backend] else None
+    return Price(
+        input=price.input * f,
+        output=price.output * f,
+        cached_input=None if cached is None else cached * f,
+        cache_write=None if write is None else write * f,
+    )
 
 
 def call_cost(

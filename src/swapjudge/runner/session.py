@@ -16,11 +16,13 @@ from rich.console import Console
 
 from swapjudge.config import LoadedConfig
 from swapjudge.core.pairs_file import PairsFile, load_pairs
+from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.base import (
     Judge,
 )
 from swapjudge.judges.registry import create_judge, supports_structured
 from swapjudge.runner.adaptive import second_calls_to_make
+from swapjudge.runner.batch.engine import BatchOutcome, execute_batches
 from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, identical_record, resolved_judge_config
 from swapjudge.runner.lock import Owner, RunLock, lock_path
 from swapjudge.runner.outcome import RunOutcome, RunStats
@@ -30,6 +32,7 @@ from swapjudge.runner.plan import (
     build_plan,
 )
 from swapjudge.store import Store
+from swapjudge.store.batches import OPEN_STATUSES
 
 
 def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
@@ -49,6 +52,7 @@ async def run_async(
     after_call: AfterCall | None = None,
     wait: bool = False,
     retry_unparsed: bool = False,
+    batch_wait: bool = True,
 ) -> RunOutcome:
     """Judge the configured pairs. Resumes the unfinished run of the same configuration if there is one.
     `after_call` is awaited after each call is made and stored (not for calls served from the store or cache),
@@ -107,8 +111,15 @@ async def run_async(
         phases = [pending] if threshold is None else [
             [c for c in pending if c.order_index == 0], [c for c in pending if c.order_index != 0]]
         interrupted = False
+        batched = cfg.judge.batch is not False
+        in_flight = store.submissions(run_id, OPEN_STATUSES)
+        if in_flight and not batched:
+            raise SwapjudgeError(
+                f"run {run_id} has {sum(s.requests for s in in_flight):,} requests in {len(in_flight)} provider "
+                "batch(es) not yet collected; set judge.batch as when they were submitted to collect them")
+        waiting: BatchOutcome | None = None
         # Adaptive runs make two passes with one judge (a local model is loaded once).
-        own_judge = judge is None and len(phases) > 1 and any(phases)
+        own_judge = judge is None and len(phases) > 1 and any(phases) and not batched
         active = judge
         try:
             if own_judge:
@@ -118,6 +129,17 @@ async def run_async(
                     break
                 if phase == 1 and threshold is not None:
                     calls = second_calls_to_make(store, run_id, calls, threshold, stats)
+                if batched:
+                    # Wave by wave (adaptive: the first orders, then the swaps the first verdicts leave open). An
+                    # offline engine runs apart from this process: write its files and stop, never wait.
+                    done_now = store.done_keys(run_id)
+                    result = await execute_batches(
+                        loaded, store, run_id, [c for c in calls if c.key not in done_now], plan.calls, stats,
+                        wave=phase, wait=batch_wait and cfg.judge.batch != "files", console=console, progress=progress)
+                    if result.waiting:
+                        waiting = result
+                        break
+                    calls = result.to_sync  # batch_fallback: sync
                 groups: dict[str, list[PlannedCall]] = {}
                 for c in calls:
                     groups.setdefault(c.request.prompt_hash, []).append(c)
@@ -143,6 +165,8 @@ async def run_async(
                 await active.aclose()
         stats.unparsed_stored = store.unparsed_count(run_id)
         status = "interrupted" if interrupted else ("done" if stats.failed == 0 else "incomplete")
+        if waiting is not None:
+            status = "waiting"
         store.finish_run(run_id, status)
         return RunOutcome(
             run_id=run_id,
@@ -153,6 +177,8 @@ async def run_async(
             elapsed_s=time.perf_counter() - started,
             seed=plan.seed,
             orders=cfg.orders,
+            batch_requests_in_flight=waiting.requests_in_flight if waiting else 0,
+            batches_in_flight=waiting.batches_in_flight if waiting else 0,
         )
     finally:
         lock.release()

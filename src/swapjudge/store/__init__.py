@@ -11,6 +11,7 @@ stored run. `Store` is both, for the runner and the commands that read what it w
 
 from __future__ import annotations
 
+from swapjudge.store.batches import BatchLedger
 from swapjudge.store.reader import StoreReader
 from swapjudge.store.schema import PROVENANCE_COLUMNS, SCHEMA_VERSION, CachedReply, CallRecord, RunInfo
 from swapjudge.store.writer import StoreWriter
@@ -18,5 +19,5 @@ from swapjudge.store.writer import StoreWriter
 __all__ = ["PROVENANCE_COLUMNS", "SCHEMA_VERSION", "CachedReply", "CallRecord", "RunInfo", "Store"]
 
 
-class Store(StoreWriter, StoreReader):
-    """A run store: the write path and the read model over one SQLite connection."""
+class Store(StoreWriter, StoreReader, BatchLedger):
+    """A run store: the write path, the read model and the batch ledger over one SQLite connection."""

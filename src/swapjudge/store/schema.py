@@ -17,7 +17,9 @@ from typing import Any, Self
 
 from swapjudge.errors import SwapjudgeError
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
+# Schema 3 adds the batch tables (created empty in an older file; nothing else changes).
+OLDER_SCHEMAS = ("1", "2")
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
 
 # Run provenance added in schema 2 (run history): what makes two runs comparable. Added to a store made by
@@ -129,6 +131,32 @@ CREATE TABLE IF NOT EXISTS anchor_runs (
     flagged INTEGER NOT NULL,
     result_json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS batch_submissions (
+    key TEXT PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    provider TEXT NOT NULL,
+    wave INTEGER NOT NULL,
+    requests INTEGER NOT NULL,
+    planned_at REAL NOT NULL,
+    file_id TEXT,
+    batch_id TEXT,
+    status TEXT NOT NULL,
+    provider_status TEXT,
+    counts TEXT,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batch_submissions_by_run ON batch_submissions (run_id, status);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    key TEXT NOT NULL REFERENCES batch_submissions(key),
+    custom_id TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    item TEXT NOT NULL,
+    first TEXT NOT NULL,
+    second TEXT NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (key, round, item, first, second)
+);
+CREATE INDEX IF NOT EXISTS batch_requests_by_id ON batch_requests (key, custom_id);
 CREATE TABLE IF NOT EXISTS anchor_scores (
     run_id INTEGER NOT NULL REFERENCES anchor_runs(id),
     item TEXT NOT NULL,
@@ -275,7 +303,7 @@ class StoreFile:
         unfilled = not missing and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone()
         if not missing and not unfilled and row is not None and version == SCHEMA_VERSION:
             return
-        if version not in ("1", SCHEMA_VERSION):
+        if version not in (*OLDER_SCHEMAS, SCHEMA_VERSION):
             raise SwapjudgeError(f"{self.path}: store schema {version} is newer than this swapjudge ({SCHEMA_VERSION})")
         db = self._db
         db.execute("BEGIN IMMEDIATE")

@@ -116,7 +116,7 @@ class StoreWriter(StoreFile):
             raise
         return run_id
 
-    def _call_row(self, run_id: int, c: CallRecord) -> tuple[Any, ...]:
+    def _call_row(self, run_id: int, c: CallRecord, now: str | None = None) -> tuple[Any, ...]:
         return (
             run_id,
             c.round,
@@ -138,7 +138,7 @@ class StoreWriter(StoreFile):
             _dumps(c.settings),
             c.attempts,
             c.source,
-            _now(),
+            now or _now(),
         )
 
     _CALL_INSERT = "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -163,30 +163,21 @@ class StoreWriter(StoreFile):
 
     def _record_calls(self, run_id: int, calls: Iterable[CallRecord], judge_hash: str | None) -> None:
         db = self._db
+        calls = list(calls)
+        now = _now()  # one timestamp per transaction; a batch commits thousands of rows at once
+        rows = [self._call_row(run_id, c, now) for c in calls]
+        cache_rows = [
+            (judge_hash, c.prompt_hash, c.verdict, c.raw, c.input_tokens, c.output_tokens, c.cached_input_tokens,
+             c.latency_s, c.cost_usd, _dumps(c.probabilities), _dumps(c.settings), now)
+            for c in calls
+            if judge_hash is not None and c.error is None and c.prompt_hash and c.source == "api"
+        ]
         db.execute("BEGIN IMMEDIATE")
         try:
-            for c in calls:
-                db.execute(self._CALL_INSERT, self._call_row(run_id, c))
-                if judge_hash is not None and c.error is None and c.prompt_hash and c.source == "api":
-                    db.execute(
-                        self._CACHE_INSERT,
-                        (
-                            judge_hash,
-                            c.prompt_hash,
-                            c.verdict,
-                            c.raw,
-                            c.input_tokens,
-                            c.output_tokens,
-                            c.cached_input_tokens,
-                            c.latency_s,
-                            c.cost_usd,
-                            _dumps(c.probabilities),
-                            _dumps(c.settings),
-                            _now(),
-                        ),
-                    )
+            db.executemany(self._CALL_INSERT, rows)
+            if cache_rows:
+                db.executemany(self._CACHE_INSERT, cache_rows)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-
