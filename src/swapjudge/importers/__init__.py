@@ -46,6 +46,7 @@ class ImportOptions:
     label: str | None = None
     round: str | None = None
     delimiter: str | None = None
+    seed: int = 0
 
     def given(self) -> set[str]:
         """Names of the options set to something other than their default."""
@@ -103,8 +104,8 @@ FORMATS: dict[str, ImportFormat] = {
         ImportFormat(
             "alpaca-eval", "AlpacaEval annotations JSON (single order per pair)",
             "tatsu-lab/alpaca_eval src/alpaca_eval/annotators/pairwise_evaluator.py, processors.py",
-            ("order", "judge_name"),
-            lambda p, o: import_alpaca_eval(p, order=o.order, judge_name=o.judge_name),
+            ("order", "seed", "judge_name"),
+            lambda p, o: import_alpaca_eval(p, order=o.order, judge_name=o.judge_name, seed=o.seed),
         ),
         ImportFormat(
             "shi2024", "Shi et al. 2024 verdict CSV (../shared/data/shi2024)",
