@@ -27,7 +27,7 @@ _OPTION_FLAGS = {
     "judge_name": "--judge-name", "baseline": "--baseline", "round_choice": "--round first|last",
     "order": "--order", "item": "--item", "first": "--first", "second": "--second", "verdict": "--verdict",
     "map": "--map", "judge": "--judge", "label": "--label", "round": "--round COL",
-    "delimiter": "--delimiter", "seed": "--seed",
+    "delimiter": "--delimiter", "seed": "--seed", "keep": "--keep COL",
 }
 
 
@@ -51,8 +51,8 @@ HELP = (
 
 def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: str | None, order: str | None,
              item: str | None, first: str | None, second: str | None, verdict: str | None, map_: str | None,
-             judge: str | None, label: str | None, delimiter: str | None, seed: int | None = None
-             ) -> ImportOptions:
+             judge: str | None, label: str | None, delimiter: str | None, seed: int | None = None,
+             keep: list[str] | None = None) -> ImportOptions:
     """CLI values -> ImportOptions; `--round` is a round choice for llmbar and a column name for csv."""
     extra: dict[str, Any] = {}
     if round_ is not None:
@@ -70,6 +70,8 @@ def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: 
         extra["order"] = order
     if seed is not None:
         extra["seed"] = seed
+    if keep:
+        extra["keep"] = tuple(keep)
     if delimiter is not None:
         extra["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
     return ImportOptions(judge_name=judge_name, baseline=baseline, item=item, first=first, second=second,
@@ -155,6 +157,9 @@ def import_command(
     judge: Annotated[str | None, typer.Option("--judge", help="csv: column with the judge name.")] = None,
     label: Annotated[str | None, typer.Option(
         "--label", help="csv: column with the identity of the better answer (or tie).")] = None,
+    keep: Annotated[list[str] | None, typer.Option(
+        "--keep", help="csv: also copy this column into the records under its own name (repeatable), e.g. "
+                       "a task group for `segments --by`.")] = None,
     delimiter: Annotated[str | None, typer.Option(
         "--delimiter", help="csv: field separator (default: tab for .tsv, else comma).")] = None,
     per_call: Annotated[bool, typer.Option(
@@ -175,7 +180,7 @@ def import_command(
         raise InputError("give -o RECORDS.jsonl (or --per-call to print the per-call figures)")
     options = _options(fmt, judge_name=judge_name, baseline=baseline, round_=round_, order=order, item=item,
                        first=first, second=second, verdict=verdict, map_=map_, judge=judge, label=label,
-                       delimiter=delimiter, seed=seed)
+                       delimiter=delimiter, seed=seed, keep=keep)
     result = import_files(fmt, paths, options)
     _print_report(result, max_listed)
     if report is not None:

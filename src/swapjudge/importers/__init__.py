@@ -22,8 +22,9 @@ from swapjudge.importers.base import (
     Record,
     write_records,
 )
-from swapjudge.importers.csv_table import CsvColumns, import_csv, parse_map
+from swapjudge.importers.csv_table import CsvColumns, check_keep, import_csv, parse_map
 from swapjudge.importers.fastchat import import_fastchat
+from swapjudge.importers.inspect_log import import_inspect
 from swapjudge.importers.judgebench import import_judgebench
 from swapjudge.importers.llmbar import RoundChoice, import_llmbar
 from swapjudge.importers.shi2024 import PerCallConsistency, import_shi2024, per_call_consistency
@@ -47,6 +48,7 @@ class ImportOptions:
     round: str | None = None
     delimiter: str | None = None
     seed: int = 0
+    keep: tuple[str, ...] = ()
 
     def given(self) -> set[str]:
         """Names of the options set to something other than their default."""
@@ -72,7 +74,7 @@ def _csv(paths: Sequence[Path], o: ImportOptions) -> ImportResult:
         raise InputError(f"format csv needs {', '.join(missing)}")
     assert o.item and o.first and o.second and o.verdict and o.map  # narrowed by the check above
     columns = CsvColumns(item=o.item, first=o.first, second=o.second, verdict=o.verdict, judge=o.judge,
-                         label=o.label, round=o.round)
+                         label=o.label, round=o.round, keep=check_keep(o.keep))
     return import_csv(paths, columns=columns, mapping=parse_map(o.map), judge_name=o.judge_name,
                       delimiter=o.delimiter)
 
@@ -113,9 +115,15 @@ FORMATS: dict[str, ImportFormat] = {
             lambda p, o: import_shi2024(p, judge_name=o.judge_name),
         ),
         ImportFormat(
+            "inspect", "inspect_ai eval logs (*.eval or *.json) scored with swapjudge's swap_judge scorer",
+            "UKGovernmentBEIS/inspect_ai inspect_ai/log/_log.py; swapjudge.integrations.inspect (the scorer)",
+            ("judge_name",),
+            lambda p, o: import_inspect(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
             "csv", "any table of judge calls, by naming its columns and the verdict mapping",
             "this project (docs/importers.md)",
-            ("item", "first", "second", "verdict", "map", "judge", "label", "round", "delimiter",
+            ("item", "first", "second", "verdict", "map", "judge", "label", "round", "keep", "delimiter",
              "judge_name"),
             _csv,
         ),
