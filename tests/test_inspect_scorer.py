@@ -6,27 +6,22 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalLog, write_eval_log
+from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
 from conftest import shared_data
 from judge_server import JudgeServer, frame_answers, frame_text
-
-inspect_ai = pytest.importorskip("inspect_ai", reason="the inspect extra is not installed")
-
-from inspect_ai import Task  # noqa: E402
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.dataset import Sample  # noqa: E402
-from inspect_ai.log import EvalLog, write_eval_log  # noqa: E402
-from inspect_ai.model import ModelOutput  # noqa: E402
-from inspect_ai.solver import Generate, Solver, TaskState, solver  # noqa: E402
-
-from swapjudge.integrations.inspect import PLACEHOLDER_VALUE, swap_judge  # noqa: E402
+from swapjudge.integrations.inspect import PLACEHOLDER_VALUE, swap_judge
 
 MODEL = "mockllm/model"
 JUDGE = "openai-api/local/judge"
@@ -77,20 +72,10 @@ def samples(pairs: list[dict[str, Any]]) -> list[Sample]:
     return out
 
 
-@pytest.fixture
-def local_judge_env() -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in ("LOCAL_BASE_URL", "LOCAL_API_KEY")}
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
 def run_eval(server: MarkedJudge, dataset: list[Sample], log_dir: Path, **scorer_args: Any) -> EvalLog:
-    os.environ["LOCAL_BASE_URL"], os.environ["LOCAL_API_KEY"] = server.openai_url, "test-key"
-    task = Task(dataset=dataset, solver=answer_from_metadata(), scorer=swap_judge(model=JUDGE, **scorer_args))
+    # not memoized: inspect would otherwise reuse the client of an earlier test's (closed) server
+    judge = get_model(JUDGE, base_url=server.openai_url, api_key="test-key", memoize=False)
+    task = Task(dataset=dataset, solver=answer_from_metadata(), scorer=swap_judge(model=judge, **scorer_args))
     logs = inspect_eval(task, model=MODEL, log_dir=str(log_dir), display="none", log_format="eval")
     assert logs[0].status == "success", logs[0].error
     return logs[0]
@@ -106,8 +91,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)
 
 
-def test_forty_llmbar_pairs_log_metrics_equal_the_import_analysis(tmp_path: Path,
-                                                                   local_judge_env: None) -> None:
+def test_forty_llmbar_pairs_log_metrics_equal_the_import_analysis(tmp_path: Path) -> None:
     pairs = llmbar_pairs(40)
     better = {p["input"]: p["output_1"] if p["label"] == 1 else p["output_2"] for p in pairs}
     slot_one = {p["input"] for i, p in enumerate(pairs) if i % 4 == 3}  # every fourth item
@@ -163,8 +147,7 @@ def test_forty_llmbar_pairs_log_metrics_equal_the_import_analysis(tmp_path: Path
         assert out["outcomes"]["flips_first"] == 10
 
 
-def test_unparsed_and_excluded_samples_still_count_where_they_should(tmp_path: Path,
-                                                                    local_judge_env: None) -> None:
+def test_unparsed_and_excluded_samples_still_count_where_they_should(tmp_path: Path) -> None:
     """inspect drops a NaN-valued sample from every metric: the unparsed pair must still count in the
     first-slot share's calls-that-parsed (none) and nowhere else, and the split excluded from the win rate under
     `exclude` must still count as an inconsistent pair in swap_consistency."""
@@ -198,7 +181,7 @@ def test_unparsed_and_excluded_samples_still_count_where_they_should(tmp_path: P
     assert out["win_rate"]["value"] == pytest.approx(got["win_rate"])
 
 
-def test_gate_failure_makes_win_rate_nan(tmp_path: Path, local_judge_env: None) -> None:
+def test_gate_failure_makes_win_rate_nan(tmp_path: Path) -> None:
     pairs = llmbar_pairs(8)
     better = {p["input"]: p["output_1"] if p["label"] == 1 else p["output_2"] for p in pairs}
     with MarkedJudge(better, slot_one={p["input"] for p in pairs[:4]}) as server:

@@ -27,6 +27,7 @@ from swapjudge.importers.fastchat import import_fastchat
 from swapjudge.importers.inspect_log import import_inspect
 from swapjudge.importers.judgebench import import_judgebench
 from swapjudge.importers.llmbar import RoundChoice, import_llmbar
+from swapjudge.importers.promptfoo import import_promptfoo
 from swapjudge.importers.shi2024 import PerCallConsistency, import_shi2024, per_call_consistency
 
 
@@ -119,6 +120,11 @@ FORMATS: dict[str, ImportFormat] = {
             "UKGovernmentBEIS/inspect_ai inspect_ai/log/_log.py; swapjudge.integrations.inspect (the scorer)",
             ("judge_name",),
             lambda p, o: import_inspect(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "promptfoo", "promptfoo eval results (promptfoo eval -o results.json) with a select-best assertion",
+            "promptfoo/promptfoo src/types (EvaluateSummaryV3), src/matchers (select-best)", ("judge_name",),
+            lambda p, o: import_promptfoo(p, judge_name=o.judge_name),
         ),
         ImportFormat(
             "csv", "any table of judge calls, by naming its columns and the verdict mapping",

@@ -2,9 +2,9 @@
 
 `--item COL --first COL --second COL --verdict COL --map A=first,B=second,C=tie [--judge COL] [--label COL]
 [--round COL] [--keep COL ...]`. Each `--keep` column is copied into the records under its own name (e.g. a
-task group for `segments --by`). `--map` says what each verdict value means, in the presentation frame of that row (`first` =
-the answer in the `--first` column won). Targets: first, second, tie, null. An empty cell is a null verdict;
-a value not in the map is reported and written as null.
+task group for `segments --by`). `--map` says what each verdict value means, in the presentation frame of
+that row (`first` = the answer in the `--first` column won). Targets: first, second, tie, null. An empty
+cell is a null verdict; a value not in the map is reported and written as null.
 """
 
 from __future__ import annotations

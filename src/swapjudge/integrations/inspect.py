@@ -20,7 +20,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model, ResponseSchema, get_model
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ResponseSchema,
+    get_model,
+)
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import JSONSchema
@@ -60,7 +68,7 @@ async def _judge_call(judge: Model, request: JudgeRequest) -> tuple[str | None, 
     if request.structured:
         config = GenerateConfig(response_schema=ResponseSchema(
             name="verdict", json_schema=JSONSchema.model_validate(verdict_schema(request)), strict=True))
-    messages = [ChatMessageSystem(content=request.system), ChatMessageUser(content=request.user)]
+    messages: list[ChatMessage] = [ChatMessageSystem(content=request.system), ChatMessageUser(content=request.user)]
     output = await judge.generate(messages, config=config)
     if output.error:
         return None, output.error
