@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,11 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, write_eval_log
 from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from typer.testing import CliRunner
 
 from conftest import shared_data
 from judge_server import JudgeServer, frame_answers, frame_text
+from swapjudge.cli import app
 from swapjudge.integrations.inspect import PLACEHOLDER_VALUE, swap_judge
 
 MODEL = "mockllm/model"
@@ -86,9 +87,17 @@ def metrics(log: EvalLog) -> dict[str, float]:
     return {name: m.value for name, m in log.results.scores[0].metrics.items()}
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "swapjudge", *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+@dataclass(frozen=True)
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str) -> Done:
+    """The real CLI app in this process (typer's runner): a subprocess would import inspect again each time."""
+    res = CliRunner().invoke(app, list(args))
+    return Done(res.exit_code, res.stdout, res.stderr)
 
 
 def test_forty_llmbar_pairs_log_metrics_equal_the_import_analysis(tmp_path: Path) -> None:
@@ -126,6 +135,7 @@ def test_forty_llmbar_pairs_log_metrics_equal_the_import_analysis(tmp_path: Path
     eval_path = Path(log.location)
     json_path = tmp_path / "log.json"
     write_eval_log(log, str(json_path), format="json")
+    print("log metrics:", got)  # the figures of this run, for the record (pytest -s shows them)
     for path in (eval_path, json_path):
         records = tmp_path / f"records-{path.suffix[1:]}.jsonl"
         done = cli("import", "inspect", str(path), "-o", str(records))
