@@ -200,6 +200,30 @@ def test_gate_failure_makes_win_rate_nan(tmp_path: Path) -> None:
     assert got["swap_consistency"] == 0.5 and got["gate_passed"] == 0.0 and math.isnan(got["win_rate"])
 
 
+def test_inspect_finds_the_scorer_by_name_through_the_entry_point(tmp_path: Path) -> None:
+    """In a fresh interpreter that never imports swapjudge itself, inspect's registry lookup of
+    `swapjudge/swap_judge` loads the `inspect_ai` entry point this project declares (installed here as a
+    minimal distribution carrying pyproject's entry point, as pip would write it)."""
+    import subprocess
+    import sys
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    target = project["project"]["entry-points"]["inspect_ai"]["swapjudge"]
+    dist = tmp_path / "swapjudge_entry-0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: swapjudge-entry\nVersion: 0\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text(f"[inspect_ai]\nswapjudge = {target}\n", encoding="utf-8")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from inspect_ai._util.registry import registry_lookup; "
+            "print(registry_lookup('scorer', 'swapjudge/swap_judge') is not None, "
+            "'swapjudge.integrations.inspect' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
 def test_entry_point_registers_the_scorer_by_name() -> None:
     import tomllib
 
