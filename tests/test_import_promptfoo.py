@@ -67,3 +67,33 @@ def test_outputs_named_by_provider_when_no_ids_are_given(tmp_path: Path) -> None
     res = import_files("promptfoo", [path])
     assert [(r["first"], r["second"], r["verdict"]) for r in res.records] == [("openai:gpt-x", "openai:gpt-y",
                                                                              "first")]
+
+
+def test_pairwise_llm_rubric_both_orders_and_an_unreadable_grader_reply_is_null() -> None:
+    res = import_files("promptfoo", [RESULTS.with_name("rubric_results.json")])
+    calls = {(r["item"], r["first"], r["second"]): r["verdict"] for r in res.records}
+    x, y = "model-x", "model-y"
+    # the rubric says Answer A (shown first) is the better; the grader passes it when it holds, except that on
+    # q5 it always passes (slot preference), and on q6 its reply is prose promptfoo cannot read: a failed
+    # assertion in promptfoo's file, a null verdict here (not "second")
+    assert calls == {
+        ("q1", x, y): "first", ("q1", y, x): "second", ("q2", x, y): "second", ("q2", y, x): "first",
+        ("q3", x, y): "first", ("q3", y, x): "second", ("q4", x, y): "second", ("q4", y, x): "first",
+        ("q5", x, y): "first", ("q5", y, x): "first", ("q6", x, y): None, ("q6", y, x): None,
+    }
+    assert [a.reason for a in res.awkward] == ["grader gave no verdict (Could not extract JSON from llm-rubric "
+                                               "response)"] * 2
+    out = analyze(records_from_dicts(res.records), a=x, b=y)[0].to_dict()
+    assert out["consistency"]["rate"] == 0.8 and out["pairs"]["incomplete"] == 1
+
+
+def test_llm_rubric_on_a_single_output_is_skipped(tmp_path: Path) -> None:
+    data = json.loads(RESULTS.with_name("rubric_results.json").read_text(encoding="utf-8"))
+    for r in data["results"]["results"]:
+        r["vars"].pop("first_id")
+        r["testCase"]["vars"] = r["vars"]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    res = import_files("promptfoo", [path])
+    assert not res.records
+    assert {a.kind for a in res.awkward} == {"skipped"} and len(res.awkward) == 12

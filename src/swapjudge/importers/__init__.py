@@ -122,7 +122,7 @@ FORMATS: dict[str, ImportFormat] = {
             lambda p, o: import_inspect(p, judge_name=o.judge_name),
         ),
         ImportFormat(
-            "promptfoo", "promptfoo eval results (promptfoo eval -o results.json) with a select-best assertion",
+            "promptfoo", "promptfoo eval results (promptfoo eval -o results.json): select-best, pairwise llm-rubric",
             "promptfoo/promptfoo src/types (EvaluateSummaryV3), src/matchers (select-best)", ("judge_name",),
             lambda p, o: import_promptfoo(p, judge_name=o.judge_name),
         ),
