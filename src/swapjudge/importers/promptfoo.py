@@ -160,7 +160,7 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
             verdict: str | None = None
             imp.flag(where, "null_verdict", f"no single output selected ({reason})")
         elif picked == [True, False]:
-            verdict: str | None = "first"
+            verdict = "first"
         elif picked == [False, True]:
             verdict = "second"
         else:
