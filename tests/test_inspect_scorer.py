@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
@@ -236,3 +237,33 @@ def test_entry_point_registers_the_scorer_by_name() -> None:
     assert scorer_factory is not None
     for name in ("swap_consistency", "first_slot_share", "win_rate", "gate_passed"):
         assert registry_lookup("metric", f"swapjudge/{name}") is not None
+
+
+@pytest.mark.parametrize("policy", ["half_credit", "no_credit", "exclude", "separate"])
+def test_pair_values_average_to_the_policy_win_rate(policy: str) -> None:
+    """Score.value per sample, averaged over the samples the policy scores, equals swapjudge's win rate under
+    that policy (core.policy.win_rate, computed from the outcome counts)."""
+    from swapjudge.core.policy import TiePolicy, win_rate
+    from swapjudge.integrations.inspect import pair_value
+
+    rng = np.random.default_rng(7)
+    a, b = MODEL, "baseline"
+    kinds = rng.choice(["a", "b", "flip", "tie", "half", "null"], size=300)
+    make = {  # (verdict with a first, verdict with b first)
+        "a": ("first", "second"), "b": ("second", "first"), "flip": ("first", "first"), "tie": ("tie", "tie"),
+        "half": ("tie", "second"), "null": (None, "first"),
+    }
+    values = []
+    for kind in kinds:
+        v1, v2 = make[str(kind)]
+        calls = [{"first": a, "second": b, "verdict": v1}, {"first": b, "second": a, "verdict": v2}]
+        values.append(pair_value(calls, a, TiePolicy(policy)))
+    counts = {k: int((kinds == k).sum()) for k in make}
+    expected = win_rate(a, b, counts["a"], counts["b"], counts["flip"] + counts["tie"] + counts["half"], policy)
+    scored = [v for v in values if v is not None]
+    if policy == "separate":  # the headline is a's share of consistent wins; Score.value gives splits half
+        assert np.mean(scored) == pytest.approx(expected.half_credit.value)
+    else:
+        assert np.mean(scored) == pytest.approx(expected.headline.value)
+    assert values.count(None) == counts["null"] + (counts["flip"] + counts["tie"] + counts["half"]
+                                                   if policy == "exclude" else 0)
