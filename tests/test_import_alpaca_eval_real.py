@@ -131,3 +131,31 @@ def test_identical_outputs_are_skipped_and_a_genuine_draw_is_a_tie(tmp_path: Pat
     result = import_files("alpaca-eval", [path])
     assert [(r["instruction"], r["first"], r["verdict"]) for r in result.records] == [("close", "m", "tie")]
     assert [(a.kind, a.reason.split(",")[0]) for a in result.awkward] == [("skipped", "identical outputs")]
+
+
+def test_alpaca_eval_gpt4_python_repr_ranking_gives_the_order(tmp_path: Path) -> None:
+    """alpaca_eval_gpt4's `ranking_parser` completion is a Python-repr list naming model_1 (shown first) and
+    model_2; with the stored preference it gives the order, and it is cross-checked against the seed rule."""
+    def row(instruction: str, top: str, preference: int) -> dict[str, Any]:
+        other = "model_2" if top == "model_1" else "model_1"
+        return {"instruction": instruction, "output_1": "a", "output_2": "b", "generator_1": "base",
+                "generator_2": "m", "annotator": "alpaca_eval_gpt4", "preference": preference,
+                "raw_completion": f"[{{'model': '{top}', 'rank': 1}}, {{'model': '{other}', 'rank': 2}}]"}
+    # choose rows so the recorded order matches the seed rule (as in the shipped files)
+    rows = []
+    for i in range(6):
+        text = f"instruction {i}"
+        switched = seed_switch(text)
+        preference = 1 + i % 2  # the preferred output's stored index
+        # the preferred output sat first (model_1 ranked first) exactly when it is the one shown first
+        preferred_first = (preference == 2) == switched
+        rows.append(row(text, "model_1" if preferred_first else "model_2", preference))
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    result = import_files("alpaca-eval", [path])
+    assert [r["order_source"] for r in result.records] == ["ranking"] * 6
+    assert "agrees with the recorded order on 6 of 6 rows" in " ".join(result.reports[0].notes)
+    for r, raw in zip(result.records, rows, strict=True):
+        winner = "base" if raw["preference"] == 1 else "m"
+        assert (r["first"] if r["verdict"] == "first" else r["second"]) == winner
+        assert (r["first"] == "m") is seed_switch(raw["instruction"])
