@@ -246,10 +246,13 @@ class JudgeServer:
             payload = {
                 "id": "c1",
                 "object": "chat.completion",
+                "created": 0,  # `created` and `model` are always sent by the real API
+                "model": body.get("model", ""),
                 "choices": [choice],
                 "usage": {
                     "prompt_tokens": usage_in,
                     "completion_tokens": 5,
+                    "total_tokens": usage_in + 5,  # always sent by the real API (some clients require it)
                     "prompt_tokens_details": {"cached_tokens": len(system) // 4},
                 },
             }

@@ -22,9 +22,11 @@ def runner() -> CliRunner:
 def test_help_lists_every_format_and_its_options(runner: CliRunner) -> None:
     res = runner.invoke(app, ["import", "--help"], env={"COLUMNS": "200"})
     assert res.exit_code == 0
-    for name in ("fastchat", "arena-hard", "judgebench", "llmbar", "alpaca-eval", "shi2024", "csv"):
+    for name in ("fastchat", "arena-hard", "judgebench", "llmbar", "alpaca-eval", "shi2024", "inspect", "promptfoo",
+                 "csv"):
         assert f"{name}:" in res.output
     assert "--round first|last" in res.output and "--map" in res.output and "--per-call" in res.output
+    assert "--keep COL" in res.output and "--seed" in res.output
 
 
 def test_import_writes_records_and_reports_awkward_rows(runner: CliRunner, tmp_path: Path) -> None:

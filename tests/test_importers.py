@@ -35,7 +35,7 @@ def awkward(result: ImportResult) -> list[tuple[str, str]]:
 
 def test_registry_names_every_format_with_its_source() -> None:
     assert list(FORMATS) == ["fastchat", "arena-hard", "judgebench", "llmbar", "alpaca-eval", "shi2024",
-                             "csv"]
+                             "inspect", "promptfoo", "csv"]
     for fmt in FORMATS.values():
         assert fmt.source and fmt.summary and "judge_name" in fmt.options
 
@@ -156,8 +156,8 @@ def test_alpaca_eval_single_order_with_recorded_switches() -> None:
     ref, mod = "gpt4_1106_preview", "model-x"
     got = {k: (r["first"], r["second"], r["verdict"], r["order_source"]) for k, r in by_item.items()}
     assert got == {
-        "i0": (mod, ref, "second", "referenced_models"),  # "m" (shown first) was output_2; output_1 won
-        "i1": (ref, mod, "second", "referenced_models"),
+        "i0": (mod, ref, "second", "ranking"),  # "m" (shown first) ranked 2nd, output_1 won: output_2 was "m"
+        "i1": (ref, mod, "second", "ranking"),
         "i2": (mod, ref, "tie", "is_switched_outputs"),
         "i3": (ref, mod, "second", "is_switched_outputs"),  # 1.73 leans to output_2
         "i4": (mod, ref, None, "is_switched_outputs"),

@@ -27,7 +27,7 @@ _OPTION_FLAGS = {
     "judge_name": "--judge-name", "baseline": "--baseline", "round_choice": "--round first|last",
     "order": "--order", "item": "--item", "first": "--first", "second": "--second", "verdict": "--verdict",
     "map": "--map", "judge": "--judge", "label": "--label", "round": "--round COL",
-    "delimiter": "--delimiter",
+    "delimiter": "--delimiter", "seed": "--seed", "keep": "--keep COL",
 }
 
 
@@ -51,7 +51,8 @@ HELP = (
 
 def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: str | None, order: str | None,
              item: str | None, first: str | None, second: str | None, verdict: str | None, map_: str | None,
-             judge: str | None, label: str | None, delimiter: str | None) -> ImportOptions:
+             judge: str | None, label: str | None, delimiter: str | None, seed: int | None = None,
+             keep: list[str] | None = None) -> ImportOptions:
     """CLI values -> ImportOptions; `--round` is a round choice for llmbar and a column name for csv."""
     extra: dict[str, Any] = {}
     if round_ is not None:
@@ -67,6 +68,10 @@ def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: 
         if order not in ("recorded", "as-stored"):
             raise InputError(f"--order must be recorded or as-stored, not {order!r}")
         extra["order"] = order
+    if seed is not None:
+        extra["seed"] = seed
+    if keep:
+        extra["keep"] = tuple(keep)
     if delimiter is not None:
         extra["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
     return ImportOptions(judge_name=judge_name, baseline=baseline, item=item, first=first, second=second,
@@ -134,8 +139,12 @@ def import_command(
         "--round", help="llmbar: which round, first or last (default last). csv: column holding the repeat "
                         "index.")] = None,
     order: Annotated[str | None, typer.Option(
-        "--order", help="alpaca-eval: `recorded` (default) reads the presented order from the file; "
-                        "`as-stored` says output_1 was always shown first.")] = None,
+        "--order", help="alpaca-eval: `recorded` (default) reads the presented order from the file, else "
+                        "recomputes AlpacaEval 2's seeded switch; `as-stored` says output_1 was always shown "
+                        "first.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="alpaca-eval: the annotator's seed for the switch (default 0, as the shipped "
+                       "annotators use).")] = None,
     item: Annotated[str | None, typer.Option("--item", help="csv: column with the item id.")] = None,
     first: Annotated[str | None, typer.Option("--first", help="csv: column with the identity shown first.")]
     = None,
@@ -148,6 +157,9 @@ def import_command(
     judge: Annotated[str | None, typer.Option("--judge", help="csv: column with the judge name.")] = None,
     label: Annotated[str | None, typer.Option(
         "--label", help="csv: column with the identity of the better answer (or tie).")] = None,
+    keep: Annotated[list[str] | None, typer.Option(
+        "--keep", help="csv: also copy this column into the records under its own name (repeatable), e.g. "
+                       "a task group for `segments --by`.")] = None,
     delimiter: Annotated[str | None, typer.Option(
         "--delimiter", help="csv: field separator (default: tab for .tsv, else comma).")] = None,
     per_call: Annotated[bool, typer.Option(
@@ -168,7 +180,7 @@ def import_command(
         raise InputError("give -o RECORDS.jsonl (or --per-call to print the per-call figures)")
     options = _options(fmt, judge_name=judge_name, baseline=baseline, round_=round_, order=order, item=item,
                        first=first, second=second, verdict=verdict, map_=map_, judge=judge, label=label,
-                       delimiter=delimiter)
+                       delimiter=delimiter, seed=seed, keep=keep)
     result = import_files(fmt, paths, options)
     _print_report(result, max_listed)
     if report is not None:

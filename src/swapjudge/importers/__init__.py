@@ -22,10 +22,12 @@ from swapjudge.importers.base import (
     Record,
     write_records,
 )
-from swapjudge.importers.csv_table import CsvColumns, import_csv, parse_map
+from swapjudge.importers.csv_table import CsvColumns, check_keep, import_csv, parse_map
 from swapjudge.importers.fastchat import import_fastchat
+from swapjudge.importers.inspect_log import import_inspect
 from swapjudge.importers.judgebench import import_judgebench
 from swapjudge.importers.llmbar import RoundChoice, import_llmbar
+from swapjudge.importers.promptfoo import import_promptfoo
 from swapjudge.importers.shi2024 import PerCallConsistency, import_shi2024, per_call_consistency
 
 
@@ -46,6 +48,8 @@ class ImportOptions:
     label: str | None = None
     round: str | None = None
     delimiter: str | None = None
+    seed: int = 0
+    keep: tuple[str, ...] = ()
 
     def given(self) -> set[str]:
         """Names of the options set to something other than their default."""
@@ -71,7 +75,7 @@ def _csv(paths: Sequence[Path], o: ImportOptions) -> ImportResult:
         raise InputError(f"format csv needs {', '.join(missing)}")
     assert o.item and o.first and o.second and o.verdict and o.map  # narrowed by the check above
     columns = CsvColumns(item=o.item, first=o.first, second=o.second, verdict=o.verdict, judge=o.judge,
-                         label=o.label, round=o.round)
+                         label=o.label, round=o.round, keep=check_keep(o.keep))
     return import_csv(paths, columns=columns, mapping=parse_map(o.map), judge_name=o.judge_name,
                       delimiter=o.delimiter)
 
@@ -103,8 +107,8 @@ FORMATS: dict[str, ImportFormat] = {
         ImportFormat(
             "alpaca-eval", "AlpacaEval annotations JSON (single order per pair)",
             "tatsu-lab/alpaca_eval src/alpaca_eval/annotators/pairwise_evaluator.py, processors.py",
-            ("order", "judge_name"),
-            lambda p, o: import_alpaca_eval(p, order=o.order, judge_name=o.judge_name),
+            ("order", "seed", "judge_name"),
+            lambda p, o: import_alpaca_eval(p, order=o.order, judge_name=o.judge_name, seed=o.seed),
         ),
         ImportFormat(
             "shi2024", "Shi et al. 2024 verdict CSV (../shared/data/shi2024)",
@@ -112,9 +116,20 @@ FORMATS: dict[str, ImportFormat] = {
             lambda p, o: import_shi2024(p, judge_name=o.judge_name),
         ),
         ImportFormat(
+            "inspect", "inspect_ai eval logs (*.eval or *.json) scored with swapjudge's swap_judge scorer",
+            "UKGovernmentBEIS/inspect_ai inspect_ai/log/_log.py; swapjudge.integrations.inspect (the scorer)",
+            ("judge_name",),
+            lambda p, o: import_inspect(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "promptfoo", "promptfoo eval results (promptfoo eval -o results.json): select-best, pairwise llm-rubric",
+            "promptfoo/promptfoo src/types (EvaluateSummaryV3), src/matchers (select-best)", ("judge_name",),
+            lambda p, o: import_promptfoo(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
             "csv", "any table of judge calls, by naming its columns and the verdict mapping",
             "this project (docs/importers.md)",
-            ("item", "first", "second", "verdict", "map", "judge", "label", "round", "delimiter",
+            ("item", "first", "second", "verdict", "map", "judge", "label", "round", "keep", "delimiter",
              "judge_name"),
             _csv,
         ),

@@ -8,28 +8,20 @@ when the outputs are identical, or null when unparsed (annotators/pairwise_evalu
 judged once, in one order. The order shown to the judge is randomised per instruction by processors.py
 `RandomSwitchTwoColumnsProcessor`, which swaps output_1/output_2 before the call and swaps them (and the
 preference) back afterwards, so the stored fields are in the unswitched frame. Where the presented order
-survives in the file we use it:
-  * `is_switched_outputs` (or `is_switch_output_1_output_2`): true when output_2 was shown first;
-  * `referenced_models` (chain-of-thought annotators, processors.py `ChainOfThoughtProcessor`): maps the
-    prompt's model identifiers to the unswitched outputs; the identifier of the first-shown output is "m"
-    (the configs' `ranking_parser: model_1_name: "m"`), so output_2 was shown first when it maps "m" to
-    "output_2";
-  * `raw_completion` of the m/M classifier annotators (`alpaca_eval_clf_gpt4_turbo`, and the logprob-weighted
-    `weighted_alpaca_eval_gpt4_turbo`, whose top logprobs are used): the token names the winner's presented
-    slot, and the stored preference names the winner's output, so together they give the order (not for a
-    preference of exactly 1.5).
-
-Otherwise the order is unknown and the row is reported, unless `--order as-stored` says the annotator ran
-with `is_randomize_output_order: False` (output_1 shown first). Old releases seeded the switch with Python's
-salted `hash()`, so it cannot be recomputed. Swap-consistency cannot be measured from these records (one
-order per pair); the first-slot rate can.
+survives in the file we use it (`is_switched_outputs`, the judge's ranking in `raw_completion`,
+`referenced_models` unless the judge ranked both outputs first, or the m/M token of the classifier annotators);
+otherwise AlpacaEval 2's seeded coin is recomputed (`seed_switch`), after checking it against every order the
+file records. Identical outputs (a draw AlpacaEval assigns without calling the judge) are skipped. Swap-
+consistency cannot be measured from these records (one order per pair); the first-slot rate can.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -73,14 +65,71 @@ def _slot_token(raw: Any) -> str | None:
     return text.strip() if isinstance(text, str) and text.strip() in ("m", "M") else None
 
 
-def _switched(row: dict[str, Any], preferred: int | None) -> tuple[bool | None, str]:
-    """Whether output_2 was shown first, and where that was read from."""
+# Identifiers AlpacaEval's ranking prompts give the output shown first and second ("m"/"M" in the AlpacaEval 2
+# configs' `ranking_parser`, "model_1"/"model_2" in alpaca_eval_gpt4's prompt).
+FIRST_SHOWN = ("m", "model_1")
+SECOND_SHOWN = ("M", "model_2")
+
+
+def seed_switch(instruction: str, seed: int = 0) -> bool:
+    """Whether AlpacaEval 2 showed output_2 first: `RandomSwitchTwoColumnsProcessor`'s seeded coin.
+
+    processors.py seeds `random.Random` with the switch column's name + the instruction + the annotator's seed
+    (0 for the shipped annotators; 123 is only the processor's own default) and calls
+    `utils.random_seeded_choice`, i.e. `.choices([False, True], k=1)[0]`.
+    """
+    return random.Random("is_switched_outputs" + instruction + str(seed)).choices([False, True], k=1)[0]
+
+
+def _ranking(raw: Any) -> list[dict[str, Any]] | None:
+    """The judge's ranking from `raw_completion`: a dict with `ordered_models` (function-calling annotators) or
+    a Python-repr / JSON list of {'model': ..., 'rank': ...} (alpaca_eval_gpt4's ranking parser)."""
+    if isinstance(raw, str) and raw.lstrip().startswith(("[", "{")):
+        try:
+            raw = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError:
+                return None
+    if isinstance(raw, dict):
+        raw = raw.get("ordered_models")
+    if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
+        return None
+    return raw
+
+
+def _ranking_switch(ranking: list[dict[str, Any]], preferred: int | None) -> bool | None:
+    """Whether output_2 was shown first, from the identifier ranked first and the stored preference."""
+    top = [m.get("model") for m in ranking if m.get("rank") == 1]
+    if len(top) != 1 or preferred not in (1, 2):
+        return None
+    if top[0] in FIRST_SHOWN:  # the preferred output sat first
+        return preferred == 2
+    if top[0] in SECOND_SHOWN:
+        return preferred == 1
+    return None
+
+
+def _double_first(ranking: list[dict[str, Any]] | None) -> bool:
+    """The judge ranked both outputs first: AlpacaEval's `referenced_models` then reuses a stale name."""
+    return ranking is not None and sum(1 for m in ranking if m.get("rank") == 1) > 1
+
+
+def _recorded_switch(row: dict[str, Any], preferred: int | None) -> tuple[bool | None, str]:
+    """Whether output_2 was shown first according to the file itself, and where that was read from."""
     for column in ("is_switched_outputs", "is_switch_output_1_output_2"):
         value = row.get(column)
         if isinstance(value, bool):
             return value, column
+    ranking = _ranking(row.get("raw_completion"))
+    if ranking is not None:
+        switched = _ranking_switch(ranking, preferred)
+        if switched is not None:
+            return switched, "ranking"
     refs = row.get("referenced_models")
-    if isinstance(refs, dict) and refs.get("m") in ("output_1", "output_2"):
+    if (not _double_first(ranking) and isinstance(refs, dict) and refs.get("m") in ("output_1", "output_2")
+            and set(refs.values()) == {"output_1", "output_2"}):
         return refs["m"] == "output_2", "referenced_models"
     token = _slot_token(row.get("raw_completion"))
     if token is not None and preferred in (1, 2):
@@ -103,22 +152,60 @@ def _preferred(preference: Any) -> tuple[int | None, bool]:
     return (1 if value < 1.5 else 2), True
 
 
-def read_file(imp: FileImport, *, order: OrderChoice = "recorded", judge_name: str | None = None) -> None:
+# The seed rule is trusted in a file only if it agrees with at least this share of the orders the file records
+# (a different seeding gives about half).
+SEED_RULE_MIN_AGREEMENT = 0.95
+
+
+def _identical_draw(row: dict[str, Any], preferred: int | None) -> bool:
+    """AlpacaEval gives identical outputs a draw without calling the judge (pairwise_evaluator.py)."""
+    return preferred == 0 and row.get("output_1") is not None and row.get("output_1") == row.get("output_2")
+
+
+def read_file(imp: FileImport, *, order: OrderChoice = "recorded", judge_name: str | None = None,
+              seed: int = 0) -> None:
     imp.notes.append(SINGLE_ORDER_NOTE)
+    rows: list[tuple[str, dict[str, Any], int | None, bool, bool | None, str]] = []
     for _index, where, row in read_json_array(imp):
         missing = [k for k in ("instruction", "generator_1", "generator_2") if row.get(k) is None]
         if missing:
             imp.flag(where, "error", f"missing field {', '.join(missing)}")
             continue
         preferred, usable = _preferred(row.get("preference"))
-        switched, source = _switched(row, preferred if usable else None)
+        if usable and _identical_draw(row, preferred):
+            imp.flag(where, "skipped", "identical outputs, not judged (AlpacaEval counts it as a draw)")
+            continue
+        switched, source = _recorded_switch(row, preferred if usable else None)
+        rows.append((where, row, preferred, usable, switched, source))
+    # cross-check the seed rule against every order the file records
+    checked = [(sw, seed_switch(str(row["instruction"]), seed)) for _w, row, _p, _u, sw, _s in rows
+               if sw is not None]
+    agree = sum(1 for recorded, by_seed in checked if recorded == by_seed)
+    trusted = not checked or agree >= SEED_RULE_MIN_AGREEMENT * len(checked)
+    unrecorded = sum(1 for *_rest, sw, _s in rows if sw is None)
+    if checked:
+        imp.notes.append(f"seed rule (AlpacaEval 2 switch, seed {seed}) agrees with the recorded order on "
+                         f"{agree} of {len(checked)} rows" + ("" if trusted else
+                                                              "; not used for rows without a recorded order"))
+    elif unrecorded and order != "as-stored":
+        imp.notes.append(f"no row records its presentation order: the order of all {unrecorded} rows comes from "
+                         f"the AlpacaEval 2 seed rule (seed {seed}) and could not be cross-checked; files "
+                         "written by releases that seeded with Python's salted hash() have no recoverable "
+                         "order")
+    for where, row, preferred, usable, switched, source in rows:
         if switched is None:
-            if order != "as-stored":
-                imp.flag(where, "error", "presentation order unknown (no is_switched_outputs, "
-                                         "referenced_models or m/M completion with a decided preference); "
-                                         "use --order as-stored if the annotator did not randomise the order")
+            if order == "as-stored":
+                switched, source = False, "as-stored"
+            elif trusted:
+                switched, source = seed_switch(str(row["instruction"]), seed), "seed"
+            else:
+                imp.flag(where, "error", "presentation order unknown (the file records none for this row and "
+                                         "the seed rule disagrees with the orders it records elsewhere); use "
+                                         "--order as-stored if the annotator did not randomise the order")
                 continue
-            switched, source = False, "as-stored"
+        if _double_first(_ranking(row.get("raw_completion"))):
+            imp.flag(where, "warning", "judge ranked both outputs first; referenced_models is unreliable, "
+                                       f"order from {source}; verdict from the stored preference")
         gen_1, gen_2 = str(row["generator_1"]), str(row["generator_2"])
         first, second = (gen_2, gen_1) if switched else (gen_1, gen_2)
         if not usable:
@@ -140,6 +227,7 @@ def read_file(imp: FileImport, *, order: OrderChoice = "recorded", judge_name: s
 
 
 def import_alpaca_eval(paths: Sequence[Path], *, order: OrderChoice = "recorded",
-                       judge_name: str | None = None) -> ImportResult:
+                       judge_name: str | None = None, seed: int = 0) -> ImportResult:
     """Presentation records (one per annotation) from AlpacaEval annotation JSON files."""
-    return finish(read_paths(paths, FORMAT, read_file, order=order, judge_name=judge_name), pair_check=False)
+    return finish(read_paths(paths, FORMAT, read_file, order=order, judge_name=judge_name, seed=seed),
+                  pair_check=False)

@@ -268,8 +268,16 @@ def check_pairs(imports: Sequence[FileImport]) -> None:
             imp.flag(str(rec.get("_where", imp.path)), "single_order",
                      f"{rec['first']} first vs {rec['second']} on item {rec['item']}: "
                      f"the swapped order ({rec['second']} first) is absent")
+    # analyze reads input where no pair has both orders as single-order data without being told
+    single_order = bool(calls) and all(n == 1 for n in calls.values())
     for imp in imports:
-        if lonely[id(imp)]:
+        if not lonely[id(imp)]:
+            continue
+        if single_order:
+            imp.notes.append(f"{lonely[id(imp)]} record(s) have no swapped twin and no pair has both orders: "
+                             "single-order data, for which `swapjudge analyze` reports the first-slot rate and "
+                             "verdict split but no swap-consistency")
+        else:
             imp.notes.append(f"{lonely[id(imp)]} record(s) have no swapped twin: `swapjudge analyze "
                              "--allow-unpaired` counts their pairs as incomplete (else they are an error)")
 

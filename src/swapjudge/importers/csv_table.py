@@ -1,9 +1,10 @@
 """Any table of judge calls (CSV, or TSV by extension), one row per call, mapped by naming its columns.
 
 `--item COL --first COL --second COL --verdict COL --map A=first,B=second,C=tie [--judge COL] [--label COL]
-[--round COL]`. `--map` says what each verdict value means, in the presentation frame of that row (`first` =
-the answer in the `--first` column won). Targets: first, second, tie, null. An empty cell is a null verdict;
-a value not in the map is reported and written as null.
+[--round COL] [--keep COL ...]`. Each `--keep` column is copied into the records under its own name (e.g. a
+task group for `segments --by`). `--map` says what each verdict value means, in the presentation frame of
+that row (`first` = the answer in the `--first` column won). Targets: first, second, tie, null. An empty
+cell is a null verdict; a value not in the map is reported and written as null.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ TARGETS = {"first": "first", "second": "second", "tie": "tie", "null": None, "no
 
 @dataclass(frozen=True)
 class CsvColumns:
-    """Which column holds what; `judge`, `label` and `round` are optional."""
+    """Which column holds what; `judge`, `label`, `round` and the kept columns are optional."""
 
     item: str
     first: str
@@ -30,11 +31,25 @@ class CsvColumns:
     judge: str | None = None
     label: str | None = None
     round: str | None = None
+    keep: tuple[str, ...] = ()
 
     @property
     def required(self) -> tuple[str, ...]:
         optional = tuple(c for c in (self.judge, self.label, self.round) if c)
-        return (self.item, self.first, self.second, self.verdict, *optional)
+        return (self.item, self.first, self.second, self.verdict, *optional, *self.keep)
+
+
+# record fields a kept column may not overwrite (DESIGN 3.1)
+RECORD_FIELDS = ("item", "first", "second", "verdict", "judge", "round", "label", "raw")
+
+
+def check_keep(keep: Sequence[str]) -> tuple[str, ...]:
+    """The kept column names, each once; one that would overwrite a record field is an error."""
+    clash = [c for c in keep if c in RECORD_FIELDS]
+    if clash:
+        raise InputError(f"--keep {clash[0]} would overwrite the record field of that name; rename the column "
+                         "or map it with the option for that field")
+    return tuple(dict.fromkeys(keep))
 
 
 def parse_map(text: str) -> dict[str, str | None]:
@@ -86,7 +101,7 @@ def read_file(imp: FileImport, columns: CsvColumns, mapping: Mapping[str, str | 
         imp.add(make_record(
             item=row[columns.item].strip(), first=row[columns.first].strip(),
             second=row[columns.second].strip(), verdict=verdict, judge=judge, round=round_value,
-            label=label, _where=where,
+            label=label, _where=where, **{c: row[c] for c in columns.keep},
         ))
 
 

@@ -7,7 +7,9 @@ Schema (lm-sys/FastChat, fastchat/llm_judge/common.py, `play_a_match_pair`; writ
 identities: "model_1" / "model_2" (the literal strings), "tie", or "error" (no [[A]]/[[B]]/[[C]] found).
 Hand-made files sometimes hold the model names themselves, and human-vote files use tie variants such as
 "tie (bothbad)"; FastChat's compute_agreement.py treats any value containing "tie" as a tie, and so do we. A
-row from single-answer grading (`m1_score`/`m2_score`) has no presentation order and is skipped.
+row from single-answer grading (`m1_score`/`m2_score`, or the `*_single.jsonl` rows of `play_a_match_single`:
+`model`, `score`, `judgment`) has no presentation order and is skipped; a file holding nothing else is skipped
+with one line.
 """
 
 from __future__ import annotations
@@ -49,8 +51,17 @@ def _slot(winner: str | None, first: str, second: str) -> str | None:
     return "first" if winner == first else "second"
 
 
+def _single_grading(row: dict[str, Any]) -> bool:
+    """A `play_a_match_single` row: one model's answer scored alone (`*_single.jsonl`)."""
+    return "model" in row and "score" in row and "model_1" not in row
+
+
 def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
+    single: list[str] = []
     for _line, where, row in read_jsonl(imp):
+        if _single_grading(row):
+            single.append(where)
+            continue
         if "m1_score" in row or ("winner" in row and "g1_winner" not in row):
             imp.flag(where, "skipped", "single-answer grading (one combined winner, no presentation order)")
             continue
@@ -82,6 +93,12 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
             game = present[0][0]
             imp.flag(where, "game_missing", f"g{3 - game}_winner absent: only game {game} is in the row")
             imp.explained.add(pair_key(imp.records[-1]))
+    if single and len(single) == imp.rows:
+        imp.flag(str(imp.path), "skipped", f"single-answer grading file ({len(single)} rows, each one model's "
+                                           "answer scored alone): no pair, no presentation order")
+    else:
+        for where in single:
+            imp.flag(where, "skipped", "single-answer grading (one model scored alone, no presentation order)")
 
 
 def import_fastchat(paths: Sequence[Path], *, judge_name: str | None = None) -> ImportResult:

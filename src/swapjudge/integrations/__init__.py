@@ -1,0 +1,1 @@
+"""Bridges that let other evaluation frameworks call swapjudge (each needs its framework's extra installed)."""
