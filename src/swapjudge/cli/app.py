@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import json
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -54,3 +55,18 @@ def user_errors(func: F) -> F:
             raise typer.Exit(0) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+JSON_SCHEMA_VERSION = 1  # docs/json.md: bumped when a key changes meaning; new keys do not bump it
+
+
+def json_document(payload: Any) -> Any:
+    """A `--format json` document: an object gets `schema_version` first; an array (a listing) is as it is."""
+    if isinstance(payload, dict):
+        return {"schema_version": JSON_SCHEMA_VERSION, **{k: v for k, v in payload.items() if k != "schema_version"}}
+    return payload
+
+
+def dump_json(payload: Any) -> None:
+    """JSON to stdout, exactly as scripts read it (no rich markup, no wrapping)."""
+    print(json.dumps(json_document(payload), indent=2, allow_nan=False))

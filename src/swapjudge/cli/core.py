@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, dump_json, stderr, stdout, user_errors
 from swapjudge.core.analysis import analyze as run_analysis
 from swapjudge.core.analysis import calculate
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
@@ -17,11 +16,6 @@ from swapjudge.report import markdown, text
 
 ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
-
-
-def dump_json(payload: Any) -> None:
-    """JSON to stdout, exactly as scripts read it (no rich markup, no wrapping)."""
-    print(json.dumps(payload, indent=2, allow_nan=False))
 
 
 @app.command()

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors
 from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.core.pairs_file import load_pairs
 from swapjudge.drift.adaptive import THRESHOLDS, adaptive_offline
@@ -219,7 +219,7 @@ def compare_command(
     with open_store(store) as st:
         cmp = compare_runs(st, run_a, run_b)
     if output is OutputFormat.json:
-        print(json.dumps(cmp.to_dict(), indent=2, allow_nan=False))
+        dump_json(cmp.to_dict())
         return
     lines = _compare_lines(cmp)
     if output is OutputFormat.markdown:
@@ -294,7 +294,7 @@ def releases_command(
 
         write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
     if output is OutputFormat.json:
-        print(json.dumps({"run": run_id, **rep.to_dict()}, indent=2, allow_nan=False))
+        dump_json({"run": run_id, **rep.to_dict()})
         return
     rows = _release_rows(rep)
     if output is OutputFormat.markdown:
@@ -338,7 +338,7 @@ def adaptive_command(
         raise SwapjudgeError(f"run {run_id}: no call carries verdict probabilities (use a backend that returns "
                              "them, e.g. `logprobs: true` on an OpenAI-compatible server)")
     if output is OutputFormat.json:
-        print(json.dumps({"run": run_id, **result.to_dict()}, indent=2, allow_nan=False))
+        dump_json({"run": run_id, **result.to_dict()})
         return
     c = result.consistency
     head = (f"run {run_id}: {result.pairs} pairs judged in both orders, swap-consistency "
@@ -383,7 +383,7 @@ def anchors_command(
         write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
                                    if v is not None))
     if output is OutputFormat.json:
-        print(json.dumps(res.to_dict(), indent=2, allow_nan=False))
+        dump_json(res.to_dict())
     else:
         d = res.distribution
         lines = [f"anchored run {res.run_id} stored in {res.store}",

@@ -10,8 +10,8 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
-from swapjudge.cli.core import ConfidenceOpt, FormatOpt, dump_json
+from swapjudge.cli.app import OutputFormat, app, dump_json, stderr, stdout, user_errors
+from swapjudge.cli.core import ConfidenceOpt, FormatOpt
 from swapjudge.core.pairs import build_pairs
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.core.records import load_records, select_judges

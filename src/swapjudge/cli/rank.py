@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors
 from swapjudge.core.records import load_records
 from swapjudge.errors import InputError
 from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
@@ -51,7 +50,7 @@ def rank(
     name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
     if output is OutputFormat.json:
         payload = {"judge": name, "outcome": outcome.value, **result.to_dict()}
-        print(json.dumps(payload, indent=2, allow_nan=False))
+        dump_json(payload)
     elif output is OutputFormat.markdown:
         print(render.render_markdown(result, judge=name or None, outcome=outcome.value), end="")
     else:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, dump_json, json_document, stderr, stdout, user_errors
 from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
@@ -122,9 +122,9 @@ def run_command(
         },
     }
     report = outcome.store_path.parent / f"swapjudge-run-{outcome.run_id}.analysis.json"
-    write_atomic(report, json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    write_atomic(report, json.dumps(json_document(payload), indent=2, allow_nan=False) + "\n")
     if output is OutputFormat.json:
-        print(json.dumps(payload, indent=2, allow_nan=False))
+        dump_json(payload)
     elif output is OutputFormat.markdown:
         from swapjudge.report import markdown
 

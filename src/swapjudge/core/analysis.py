@@ -85,17 +85,31 @@ class JudgeAnalysis:
             "gate": self.gate.to_dict(),
             "systems_seen": list(self.systems),
         }
-        if self.pair:
-            out["systems"] = {"a": self.pair[0], "b": self.pair[1]}
-            out["cross_table"] = self.cross_table.to_dict() if self.cross_table else None
-            out["win_rate"] = None if self.withheld or self.win_rate is None else self.win_rate.to_dict()
-            out["decision"] = self.decision.to_dict() if self.decision and not self.withheld else None
-        if self.accuracy:
-            out["accuracy"] = self.accuracy.to_dict()
-        if self.identical:
-            out["identical"] = self.identical.to_dict()
+        # every key is present, null when it does not apply, so a script can rely on the shape (docs/json.md)
+        out["systems"] = {"a": self.pair[0], "b": self.pair[1]} if self.pair else None
+        out["cross_table"] = self.cross_table.to_dict() if self.pair and self.cross_table else None
+        out["win_rate"] = None if self.withheld or self.win_rate is None or not self.pair else self.win_rate.to_dict()
+        out["decision"] = self.decision.to_dict() if self.pair and self.decision and not self.withheld else None
+        out["accuracy"] = self.accuracy.to_dict() if self.accuracy else None
+        out["identical"] = self.identical.to_dict() if self.identical else None
         out["notes"] = list(self.notes)
         return out
+
+    def to_frame(self, backend: str = "polars") -> Any:
+        """One row of the flattened `to_dict()` (`consistency.rate`, `gate.passed`, ...): polars, or pandas."""
+        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
+
+        return notebook.frame([notebook.flatten(self.to_dict())], backend)
+
+    def _repr_html_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.analysis_html([self])
+
+    def _repr_markdown_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.analysis_markdown([self])
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,22 @@ class Calculation:
         if self.decision is not None:
             out["decision"] = self.decision.to_dict()
         return out
+
+    def to_frame(self, backend: str = "polars") -> Any:
+        """One row of the flattened `to_dict()`: polars, or pandas with `backend="pandas"`."""
+        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
+
+        return notebook.frame([notebook.flatten(self.to_dict())], backend)
+
+    def _repr_html_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.calculation_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.calculation_markdown(self)
 
 
 def calculate(pairs: int, consistent: int, *, to_first: int | None = None, to_second: int | None = None,

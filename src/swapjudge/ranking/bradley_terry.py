@@ -459,6 +459,23 @@ class Ranking:
                 raise KeyError(f"unknown system {name!r}")
         return outcome_probabilities(self.model, scores[a], scores[b], self.tie_parameter)
 
+    def to_frame(self, backend: str = "polars") -> Any:
+        """One row per system, best first (score, interval, rating, rank range, wins/ties/losses): polars, or
+        pandas with `backend="pandas"`."""
+        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
+
+        return notebook.frame([row.to_dict() for row in self.rows], backend)
+
+    def _repr_html_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.ranking_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.ranking_markdown(self)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model.value,
