@@ -337,9 +337,16 @@ def parse_config(data: Any, *, source: Path) -> LoadedConfig:
 
 
 def load_config(path: str | Path) -> LoadedConfig:
+    """A YAML configuration file (`-`: stdin, its relative paths then read from the working directory)."""
+    from swapjudge.core.textfiles import is_stdio, read_stdin
+
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        if is_stdio(path):
+            source = Path.cwd() / "<stdin>"
+            text = read_stdin().decode("utf-8-sig", errors="replace")
+        else:
+            text = source.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{source}: cannot read the configuration: {err.strerror}") from None
     try:

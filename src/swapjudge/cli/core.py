@@ -46,7 +46,7 @@ def calc(
 @app.command()
 @user_errors
 def analyze(
-    records: Annotated[Path, typer.Argument(help="Presentation records: JSON Lines or CSV (DESIGN 3.1).",
+    records: Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
                                             show_default=False)],
     judge: Annotated[str | None, typer.Option("--judge", help="Analyse this judge only.")] = None,
     a: Annotated[str | None, typer.Option("--a", help="System whose win rate is reported.")] = None,

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, display_path, stderr, stdout, user_errors
 from swapjudge.errors import InputError
 from swapjudge.importers import (
     AWKWARD_MEANING,
@@ -42,7 +42,7 @@ def _formats_help() -> str:
 
 
 HELP = (
-    "Turn another harness's judgments into presentation records (DESIGN 3.1) that analyze, rank and report "
+    "Turn another harness's judgments into presentation records (docs/records.md) that analyze, rank and report "
     "read unchanged. Prints a one-line summary per file and every awkward row (file:line and reason) to "
     "stderr; writes the records atomically to -o. See docs/importers.md.\n\n"
     "FORMAT is one of:\n\n" + _formats_help()
@@ -122,7 +122,7 @@ def _print_per_call(result: ImportResult, output: OutputFormat) -> None:
 def import_command(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="Input format (listed above).",
                                        show_default=False)],
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files to import.",
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Files to import.",
                                                 show_default=False)],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Records file to write (.jsonl, or "
                                                 "CSV when it ends in .csv).")] = None,
@@ -179,4 +179,4 @@ def import_command(
         if not result.records:
             raise InputError("no records converted; nothing written", path=str(output))
         count = write_records(result.records, output)
-        stderr.print(f"wrote {count} records to {output}", highlight=False, markup=False)
+        stderr.print(f"wrote {count} records to {display_path(output)}", highlight=False, markup=False)

@@ -32,7 +32,7 @@ probe_app = typer.Typer(help="Probes for what swapping cannot see: answer length
                         no_args_is_help=True)
 app.add_typer(probe_app, name="probe")
 
-RecordsArg = Annotated[Path, typer.Argument(help="Presentation records: JSON Lines or CSV (DESIGN 3.1).",
+RecordsArg = Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
                                             show_default=False)]
 AllowUnpairedOpt = Annotated[bool, typer.Option(
     "--allow-unpaired", help="Count a pair judged in one order only as incomplete instead of an error.")]

@@ -20,7 +20,7 @@ from swapjudge.report import rank as render
 @app.command()
 @user_errors
 def rank(
-    records: Annotated[Path, typer.Argument(help="Presentation records: JSON Lines or CSV (DESIGN 3.1).",
+    records: Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
                                             show_default=False)],
     judge: Annotated[str | None, typer.Option("--judge", help="Rank by this judge's verdicts.")] = None,
     model: Annotated[Model, typer.Option("--model", help="Tie model fitted.")] = Model.rao_kupper,

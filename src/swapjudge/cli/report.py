@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import app, stderr, user_errors
+from swapjudge.cli.app import app, display_path, stderr, user_errors
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
@@ -109,7 +109,7 @@ def queue_command(
                              + ", ".join(repr(j) for j in loaded.records.judges))
     queue = review_queue(loaded.frame, judge=judge, a=a, b=b)
     write_table(queue, output, QUEUE_FIELDS)
-    stderr.print(f"wrote {queue.height:,} pairs to {output}", highlight=False, markup=False)
+    stderr.print(f"wrote {queue.height:,} pairs to {display_path(output)}", highlight=False, markup=False)
 
 
 @review_app.command("sheet")
@@ -133,7 +133,7 @@ def sheet_command(
         from swapjudge.report.sheet_html import render_sheet
 
         write_atomic(html_out, render_sheet(sheet))
-    stderr.print(f"wrote {len(sheet.tasks):,} tasks to {output} and the key to {key} (seed {sheet.seed})",
+    stderr.print(f"wrote {len(sheet.tasks):,} tasks to {display_path(output)} and the key to {key} (seed {sheet.seed})",
                  highlight=False)
 
 
@@ -151,4 +151,4 @@ def tally_command(
     judge's: `swapjudge analyze records.jsonl`)."""
     records = tally(filled, key, reviewer=reviewer)
     write_table(records, output)
-    stderr.print(f"wrote {len(records):,} records to {output}", highlight=False, markup=False)
+    stderr.print(f"wrote {len(records):,} records to {display_path(output)}", highlight=False, markup=False)

@@ -9,7 +9,18 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, dump_json, json_document, stderr, stdout, user_errors
+from swapjudge.cli.app import (
+    OutputFormat,
+    app,
+    display_path,
+    dump_json,
+    json_document,
+    markdown_table,
+    stderr,
+    stdout,
+    user_errors,
+    wide_console,
+)
 from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
@@ -172,21 +183,26 @@ def runs_command(
     if output is OutputFormat.json:
         print(json.dumps([{k: v for k, v in i.to_dict().items() if k != "config"} for i in infos], indent=2))
         return
+    header = ("run", "started (UTC)", "status", "judge", "calls", "failed", "spend", "config")
+    rows = [(
+        str(i.id),
+        i.started_at.replace("T", " ").removesuffix("+00:00"),
+        i.status,
+        i.judge,
+        f"{i.stored_calls:,}/{i.total_calls:,}" + _adaptive_mark(i.config),
+        str(i.failed_calls),
+        f"${i.cost_usd:,.4f}",
+        i.config_hash[:10],
+    ) for i in infos]
+    if output is OutputFormat.markdown:
+        print(markdown_table(header, rows), end="")
+        return
     table = Table(box=None, header_style="bold")
-    for col in ("run", "started (UTC)", "status", "judge", "calls", "failed", "spend", "config"):
+    for col in header:
         table.add_column(col, overflow="fold")
-    for i in infos:
-        table.add_row(
-            str(i.id),
-            i.started_at.replace("T", " ").removesuffix("+00:00"),
-            i.status,
-            i.judge,
-            f"{i.stored_calls:,}/{i.total_calls:,}" + _adaptive_mark(i.config),
-            str(i.failed_calls),
-            f"${i.cost_usd:,.4f}",
-            i.config_hash[:10],
-        )
-    stdout.print(table)
+    for row in rows:
+        table.add_row(*row)
+    wide_console().print(table)
 
 
 @app.command("export")
@@ -195,18 +211,18 @@ def export_command(
     run_id: Annotated[int | None, typer.Argument(help="Run id (see `swapjudge runs`).", show_default=False)] = None,
     latest: Annotated[bool, typer.Option("--latest", help="Export the latest run.")] = False,
     out: Annotated[
-        Path, typer.Option("-o", "--output", help="Output file: .jsonl or .csv.", show_default=False)
+        Path, typer.Option("-o", "--output", help="Output file: .jsonl or .csv (default, or `-`: JSON Lines on "
+                                                  "stdout).", show_default=False)
     ] = Path("-"),
     store: StoreOpt = None,
 ) -> None:
-    """Write a run's presentation records (DESIGN 3.1, labels included when the pairs carry them)."""
+    """Write a run's presentation records (docs/records.md; labels included when the pairs carry them) to -o
+    FILE, or to stdout."""
     if (run_id is None) == (not latest):
         raise SwapjudgeError("give a run id or --latest (one of them)")
-    if str(out) == "-":
-        raise SwapjudgeError("give the output file with -o FILE (.jsonl or .csv)")
     with _open_existing(store) as st:
         rid = st.latest_run().id if latest else run_id
         assert rid is not None
         rows = run_records(st, rid)
     write_table(rows, out)
-    stderr.print(f"run {rid}: {len(rows):,} records written to {out}", highlight=False)
+    stderr.print(f"run {rid}: {len(rows):,} records written to {display_path(out)}", highlight=False)

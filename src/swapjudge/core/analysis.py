@@ -48,7 +48,7 @@ SINGLE_ORDER_NOTE = ("every pair was judged in one order only: swap-consistency 
 
 @dataclass(frozen=True)
 class JudgeAnalysis:
-    """Everything measured for one judge (DESIGN 3.4); `to_dict()` uses the contract's JSON names."""
+    """Everything measured for one judge; `to_dict()` gives the JSON of `swapjudge analyze` (docs/json.md)."""
 
     judge: str | None
     single_order: bool

@@ -134,7 +134,7 @@ def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
 def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
     """Load and validate a JSONL or CSV file of presentation records (`-`: stdin, JSON Lines or CSV by content).
 
-    `extras=False` reads only the DESIGN 3.1 core columns (what the analysis needs; much faster on large
+    `extras=False` reads only the core columns of docs/records.md (what the analysis needs; much faster on large
     JSONL files); provenance such as `raw` is then left out. A pair judged in only one order is an error unless
     no pair in the file has both orders (single-order data: swap-consistency cannot be measured, which the
     analysis says) or `allow_unpaired` is set (the lonely call then makes its pair incomplete).

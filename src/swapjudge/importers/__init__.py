@@ -107,8 +107,8 @@ FORMATS: dict[str, ImportFormat] = {
             lambda p, o: import_alpaca_eval(p, order=o.order, judge_name=o.judge_name),
         ),
         ImportFormat(
-            "shi2024", "Shi et al. 2024 verdict CSV (../shared/data/shi2024)",
-            "Slimshilin/Position-Bias-Analyzer (as tabulated in ../shared/data/shi2024)", ("judge_name",),
+            "shi2024", "Shi et al. 2024 verdict CSV (verdicts_both_orders.csv of Position-Bias-Analyzer)",
+            "Slimshilin/Position-Bias-Analyzer (the verdicts_both_orders.csv tables)", ("judge_name",),
             lambda p, o: import_shi2024(p, judge_name=o.judge_name),
         ),
         ImportFormat(
