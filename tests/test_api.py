@@ -79,6 +79,9 @@ def test_json_keys_present_with_null():
     for key in ("systems", "cross_table", "win_rate", "decision", "accuracy", "identical", "notes"):
         assert key in d
     assert d["win_rate"] is None and d["accuracy"] is None and d["single_order"] is True
+    # the consistency object has the same keys as a measured one, all null
+    measured = sj.analyze(contract_400())[0].to_dict()["consistency"]
+    assert set(d["consistency"]) == set(measured) and set(d["consistency"].values()) == {None}
 
 
 def test_to_frame_matches_to_dict_and_pandas_option():

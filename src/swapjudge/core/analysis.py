@@ -79,7 +79,8 @@ class JudgeAnalysis:
                       "incomplete": self.outcomes.incomplete},
             "outcomes": self.outcomes.to_dict(),
             "consistency": (self.consistency.to_dict() if self.consistency else
-                            {"rate": None, "low": None, "high": None, "band": None}),
+                            {"rate": None, "low": None, "high": None, "band": None, "consistent": None,
+                             "pairs": None, "confidence": None}),
             "flip_direction": self.flip_direction.to_dict(),
             "verdicts": self.verdicts.to_dict(),
             "gate": self.gate.to_dict(),
