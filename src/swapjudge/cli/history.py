@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors, wide_console
 from swapjudge.config import DEFAULT_STORE, load_config
 from swapjudge.core.pairs_file import load_pairs
 from swapjudge.drift.adaptive import THRESHOLDS, adaptive_offline
@@ -306,7 +306,7 @@ def releases_command(
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(*r.values())
-    stdout.print(table)
+    wide_console().print(table)
     stdout.print(rep.summary + ".", highlight=False)
 
 
@@ -357,7 +357,7 @@ def adaptive_command(
     for r in rows:
         table.add_row(*r.values())
     stdout.print(head, highlight=False)
-    stdout.print(table)
+    wide_console().print(table)
 
 
 @app.command("anchors")

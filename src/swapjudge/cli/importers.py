@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, display_path, stderr, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, display_path, stderr, user_errors, wide_console
 from swapjudge.errors import InputError
 from swapjudge.importers import (
     AWKWARD_MEANING,
@@ -114,7 +114,7 @@ def _print_per_call(result: ImportResult, output: OutputFormat) -> None:
         name = r.judge if not r.benchmark or r.judge.startswith(r.benchmark) else f"{r.benchmark}/{r.judge}"
         table.add_row(name, str(r.round), str(r.consistent), str(r.parsed_calls), str(r.calls),
                       f"{r.rate:.2%}")
-    stdout.print(table)
+    wide_console().print(table)
 
 
 @app.command(name="import", help=HELP)

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.rank import rank_range
-from swapjudge.report.wording import RANKING_WITHHELD, flip_sentence, headline, interval, judge_name, pct
+from swapjudge.report.wording import (
+    RANKING_WITHHELD,
+    band_text,
+    flip_sentence,
+    headline,
+    interval,
+    judge_name,
+    pct,
+)
 
 if TYPE_CHECKING:
     from swapjudge.probes.length import LengthProbe
@@ -31,7 +39,7 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
     if c is not None:
         lines.append(f"| swap-consistency | {pct(c.rate)} | {interval(c.low, c.high)} |")
         lines.append(f"| flip rate | {pct(c.flip_rate)} | {interval(c.flip_rate_low, c.flip_rate_high)} |")
-        lines.append(f"| position sensitivity band | {c.band} | |")
+        lines.append(f"| position sensitivity band | {band_text(c.band)} | |")
     else:
         lines.append("| swap-consistency | cannot be measured | |")
     f = analysis.flip_direction
@@ -74,7 +82,7 @@ def render_calculation(calc: Calculation) -> str:
     lines = ["| measure | value | interval |", "|---|---:|---:|",
              f"| swap-consistency | {pct(c.rate)} ({c.consistent} of {c.pairs}) | {interval(c.low, c.high)} |",
              f"| flip rate | {pct(c.flip_rate)} | {interval(c.flip_rate_low, c.flip_rate_high)} |",
-             f"| position sensitivity band | {c.band} | |"]
+             f"| position sensitivity band | {band_text(c.band)} | |"]
     f = calc.flip_direction
     if f is not None:
         p = "" if f.p_value is None else f" (p = {f.p_value:.3g})"

@@ -12,12 +12,14 @@ from rich.text import Text
 
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.wording import (
+    band_text,
     consistency_sentence,
     flip_sentence,
     headline,
     interval,
     judge_name,
     pct,
+    plain,
 )
 
 VERDICT_NAMES = ("first", "second", "tie", "none")
@@ -56,7 +58,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
     swap.add_row("pairs (complete / total)", f"{o.complete:,} / {o.total:,}", "")
     if c is not None:
         swap.add_row("swap-consistency", pct(c.rate), interval(c.low, c.high))
-        swap.add_row("position sensitivity", str(c.band), "")
+        swap.add_row("position sensitivity", band_text(c.band), "")
     else:
         swap.add_row("swap-consistency", "cannot be measured", "")
     swap.add_row("consistent (tie/tie)", f"{o.consistent:,} ({o.consistent_ties:,})", "")
@@ -128,10 +130,10 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
 
     gate = analysis.gate
     gate_text = (f"Gate: passed (min self-consistency {pct(gate.min_self_consistency, 0)})" if gate.passed
-                 else f"Gate: FAILED — {gate.reason}")
+                 else f"Gate: FAILED — {plain(gate.reason or '')}")
     parts.append(Text(gate_text, style=style))
     for note in analysis.notes:
-        parts.append(Text("Note: " + note, style="yellow"))
+        parts.append(Text("Note: " + plain(note), style="yellow"))
     return Group(Rule(f"judge: {judge_name(analysis)}", align="left"), *_spaced(parts))
 
 
@@ -158,7 +160,7 @@ def render_calculation(calc: Calculation) -> Panel:
     table.add_row("consistent pairs", f"{c.consistent:,} of {c.pairs:,}", "")
     table.add_row("swap-consistency", pct(c.rate), interval(c.low, c.high))
     table.add_row("flip rate", pct(c.flip_rate), interval(c.flip_rate_low, c.flip_rate_high))
-    table.add_row("position sensitivity band", str(c.band), "")
+    table.add_row("position sensitivity band", band_text(c.band), "")
     f = calc.flip_direction
     if f is not None:
         p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
@@ -172,7 +174,7 @@ def render_calculation(calc: Calculation) -> Panel:
 
 def consistency_sentence_for(calc: Calculation) -> str:
     c = calc.consistency
-    return (f"Swap-consistency {pct(c.rate)} ({interval(c.low, c.high)}): position sensitivity {c.band}; "
+    return (f"Swap-consistency {pct(c.rate)} ({interval(c.low, c.high)}): position sensitivity {band_text(c.band)}; "
             f"up to {pct(c.flip_rate_high)} of pairs may flip with the order.")
 
 

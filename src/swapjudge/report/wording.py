@@ -16,6 +16,16 @@ RANKING_WITHHELD = ("withheld: the judge failed the self-consistency gate, and a
                     "once (`swapjudge rank` still fits one, without the gate)")
 
 
+def band_text(band: str | None) -> str:
+    """The position-sensitivity band as a reader sees it; never the word None."""
+    return "n/a (no complete pair)" if band is None else band
+
+
+def plain(text: str) -> str:
+    """A sentence for the terminal: Markdown code marks dropped (`swapjudge rank` -> swapjudge rank)."""
+    return text.replace("`", "")
+
+
 def pct(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{100 * value:.{digits}f}%"
 
