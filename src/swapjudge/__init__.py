@@ -19,11 +19,11 @@ _LAZY = {
     "run": "swapjudge.api",
     "dry_run": "swapjudge.api",
     "rank": "swapjudge.api",
-    "calculate": "swapjudge.core.analysis",
+    "calculate": "swapjudge.core.calculator",
     "Analyses": "swapjudge.results",
     "RunResult": "swapjudge.results",
     "JudgeAnalysis": "swapjudge.core.analysis",
-    "Calculation": "swapjudge.core.analysis",
+    "Calculation": "swapjudge.core.calculator",
     "RecordSet": "swapjudge.core.records",
     "TiePolicy": "swapjudge.core.policy",
     "Ranking": "swapjudge.ranking.bradley_terry",
@@ -54,7 +54,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from swapjudge.api import analyze, dry_run, load_records, rank, run
-    from swapjudge.core.analysis import Calculation, JudgeAnalysis, calculate
+    from swapjudge.core.analysis import JudgeAnalysis
+    from swapjudge.core.calculator import Calculation, calculate
     from swapjudge.core.policy import TiePolicy
     from swapjudge.core.records import RecordSet
     from swapjudge.errors import InputError, SwapjudgeError

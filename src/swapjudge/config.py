@@ -15,13 +15,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from swapjudge.defaults import DEFAULT_STORE as DEFAULT_STORE  # re-exported: its home before
 from swapjudge.errors import ConfigError
 
 Backend = str  # openai | anthropic | local | replay | any name registered in judges.registry
 TiePolicy = Literal["half_credit", "exclude", "no_credit", "separate"]
 Schema = Literal["forced_choice", "allow_tie"]
 
-DEFAULT_STORE = "swapjudge.db"
 
 # Judge settings that do not change what the judge answers: left out of the judge hash so that changing
 # concurrency or rate limits never invalidates the cache.

@@ -5,23 +5,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from swapjudge.cli.app import OutputFormat, app, display_path, stderr, user_errors, wide_console
 from swapjudge.errors import InputError
-from swapjudge.importers import (
-    AWKWARD_MEANING,
-    FORMATS,
-    ImportOptions,
-    ImportResult,
-    import_files,
-    per_call_consistency,
-    write_records,
-)
-from swapjudge.importers.base import AWKWARD_KINDS, write_json
+
+if TYPE_CHECKING:
+    from swapjudge.importers import ImportOptions, ImportResult
 
 _OPTION_FLAGS = {
     "judge_name": "--judge-name", "baseline": "--baseline", "round_choice": "--round first|last",
@@ -32,6 +25,8 @@ _OPTION_FLAGS = {
 
 
 def _formats_help() -> str:
+    from swapjudge.importers import FORMATS
+
     lines = []
     for fmt in FORMATS.values():
         flags = ", ".join(_OPTION_FLAGS[o] for o in fmt.options)
@@ -53,6 +48,8 @@ def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: 
              item: str | None, first: str | None, second: str | None, verdict: str | None, map_: str | None,
              judge: str | None, label: str | None, delimiter: str | None) -> ImportOptions:
     """CLI values -> ImportOptions; `--round` is a round choice for llmbar and a column name for csv."""
+    from swapjudge.importers import ImportOptions
+
     extra: dict[str, Any] = {}
     if round_ is not None:
         if fmt == "llmbar":
@@ -74,6 +71,9 @@ def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: 
 
 
 def _print_report(result: ImportResult, max_listed: int | None) -> None:
+    from swapjudge.importers import AWKWARD_MEANING
+    from swapjudge.importers.base import AWKWARD_KINDS
+
     for report in result.reports:
         stderr.print(report.summary_line(), highlight=False, markup=False)
     for report in result.reports:
@@ -95,6 +95,8 @@ def _print_report(result: ImportResult, max_listed: int | None) -> None:
 
 
 def _print_per_call(result: ImportResult, output: OutputFormat) -> None:
+    from swapjudge.importers import per_call_consistency
+
     rows = per_call_consistency(result.records)
     if output is OutputFormat.json:
         print(json.dumps([r.to_dict() for r in rows], indent=2))
@@ -162,6 +164,9 @@ def import_command(
     output_format: Annotated[OutputFormat, typer.Option(
         "--format", "-f", help="Format of the --per-call table.")] = OutputFormat.text,
 ) -> None:
+    from swapjudge.importers import FORMATS, import_files, write_records
+    from swapjudge.importers.base import write_json
+
     if fmt not in FORMATS:
         raise InputError(f"unknown import format {fmt!r}; known: {', '.join(FORMATS)}")
     if output is None and not per_call:

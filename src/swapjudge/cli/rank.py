@@ -9,12 +9,8 @@ import typer
 from rich.console import Console
 
 from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors
-from swapjudge.core.records import load_records
 from swapjudge.errors import InputError
-from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
-from swapjudge.ranking.bradley_terry import DEFAULT_ROUNDS, IntervalMethod, Model
-from swapjudge.ranking.bradley_terry import rank as fit_ranking
-from swapjudge.report import rank as render
+from swapjudge.ranking.choices import DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
 
 
 @app.command()
@@ -40,6 +36,11 @@ def rank(
     = OutputFormat.text,
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
+    from swapjudge.core.records import load_records
+    from swapjudge.ranking.battles import comparisons_from_records
+    from swapjudge.ranking.bradley_terry import rank as fit_ranking
+    from swapjudge.report import rank as render
+
     if not 0.0 < confidence < 1.0:
         raise InputError("--confidence must be between 0 and 1")
     loaded = load_records(records, allow_unpaired=outcome is OutcomeSource.calls)

@@ -8,14 +8,9 @@ from typing import Annotated
 import typer
 
 from swapjudge.cli.app import app, display_path, stderr, user_errors
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.core.records import load_records
-from swapjudge.core.textfiles import write_atomic
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import SwapjudgeError
-from swapjudge.report.build import DEFAULT_REPORT_ROUNDS
-from swapjudge.report.source import report_source
-from swapjudge.review.queue import QUEUE_FIELDS, load_pair_items, review_queue, unsettled_pairs, write_table
-from swapjudge.review.sheet import make_sheet, tally_sheets, write_sheet
 
 review_app = typer.Typer(name="review", help="Human review: the queue of unsettled pairs, blind review sheets.",
                          no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -64,6 +59,9 @@ def report_command(
 ) -> None:
     """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a
     Markdown summary. Exits 1 (after writing) when a judge fails the self-consistency gate."""
+    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.report.source import report_source
+
     if html_out is None and markdown_out is None:
         raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")
     from swapjudge.report.build import prepare_report
@@ -102,6 +100,9 @@ def queue_command(
     allow_unpaired: UnpairedOpt = False,
 ) -> None:
     """The pairs that flipped or half-tied, with both answers (when known) and both raw judge replies."""
+    from swapjudge.report.source import report_source
+    from swapjudge.review.queue import QUEUE_FIELDS, review_queue, write_table
+
     if (a is None) != (b is None):
         raise SwapjudgeError("give both --a and --b, or neither")
     loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
@@ -132,6 +133,11 @@ def sheet_command(
                         "hold several).")] = None,
 ) -> None:
     """A blind review sheet: each pair twice (the second time swapped), shuffled, no system names."""
+    from swapjudge.core.records import load_records
+    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.review.queue import load_pair_items, unsettled_pairs
+    from swapjudge.review.sheet import make_sheet, write_sheet
+
     if (a is None) != (b is None):
         raise SwapjudgeError("give both --a and --b, or neither")
     if judge is not None and flipped is None:
@@ -171,6 +177,9 @@ def tally_command(
 ) -> None:
     """Turn filled sheets into presentation records with each reviewer as a judge (analyse them like any
     judge's: `swapjudge analyze records.jsonl --allow-unpaired`). Every problem is listed at once, by row."""
+    from swapjudge.review.queue import write_table
+    from swapjudge.review.sheet import tally_sheets
+
     result = tally_sheets(filled, key, reviewer=reviewer, allow_partial=allow_partial)
     for warning in result.warnings:
         stderr.print(f"warning: {warning}", highlight=False, markup=False)

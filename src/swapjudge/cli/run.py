@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -21,15 +21,13 @@ from swapjudge.cli.app import (
     user_errors,
     wide_console,
 )
-from swapjudge.config import DEFAULT_STORE, load_config
-from swapjudge.core.textfiles import write_atomic
+from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import SwapjudgeError
-from swapjudge.review.queue import write_table
-from swapjudge.runner.dry_run import DryRunEstimate, estimate
-from swapjudge.runner.outcome import RunOutcome
-from swapjudge.runner.session import run
-from swapjudge.store import Store
-from swapjudge.store.analysis import analyze_run, run_records
+
+if TYPE_CHECKING:
+    from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.runner.outcome import RunOutcome
+    from swapjudge.store import Store
 
 StoreOpt = Annotated[
     Path | None,
@@ -104,6 +102,13 @@ def run_command(
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached."""
+    from swapjudge.config import load_config
+    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.runner.dry_run import estimate
+    from swapjudge.runner.session import run
+    from swapjudge.store import Store
+    from swapjudge.store.analysis import analyze_run
+
     loaded = load_config(config)
     if dry_run:
         _print_estimate(estimate(loaded, store_path=store))
@@ -165,6 +170,8 @@ def run_command(
 
 
 def _open_existing(store: Path | None) -> Store:
+    from swapjudge.store import Store
+
     path = store or Path.cwd() / DEFAULT_STORE
     if not path.exists():
         raise SwapjudgeError(f"{path}: no run store here (give --store PATH)")
@@ -218,6 +225,9 @@ def export_command(
 ) -> None:
     """Write a run's presentation records (docs/records.md; labels included when the pairs carry them) to -o
     FILE, or to stdout."""
+    from swapjudge.review.queue import write_table
+    from swapjudge.store.analysis import run_records
+
     if (run_id is None) == (not latest):
         raise SwapjudgeError("give a run id or --latest (one of them)")
     with _open_existing(store) as st:

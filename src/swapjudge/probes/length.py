@@ -28,7 +28,6 @@ slice and labels (agreement) are the checks that separate the two.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,21 +39,13 @@ from swapjudge.core.pairs import Outcome
 from swapjudge.core.policy import TiePolicy, WinRate, win_rate
 from swapjudge.core.stats import Proportion, binomial_p, mean_interval, wilson
 from swapjudge.core.swap import Consistency, consistency, count_outcomes
+from swapjudge.probes.choices import LengthUnit as LengthUnit  # re-exported: its home before
+from swapjudge.probes.choices import SplitHandling as SplitHandling
 from swapjudge.probes.logit import fit_logit
 
 SWAP_CANNOT_REMOVE = ("Swapping cannot remove a length preference: the length travels with the answer, not the "
                       "slot, so both orders see the same longer answer. A consistent verdict can still be a verdict "
                       "for length.")
-
-
-class LengthUnit(enum.StrEnum):
-    chars = "chars"
-    tokens = "tokens"  # whitespace-separated words: model-free and reproducible
-
-
-class SplitHandling(enum.StrEnum):
-    half = "half"
-    exclude = "exclude"
 
 
 def text_length(text: str, unit: LengthUnit | str = LengthUnit.chars) -> int:

@@ -28,13 +28,16 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, ndtr, ndtri
 from threadpoolctl import threadpool_limits
 
+from swapjudge.ranking.choices import DEFAULT_ROUNDS, IntervalMethod, Model
+
+__all__ = ["DEFAULT_ROUNDS", "IntervalMethod", "Model"]  # defined in ranking.choices (light), used from here too
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 ELO_PER_UNIT = 400.0 / math.log(10.0)  # one natural-log unit of strength on the Elo scale
 ELO_CENTRE = 1000.0
 DEFAULT_RIDGE = 1e-2  # a N(0, 10^2) prior on each centred log-strength: invisible unless data are separated
-DEFAULT_ROUNDS = 1000
 _BATCH = 100  # bootstrap rounds whose resampled counts are built in one sparse product
 
 
@@ -44,21 +47,6 @@ class Outcome(enum.IntEnum):
     LEFT = 0
     RIGHT = 1
     TIE = 2
-
-
-class Model(enum.StrEnum):
-    """The tie model fitted."""
-
-    rao_kupper = "rao-kupper"
-    davidson = "davidson"
-    bt_half = "bt-half"
-
-
-class IntervalMethod(enum.StrEnum):
-    """How bootstrap draws become an interval: plain percentiles, or bias-corrected and accelerated."""
-
-    percentile = "percentile"
-    bca = "bca"
 
 
 JACKKNIFE_GROUPS = 200  # BCa's acceleration: leave one item out up to this many items, groups of items beyond

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.rank import rank_range
 from swapjudge.report.wording import (
     RANKING_WITHHELD,
@@ -17,7 +16,8 @@ from swapjudge.report.wording import (
     pct,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: rendering needs no polars
+    from swapjudge.core.analysis import Calculation, JudgeAnalysis
     from swapjudge.probes.length import LengthProbe
     from swapjudge.probes.panel import PanelResult
     from swapjudge.ranking.bradley_terry import Ranking

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from swapjudge.ranking.bradley_terry import Ranking
+if TYPE_CHECKING:  # types only: rendering needs no scipy
+    from swapjudge.ranking.bradley_terry import Ranking
 
 MODEL_WORDS = {
     "rao-kupper": "Rao-Kupper (ties from a threshold theta)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
@@ -10,7 +11,6 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.wording import (
     band_text,
     consistency_sentence,
@@ -21,6 +21,9 @@ from swapjudge.report.wording import (
     pct,
     plain,
 )
+
+if TYPE_CHECKING:  # types only: rendering needs no polars
+    from swapjudge.core.analysis import Calculation, JudgeAnalysis
 
 VERDICT_NAMES = ("first", "second", "tie", "none")
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from swapjudge.core.analysis import JudgeAnalysis
-from swapjudge.core.policy import TiePolicy
+from typing import TYPE_CHECKING
+
+from swapjudge.core.choices import TiePolicy
+
+if TYPE_CHECKING:  # types only: rendering needs no polars
+    from swapjudge.core.analysis import JudgeAnalysis
 
 POLICY_WORDS = {
     TiePolicy.half_credit: "splits and ties worth half",
