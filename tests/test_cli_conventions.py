@@ -120,3 +120,17 @@ def test_docs_name_no_internal_document(doc):
     text = (EXAMPLES.parent / doc).read_text()
     body = text.split("## Development")[0]  # the contributors' section may name the development data
     assert "DESIGN" not in body and "../shared" not in body
+
+
+def test_import_and_report_read_stdin(tmp_path):
+    csv_text = shared_data("shi2024", "verdicts_both_orders.csv").read_text()
+    imported = _cli("import", "shi2024", "-", "-o", "-", stdin=csv_text, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr[-500:]
+    analysed = _cli("analyze", "-", "--judge", "MTBench/gpt-4-0613", "--format", "json", stdin=imported.stdout)
+    assert json.loads(analysed.stdout)["outcomes"]["consistent"] == 1957
+    records = (EXAMPLES / "mtbench_gpt4_vs_vicuna.jsonl").read_text()
+    report = _cli("report", "-", "--markdown", "-", stdin=records, cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.startswith("### swapjudge · gpt-4-0613") or "gpt-4-0613" in report.stdout.splitlines()[0]
+    assert "1,957" in report.stdout or "81.5%" in report.stdout
+    assert "wrote stdout" in report.stderr and list(tmp_path.iterdir()) == []

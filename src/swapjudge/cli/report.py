@@ -74,12 +74,12 @@ def report_command(
         from swapjudge.report.html import render_html
 
         write_atomic(html_out, render_html(inputs, max_pairs=max_pairs))
-        stderr.print(f"wrote {html_out}", highlight=False, markup=False)
+        stderr.print(f"wrote {display_path(html_out)}", highlight=False, markup=False)
     if markdown_out is not None:
         from swapjudge.report.markdown import render_report
 
         write_atomic(markdown_out, render_report(inputs))
-        stderr.print(f"wrote {markdown_out}", highlight=False, markup=False)
+        stderr.print(f"wrote {display_path(markdown_out)}", highlight=False, markup=False)
     failed = [x for x in inputs.analyses if not x.gate.passed]
     if failed:
         for x in failed:

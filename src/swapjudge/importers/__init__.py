@@ -134,7 +134,7 @@ def import_files(name: str, paths: Sequence[Path], options: ImportOptions | None
         raise InputError(f"option{'s' if len(stray) > 1 else ''} {flags} do{'' if len(stray) > 1 else 'es'} "
                          f"not apply to format {name}")
     for path in paths:
-        if not Path(path).is_file():
+        if str(path) != "-" and not Path(path).is_file():  # `-`: stdin
             raise InputError("no such file", path=str(path))
     return fmt.run(paths, options)
 
