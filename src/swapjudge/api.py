@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY
 from swapjudge.errors import InputError
+from swapjudge.ranking.choices import DEFAULT_ROUNDS
 
 if TYPE_CHECKING:
     from swapjudge.config import LoadedConfig
@@ -21,8 +23,6 @@ if TYPE_CHECKING:
     from swapjudge.ranking.bradley_terry import IntervalMethod, Model, Ranking
     from swapjudge.results import Analyses, RunResult
     from swapjudge.runner.dry_run import DryRunEstimate
-
-DEFAULT_MIN_CONSISTENCY = 0.70  # the gate's default; core.policy holds the same value for the CLI
 
 
 def _is_pandas(source: Any) -> bool:
@@ -148,7 +148,7 @@ def dry_run(config: str | Path | Mapping[str, Any], *, store: str | Path | None 
 
 
 def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = "rao-kupper",
-         outcome: str = "swap", bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95,
+         outcome: str = "swap", bootstrap: int = DEFAULT_ROUNDS, seed: int = 0, confidence: float = 0.95,
          interval: IntervalMethod | str = "percentile") -> Ranking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`)."""
     from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
