@@ -134,3 +134,27 @@ def test_import_and_report_read_stdin(tmp_path):
     assert report.stdout.startswith("### swapjudge · gpt-4-0613") or "gpt-4-0613" in report.stdout.splitlines()[0]
     assert "1,957" in report.stdout or "81.5%" in report.stdout
     assert "wrote stdout" in report.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_help_and_calc_load_no_heavy_stack():
+    """`--help` imports none of polars, numpy, scipy, matplotlib, httpx, yaml; `calc` needs numpy and
+    scipy.special for its intervals, never polars. (pydantic is left out: typer itself loads it to parse.)"""
+    code = """
+import sys
+sys.argv = {argv!r}
+from swapjudge.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+heavy = ('polars', 'numpy', 'scipy', 'scipy.stats', 'matplotlib', 'httpx', 'yaml')
+print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)
+"""
+    def loaded(argv: list[str]) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", code.format(argv=argv)], capture_output=True, text=True, env=ENV)
+        return json.loads(out.stderr.strip().splitlines()[-1].replace("'", '"'))
+
+    assert loaded(["swapjudge", "--help"]) == []
+    assert loaded(["swapjudge", "calc", "--help"]) == []
+    calc = loaded(["swapjudge", "calc", "--pairs", "400", "--consistent", "292"])
+    assert "polars" not in calc and "scipy.stats" not in calc and "matplotlib" not in calc
