@@ -1,3 +1,78 @@
-"""swapjudge: pairwise LLM-as-judge evaluation that judges every pair in both orders and reports honestly."""
+"""swapjudge: pairwise LLM-as-judge evaluation that judges every pair in both orders and reports honestly.
+
+The documented API is `__all__`: `analyze`, `load_records`, `run`, `dry_run`, `rank`, `calculate` and the result
+types. Everything else lives in subpackages whose names say what they are (see docs/architecture.md). Names load
+on first use, so `import swapjudge` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# name -> module that defines it; imported on first access (polars, scipy and the runner are heavy)
+_LAZY = {
+    "analyze": "swapjudge.api",
+    "load_records": "swapjudge.api",
+    "run": "swapjudge.api",
+    "dry_run": "swapjudge.api",
+    "rank": "swapjudge.api",
+    "calculate": "swapjudge.core.calculator",
+    "Analyses": "swapjudge.results",
+    "RunResult": "swapjudge.results",
+    "JudgeAnalysis": "swapjudge.core.analysis",
+    "Calculation": "swapjudge.core.calculator",
+    "RecordSet": "swapjudge.core.records",
+    "TiePolicy": "swapjudge.core.policy",
+    "Ranking": "swapjudge.ranking.bradley_terry",
+    "DryRunEstimate": "swapjudge.runner.dry_run",
+    "SwapjudgeError": "swapjudge.errors",
+    "InputError": "swapjudge.errors",
+}
+
+__all__ = [
+    "Analyses",
+    "Calculation",
+    "DryRunEstimate",
+    "InputError",
+    "JudgeAnalysis",
+    "Ranking",
+    "RecordSet",
+    "RunResult",
+    "SwapjudgeError",
+    "TiePolicy",
+    "__version__",
+    "analyze",
+    "calculate",
+    "dry_run",
+    "load_records",
+    "rank",
+    "run",
+]
+
+if TYPE_CHECKING:
+    from swapjudge.api import analyze, dry_run, load_records, rank, run
+    from swapjudge.core.analysis import JudgeAnalysis
+    from swapjudge.core.calculator import Calculation, calculate
+    from swapjudge.core.policy import TiePolicy
+    from swapjudge.core.records import RecordSet
+    from swapjudge.errors import InputError, SwapjudgeError
+    from swapjudge.ranking.bradley_terry import Ranking
+    from swapjudge.results import Analyses, RunResult
+    from swapjudge.runner.dry_run import DryRunEstimate
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        # a subpackage (swapjudge.core, swapjudge.runner, ...) is found by the import system, not here
+        raise AttributeError(f"module 'swapjudge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

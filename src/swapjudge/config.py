@@ -17,13 +17,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from swapjudge.defaults import DEFAULT_STORE as DEFAULT_STORE  # re-exported: its home before
 from swapjudge.errors import ConfigError
 
 Backend = str  # openai | anthropic | local | replay | any name registered in judges.registry
 TiePolicy = Literal["half_credit", "exclude", "no_credit", "separate"]
 Schema = Literal["forced_choice", "allow_tie"]
 
-DEFAULT_STORE = "swapjudge.db"
 DEFAULT_MAX_RETRY_AFTER_S = 600.0
 
 # Judge settings that do not change what the judge answers: left out of the judge hash so that changing
@@ -445,9 +445,16 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _n
 
 
 def load_config(path: str | Path) -> LoadedConfig:
+    """A YAML configuration file (`-`: stdin, its relative paths then read from the working directory)."""
+    from swapjudge.core.textfiles import is_stdio, read_stdin
+
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        if is_stdio(path):
+            source = Path.cwd() / "<stdin>"
+            text = read_stdin().decode("utf-8-sig", errors="replace")
+        else:
+            text = source.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{source}: cannot read the configuration: {err.strerror}") from None
     except UnicodeDecodeError as err:

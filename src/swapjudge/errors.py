@@ -15,6 +15,7 @@ class InputError(SwapjudgeError):
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
                  field: str | None = None, more: int = 0) -> None:
         self.path, self.line, self.field, self.more = path, line, field, more
+        self.message = message  # without the place, for callers that name the place their own way
         where = path or ""
         if path and line is not None:
             where = f"{path}:{line}"

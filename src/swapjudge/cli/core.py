@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
-from swapjudge.core.analysis import analyze as run_analysis
-from swapjudge.core.analysis import calculate
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.core.records import load_records
-from swapjudge.report import markdown, text
+from swapjudge.cli.app import OutputFormat, app, dump_json, stderr, stdout, user_errors
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
 
 ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
-
-
-def dump_json(payload: Any) -> None:
-    """JSON to stdout, exactly as scripts read it (no rich markup, no wrapping)."""
-    print(json.dumps(payload, indent=2, allow_nan=False))
 
 
 @app.command()
@@ -39,6 +29,9 @@ def calc(
 ) -> None:
     """Swap-consistency calculator from counts: consistency with a Wilson interval and its band, flip direction
     with an exact binomial test, and whether order could decide the margin."""
+    from swapjudge.core.calculator import calculate
+    from swapjudge.report import markdown, text
+
     result = calculate(pairs, consistent, to_first=to_first, to_second=to_second, margin=margin,
                        confidence=confidence)
     if output is OutputFormat.json:
@@ -52,7 +45,7 @@ def calc(
 @app.command()
 @user_errors
 def analyze(
-    records: Annotated[Path, typer.Argument(help="Presentation records: JSON Lines or CSV (DESIGN 3.1).",
+    records: Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
                                             show_default=False)],
     judge: Annotated[str | None, typer.Option("--judge", help="Analyse this judge only.")] = None,
     a: Annotated[str | None, typer.Option("--a", help="System whose win rate is reported.")] = None,
@@ -71,6 +64,10 @@ def analyze(
 ) -> None:
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
     tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
+    from swapjudge.core.analysis import analyze as run_analysis
+    from swapjudge.core.records import load_records
+    from swapjudge.report import markdown, text
+
     loaded = load_records(records, allow_unpaired=allow_unpaired, extras=False)
     analyses = run_analysis(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
                             min_consistency=min_consistency, confidence=confidence)

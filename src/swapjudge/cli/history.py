@@ -4,27 +4,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
-from swapjudge.config import DEFAULT_STORE, load_config
-from swapjudge.core.pairs_file import load_pairs
-from swapjudge.drift.adaptive import THRESHOLDS, adaptive_offline
-from swapjudge.drift.history import HistoryEntry, RunComparison, compare_runs, history
-from swapjudge.drift.releases import ReleaseReport, ReleaseStep, release_report
+from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors, wide_console
+from swapjudge.defaults import ADAPTIVE_THRESHOLDS as THRESHOLDS
+from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import SwapjudgeError
-from swapjudge.report.wording import pct
-from swapjudge.store import Store
-from swapjudge.store.analysis import run_record_set
+
+if TYPE_CHECKING:
+    from swapjudge.drift.history import HistoryEntry, RunComparison
+    from swapjudge.drift.releases import ReleaseReport, ReleaseStep
+    from swapjudge.store import Store
 
 StoreOpt = Annotated[Path | None, typer.Option("--store", help=f"The run store (default ./{DEFAULT_STORE}).")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
 
 
 def open_store(path: Path | None) -> Store:
+    from swapjudge.store import Store
+
     p = path or Path.cwd() / DEFAULT_STORE
     if not p.exists():
         raise SwapjudgeError(f"{p}: no run store here (give --store PATH)")
@@ -32,12 +33,16 @@ def open_store(path: Path | None) -> Store:
 
 
 def _ci(rate: float | None, low: float | None, high: float | None) -> str:
+    from swapjudge.report.wording import pct
+
     if rate is None:
         return "n/a"
     return f"{pct(rate)} [{pct(low)}, {pct(high)}]"
 
 
 def _row(e: HistoryEntry) -> dict[str, str]:
+    from swapjudge.report.wording import pct
+
     s = e.setup
     judge = s.judge + (f" ({s.judge_version})" if s.judge_version else "")
     row = {"run": str(e.run_id), "started (UTC)": e.started_at.replace("T", " ").removesuffix("+00:00"),
@@ -109,6 +114,8 @@ def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.tex
     its swap-consistency, flip direction, win rate and gate verdict. A run that did not measure the swap under
     its own judge, rubric and template is flagged. Anchored scoring runs follow, each with its score
     distribution and whether its anchor check passed or flagged the run."""
+    from swapjudge.drift.history import history
+
     with open_store(store) as st:
         entries = history(st)
         anchored = st.anchor_runs()
@@ -158,6 +165,8 @@ def _fmt(x: dict[str, Any] | None) -> str:
 
 
 def _compare_lines(cmp: RunComparison) -> list[str]:
+    from swapjudge.report.wording import pct
+
     d = cmp.to_dict()
     lines = [f"run {cmp.a.run_id} -> run {cmp.b.run_id}", "", "What changed:"]
     if not cmp.changes:
@@ -218,10 +227,12 @@ def compare_command(
     """What changed between two runs (judge, rubric, template, pairs) and how the judge's behaviour moved
     (consistency, first-slot rate, tie rate, accuracy on labelled pairs), with intervals and McNemar's exact
     test on the pairs both runs judged."""
+    from swapjudge.drift.history import compare_runs
+
     with open_store(store) as st:
         cmp = compare_runs(st, run_a, run_b)
     if output is OutputFormat.json:
-        print(json.dumps(cmp.to_dict(), indent=2, allow_nan=False))
+        dump_json(cmp.to_dict())
         return
     lines = _compare_lines(cmp)
     if output is OutputFormat.markdown:
@@ -242,6 +253,8 @@ def _wr(step: ReleaseStep) -> str:
 
 
 def _release_rows(rep: ReleaseReport) -> list[dict[str, str]]:
+    from swapjudge.report.wording import pct
+
     prev = {s.newer: s for s in rep.previous}
     base = {s.newer: s for s in rep.against_baseline}
     rows = []
@@ -274,6 +287,11 @@ def releases_command(
 ) -> None:
     """Release over release with a pinned baseline: each release against the previous one and against the
     baseline side by side, with answer length and formatting per release. Judge first with `swapjudge run`."""
+    from swapjudge.config import load_config
+    from swapjudge.core.pairs_file import load_pairs
+    from swapjudge.drift.releases import release_report
+    from swapjudge.store.analysis import run_record_set
+
     loaded = load_config(config)
     pcfg = loaded.config.pairs
     if pcfg.plan != "releases" or pcfg.releases is None or pcfg.baseline is None:
@@ -296,7 +314,7 @@ def releases_command(
 
         write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
     if output is OutputFormat.json:
-        print(json.dumps({"run": run_id, **rep.to_dict()}, indent=2, allow_nan=False))
+        dump_json({"run": run_id, **rep.to_dict()})
         return
     rows = _release_rows(rep)
     if output is OutputFormat.markdown:
@@ -308,7 +326,7 @@ def releases_command(
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(*r.values())
-    stdout.print(table)
+    wide_console().print(table)
     stdout.print(rep.summary + ".", highlight=False)
 
 
@@ -325,6 +343,9 @@ def adaptive_command(
     """Adaptive swapping, offline: at each threshold, how many swapped calls a run would have saved by making
     the second order only when the first verdict's confidence is below it, how many flips it would have missed
     (flips in unswapped pairs, never seen), and the swap-consistency it would report on the swapped pairs."""
+    from swapjudge.drift.adaptive import adaptive_offline
+    from swapjudge.report.wording import pct
+
     try:
         levels = [float(x) for x in thresholds.split(",") if x.strip()]
     except ValueError:
@@ -340,7 +361,7 @@ def adaptive_command(
         raise SwapjudgeError(f"run {run_id}: no call carries verdict probabilities (use a backend that returns "
                              "them, e.g. `logprobs: true` on an OpenAI-compatible server)")
     if output is OutputFormat.json:
-        print(json.dumps({"run": run_id, **result.to_dict()}, indent=2, allow_nan=False))
+        dump_json({"run": run_id, **result.to_dict()})
         return
     c = result.consistency
     head = (f"run {run_id}: {result.pairs} pairs judged in both orders, swap-consistency "
@@ -359,7 +380,7 @@ def adaptive_command(
     for r in rows:
         table.add_row(*r.values())
     stdout.print(head, highlight=False)
-    stdout.print(table)
+    wide_console().print(table)
 
 
 @app.command("anchors")
@@ -385,7 +406,7 @@ def anchors_command(
         write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
                                    if v is not None))
     if output is OutputFormat.json:
-        print(json.dumps(res.to_dict(), indent=2, allow_nan=False))
+        dump_json(res.to_dict())
     else:
         d = res.distribution
         lines = [f"anchored run {res.run_id} stored in {res.store}",

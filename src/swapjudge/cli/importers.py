@@ -5,23 +5,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, display_path, stderr, user_errors, wide_console
 from swapjudge.errors import InputError
-from swapjudge.importers import (
-    AWKWARD_MEANING,
-    FORMATS,
-    ImportOptions,
-    ImportResult,
-    import_files,
-    per_call_consistency,
-    write_records,
-)
-from swapjudge.importers.base import AWKWARD_KINDS, write_json
+
+if TYPE_CHECKING:
+    from swapjudge.importers import ImportOptions, ImportResult
 
 _OPTION_FLAGS = {
     "judge_name": "--judge-name", "baseline": "--baseline", "round_choice": "--round first|last",
@@ -32,6 +25,8 @@ _OPTION_FLAGS = {
 
 
 def _formats_help() -> str:
+    from swapjudge.importers import FORMATS
+
     lines = []
     for fmt in FORMATS.values():
         flags = ", ".join(_OPTION_FLAGS[o] for o in fmt.options)
@@ -42,7 +37,7 @@ def _formats_help() -> str:
 
 
 HELP = (
-    "Turn another harness's judgments into presentation records (DESIGN 3.1) that analyze, rank and report "
+    "Turn another harness's judgments into presentation records (docs/records.md) that analyze, rank and report "
     "read unchanged. Prints a one-line summary per file and every awkward row (file:line and reason) to "
     "stderr; writes the records atomically to -o. See docs/importers.md.\n\n"
     "FORMAT is one of:\n\n" + _formats_help()
@@ -54,6 +49,8 @@ def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: 
              judge: str | None, label: str | None, delimiter: str | None, seed: int | None = None,
              keep: list[str] | None = None) -> ImportOptions:
     """CLI values -> ImportOptions; `--round` is a round choice for llmbar and a column name for csv."""
+    from swapjudge.importers import ImportOptions
+
     extra: dict[str, Any] = {}
     if round_ is not None:
         if fmt == "llmbar":
@@ -79,6 +76,9 @@ def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: 
 
 
 def _print_report(result: ImportResult, max_listed: int | None) -> None:
+    from swapjudge.importers import AWKWARD_MEANING
+    from swapjudge.importers.base import AWKWARD_KINDS
+
     for report in result.reports:
         stderr.print(report.summary_line(), highlight=False, markup=False)
     for report in result.reports:
@@ -100,6 +100,8 @@ def _print_report(result: ImportResult, max_listed: int | None) -> None:
 
 
 def _print_per_call(result: ImportResult, output: OutputFormat) -> None:
+    from swapjudge.importers import per_call_consistency
+
     rows = per_call_consistency(result.records)
     if output is OutputFormat.json:
         print(json.dumps([r.to_dict() for r in rows], indent=2))
@@ -119,7 +121,7 @@ def _print_per_call(result: ImportResult, output: OutputFormat) -> None:
         name = r.judge if not r.benchmark or r.judge.startswith(r.benchmark) else f"{r.benchmark}/{r.judge}"
         table.add_row(name, str(r.round), str(r.consistent), str(r.parsed_calls), str(r.calls),
                       f"{r.rate:.2%}")
-    stdout.print(table)
+    wide_console().print(table)
 
 
 @app.command(name="import", help=HELP)
@@ -127,7 +129,7 @@ def _print_per_call(result: ImportResult, output: OutputFormat) -> None:
 def import_command(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="Input format (listed above).",
                                        show_default=False)],
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files to import.",
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Files to import.",
                                                 show_default=False)],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Records file to write (.jsonl, or "
                                                 "CSV when it ends in .csv).")] = None,
@@ -174,6 +176,9 @@ def import_command(
     output_format: Annotated[OutputFormat, typer.Option(
         "--format", "-f", help="Format of the --per-call table.")] = OutputFormat.text,
 ) -> None:
+    from swapjudge.importers import FORMATS, import_files, write_records
+    from swapjudge.importers.base import write_json
+
     if fmt not in FORMATS:
         raise InputError(f"unknown import format {fmt!r}; known: {', '.join(FORMATS)}")
     if output is None and not per_call:
@@ -191,4 +196,4 @@ def import_command(
         if not result.records:
             raise InputError("no records converted; nothing written", path=str(output))
         count = write_records(result.records, output)
-        stderr.print(f"wrote {count} records to {output}", highlight=False, markup=False)
+        stderr.print(f"wrote {count} records to {display_path(output)}", highlight=False, markup=False)

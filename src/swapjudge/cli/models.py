@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
 from swapjudge.errors import SwapjudgeError
-from swapjudge.judges.model_files import (
-    DEFAULT_MODEL,
-    PACKAGED_MODELS,
-    PackagedModel,
-    cache_dir,
-    ensure_model,
-    is_verified,
-    verify_model,
-)
+from swapjudge.judges.model_files import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from swapjudge.judges.model_files import PackagedModel
 
 models_app = typer.Typer(help="Judge models for the local backend (shipped on PyPI, verified by sha256).",
                          no_args_is_help=True)
@@ -28,6 +23,8 @@ ModelArg = Annotated[str, typer.Argument(help=f"Packaged model name (default {DE
 
 
 def _packaged(name: str) -> PackagedModel:
+    from swapjudge.judges.model_files import PACKAGED_MODELS
+
     model = PACKAGED_MODELS.get(name.strip().lower())
     if model is None:
         raise SwapjudgeError(f"unknown packaged model {name!r} (known: {', '.join(PACKAGED_MODELS)})")
@@ -45,6 +42,8 @@ def list_models(
     output: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
 ) -> None:
     """The packaged models, their packages, and whether they are ready here."""
+    from swapjudge.judges.model_files import PACKAGED_MODELS, cache_dir, is_verified
+
     rows = []
     for model in PACKAGED_MODELS.values():
         path = cache_dir() / model.filename
@@ -68,6 +67,8 @@ def list_models(
 @user_errors
 def install(model: ModelArg = DEFAULT_MODEL) -> None:
     """Assemble (once) and verify a packaged model; print its path."""
+    from swapjudge.judges.model_files import ensure_model
+
     spec = _packaged(model)
     with _bar(f"assembling {spec.name}") as bar:
         task = bar.add_task("model", total=spec.size)
@@ -80,6 +81,8 @@ def install(model: ModelArg = DEFAULT_MODEL) -> None:
 @user_errors
 def verify(model: ModelArg = DEFAULT_MODEL) -> None:
     """Re-hash a model file in full; exit 2 when it does not match the pinned sha256."""
+    from swapjudge.judges.model_files import verify_model
+
     spec = _packaged(model)
     with _bar(f"hashing {spec.name}") as bar:
         task = bar.add_task("model", total=spec.size)

@@ -5,35 +5,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import polars as pl
 import typer
 
-from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
-from swapjudge.cli.core import ConfidenceOpt, FormatOpt, dump_json
-from swapjudge.core.pairs import build_pairs
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.core.records import load_records, select_judges
-from swapjudge.core.sidefiles import load_answer_texts, load_labels, texts_from_records, with_labels
-from swapjudge.core.textfiles import write_atomic
+from swapjudge.cli.app import OutputFormat, app, dump_json, stderr, stdout, user_errors
+from swapjudge.cli.core import ConfidenceOpt, FormatOpt
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.probes.agreement import agreement as run_agreement
-from swapjudge.probes.length import LengthUnit, SplitHandling, length_probe, lengths_for_pairs
-from swapjudge.probes.length import with_holm as length_with_holm
-from swapjudge.probes.panel import panel as run_panel
-from swapjudge.probes.panel import parse_families
-from swapjudge.probes.repeat import repeat_stability
-from swapjudge.probes.segments import segment_analyses
-from swapjudge.probes.variants import compare_variants
-from swapjudge.report import probe_tables
-from swapjudge.report.probe_tables import Table
+from swapjudge.probes.choices import LengthUnit, SplitHandling
+
+if TYPE_CHECKING:
+
+    from swapjudge.report.probe_tables import Table
 
 probe_app = typer.Typer(help="Probes for what swapping cannot see: answer length, repeat stability.",
                         no_args_is_help=True)
 app.add_typer(probe_app, name="probe")
 
-RecordsArg = Annotated[Path, typer.Argument(help="Presentation records: JSON Lines or CSV (DESIGN 3.1).",
+RecordsArg = Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
                                             show_default=False)]
 AllowUnpairedOpt = Annotated[bool, typer.Option(
     "--allow-unpaired", help="Count a pair judged in one order only as incomplete instead of an error.")]
@@ -43,6 +33,8 @@ JudgeOpt = Annotated[str | None, typer.Option("--judge", help="This judge only."
 
 
 def _emit(output: OutputFormat, payload: object, tables: list[Table]) -> None:
+    from swapjudge.report import probe_tables
+
     if output is OutputFormat.json:
         dump_json(payload)
     elif output is OutputFormat.markdown:
@@ -71,6 +63,10 @@ def segments(
 ) -> None:
     """The analysis broken down by a record field: swap-consistency, flip direction and win rate per segment,
     with intervals. Position preference concentrates on close, hard items; one overall figure can hide it."""
+    from swapjudge.core.records import load_records
+    from swapjudge.probes.segments import segment_analyses
+    from swapjudge.report import probe_tables
+
     loaded = load_records(records, allow_unpaired=allow_unpaired)
     result = segment_analyses(loaded, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                               min_consistency=min_consistency, confidence=confidence)
@@ -118,6 +114,15 @@ def probe_length(
 ) -> None:
     """Does the judge prefer longer answers? Logistic slope of the order-cancelled outcome on the length
     difference, P(prefer longer), a length-matched slice. Swapping cannot remove this effect."""
+    import polars as pl
+
+    from swapjudge.core.pairs import build_pairs
+    from swapjudge.core.records import load_records, select_judges
+    from swapjudge.core.sidefiles import load_answer_texts, texts_from_records
+    from swapjudge.probes.length import length_probe, lengths_for_pairs
+    from swapjudge.probes.length import with_holm as length_with_holm
+    from swapjudge.report import probe_tables
+
     # the records' own text fields are only needed without a pairs file
     loaded = load_records(records, allow_unpaired=allow_unpaired, extras=pairs is None)
     texts = load_answer_texts(pairs) if pairs is not None else texts_from_records(loaded.frame)
@@ -164,6 +169,12 @@ def probe_repeat(
 ) -> None:
     """Repeat stability: agreement of the judge with itself when the same call (same pair, same order) is
     repeated across rounds, beside swap-consistency per round. Needs records with a `round` field."""
+    import polars as pl
+
+    from swapjudge.core.records import load_records, select_judges
+    from swapjudge.probes.repeat import repeat_stability
+    from swapjudge.report import probe_tables
+
     loaded = load_records(records, allow_unpaired=allow_unpaired, extras=False)
     results = []
     for name in select_judges(loaded.frame, judge):
@@ -191,6 +202,11 @@ def agreement_command(
 ) -> None:
     """Agreement with human or gold labels next to swap-consistency: accuracy in each order, in both orders and
     among consistent pairs; Cohen's kappa against the labels and between the two orders."""
+    from swapjudge.core.records import load_records
+    from swapjudge.core.sidefiles import load_labels, with_labels
+    from swapjudge.probes.agreement import agreement as run_agreement
+    from swapjudge.report import probe_tables
+
     loaded = load_records(records, allow_unpaired=allow_unpaired, extras=False)
     frame = with_labels(loaded.frame, load_labels(labels)) if labels is not None else loaded.frame
     results = run_agreement(frame, judge=judge, confidence=confidence)
@@ -200,6 +216,8 @@ def agreement_command(
 
 def _write_jsonl_atomic(path: Path, rows: list[dict[str, object]]) -> None:
     """The whole file or nothing (the review module's atomic writer)."""
+    from swapjudge.core.textfiles import write_atomic
+
     write_atomic(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
@@ -224,6 +242,12 @@ def panel_command(
 ) -> None:
     """Several judges over the same pairs: each judge's consistency, flip direction and accuracy side by side;
     the panel's disagreement rate and majority verdict; self-preference warnings."""
+    from swapjudge.core.records import load_records
+    from swapjudge.core.sidefiles import load_labels, with_labels
+    from swapjudge.probes.panel import panel as run_panel
+    from swapjudge.probes.panel import parse_families
+    from swapjudge.report import probe_tables
+
     loaded = load_records(records, allow_unpaired=allow_unpaired, extras=False)
     frame = with_labels(loaded.frame, load_labels(labels)) if labels is not None else loaded.frame
     result = run_panel(frame, judges=judge or None, families=parse_families(family or []), confidence=confidence,
@@ -252,6 +276,12 @@ def variants_command(
 ) -> None:
     """The same pairs under two judge prompts: consistency, flip direction and accuracy side by side, and
     McNemar's exact test on per-pair consistency."""
+    import polars as pl
+
+    from swapjudge.core.records import load_records
+    from swapjudge.probes.variants import compare_variants
+    from swapjudge.report import probe_tables
+
     judges, rounds = judge or [], round_ or []
     if len(records) == 2:
         frames = []
@@ -301,6 +331,7 @@ def probe_identical(
     the first-slot share of those shows which way the judge leans."""
     from swapjudge.config import load_config
     from swapjudge.probes.identical_live import run_identical
+    from swapjudge.report import probe_tables
 
     result = run_identical(load_config(config), sample=sample, seed=seed)
     if out is not None:

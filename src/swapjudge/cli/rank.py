@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from swapjudge.cli.app import OutputFormat, app, stdout, user_errors
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY
-from swapjudge.core.records import load_records
+from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY
 from swapjudge.errors import GateError, InputError
-from swapjudge.ranking.battles import OutcomeSource, choose_judge, comparisons_from_records
-from swapjudge.ranking.bradley_terry import DEFAULT_ROUNDS, IntervalMethod, Model
-from swapjudge.ranking.bradley_terry import rank as fit_ranking
-from swapjudge.ranking.gate import rank_gate
-from swapjudge.report import rank as render
+from swapjudge.ranking.choices import DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
 
 
 @app.command()
 @user_errors
 def rank(
-    records: Annotated[Path, typer.Argument(help="Presentation records: JSON Lines or CSV (DESIGN 3.1).",
+    records: Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
                                             show_default=False)],
     judge: Annotated[str | None, typer.Option("--judge", help="Rank by this judge's verdicts.")] = None,
     model: Annotated[Model, typer.Option("--model", help="Tie model fitted.")] = Model.rao_kupper,
@@ -47,6 +41,12 @@ def rank(
     = OutputFormat.text,
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
+    from swapjudge.core.records import load_records
+    from swapjudge.ranking.battles import choose_judge, comparisons_from_records
+    from swapjudge.ranking.bradley_terry import rank as fit_ranking
+    from swapjudge.ranking.gate import rank_gate
+    from swapjudge.report import rank as render
+
     if not 0.0 < confidence < 1.0:
         raise InputError("--confidence must be between 0 and 1")
     if not 0.0 <= min_consistency <= 1.0:
@@ -64,7 +64,7 @@ def rank(
     result = fit_ranking(data, model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
     if output is OutputFormat.json:
         payload = {"judge": name, "outcome": outcome.value, **checked.to_dict(), **result.to_dict()}
-        print(json.dumps(payload, indent=2, allow_nan=False))
+        dump_json(payload)
     elif output is OutputFormat.markdown:
         print(render.render_markdown(result, judge=name or None, outcome=outcome.value, gate=checked), end="")
     else:

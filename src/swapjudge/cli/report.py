@@ -7,14 +7,10 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import app, stderr, user_errors
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.core.textfiles import write_atomic
+from swapjudge.cli.app import app, display_path, stderr, user_errors
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import SwapjudgeError
-from swapjudge.report.build import DEFAULT_REPORT_ROUNDS
-from swapjudge.report.source import report_source
-from swapjudge.review.queue import QUEUE_FIELDS, load_pair_items, review_queue, write_table
-from swapjudge.review.sheet import make_sheet, tally, write_sheet
 
 review_app = typer.Typer(name="review", help="Human review: the queue of unsettled pairs, blind review sheets.",
                          no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -63,6 +59,9 @@ def report_command(
 ) -> None:
     """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a
     Markdown summary. Exits 1 (after writing) when a judge fails the self-consistency gate."""
+    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.report.source import report_source
+
     if html_out is None and markdown_out is None:
         raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")
     from swapjudge.report.build import prepare_report
@@ -75,12 +74,12 @@ def report_command(
         from swapjudge.report.html import render_html
 
         write_atomic(html_out, render_html(inputs, max_pairs=max_pairs))
-        stderr.print(f"wrote {html_out}", highlight=False, markup=False)
+        stderr.print(f"wrote {display_path(html_out)}", highlight=False, markup=False)
     if markdown_out is not None:
         from swapjudge.report.markdown import render_report
 
         write_atomic(markdown_out, render_report(inputs))
-        stderr.print(f"wrote {markdown_out}", highlight=False, markup=False)
+        stderr.print(f"wrote {display_path(markdown_out)}", highlight=False, markup=False)
     failed = [x for x in inputs.analyses if not x.gate.passed]
     if failed:
         for x in failed:
@@ -101,6 +100,9 @@ def queue_command(
     allow_unpaired: UnpairedOpt = False,
 ) -> None:
     """The pairs that flipped or half-tied, with both answers (when known) and both raw judge replies."""
+    from swapjudge.report.source import report_source
+    from swapjudge.review.queue import QUEUE_FIELDS, review_queue, write_table
+
     if (a is None) != (b is None):
         raise SwapjudgeError("give both --a and --b, or neither")
     loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
@@ -109,7 +111,7 @@ def queue_command(
                              + ", ".join(repr(j) for j in loaded.records.judges))
     queue = review_queue(loaded.frame, judge=judge, a=a, b=b)
     write_table(queue, output, QUEUE_FIELDS)
-    stderr.print(f"wrote {queue.height:,} pairs to {output}", highlight=False, markup=False)
+    stderr.print(f"wrote {queue.height:,} pairs to {display_path(output)}", highlight=False, markup=False)
 
 
 @review_app.command("sheet")
@@ -123,32 +125,72 @@ def sheet_command(
     html_out: Annotated[Path | None, typer.Option("--html", help="Also write a printable HTML sheet.")] = None,
     a: AOpt = None,
     b: BOpt = None,
+    flipped: Annotated[Path | None, typer.Option(
+        "--flipped", help="Records of a judge: put on the sheet only the pairs it could not settle (flips and "
+                          "half-ties), for people to decide.", show_default=False)] = None,
+    judge: Annotated[str | None, typer.Option(
+        "--judge", help="With --flipped: the judge whose unsettled pairs are reviewed (needed when the records "
+                        "hold several).")] = None,
 ) -> None:
     """A blind review sheet: each pair twice (the second time swapped), shuffled, no system names."""
+    from swapjudge.core.records import load_records
+    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.review.queue import load_pair_items, unsettled_pairs
+    from swapjudge.review.sheet import make_sheet, write_sheet
+
     if (a is None) != (b is None):
         raise SwapjudgeError("give both --a and --b, or neither")
-    sheet = make_sheet(load_pair_items(pairs), seed=seed, a=a, b=b, source=str(pairs))
+    if judge is not None and flipped is None:
+        raise SwapjudgeError("--judge chooses whose flipped pairs to review: give --flipped RECORDS too")
+    only = None
+    if flipped is not None:
+        only = unsettled_pairs(load_records(flipped, allow_unpaired=True), judge=judge, a=a, b=b)
+        if not only:
+            stderr.print(f"{display_path(flipped)}: the judge settled every pair (no flip, no half-tie): "
+                         "no sheet written", highlight=False, markup=False)
+            return
+    sheet = make_sheet(load_pair_items(pairs), seed=seed, a=a, b=b, source=str(pairs), only=only)
     write_sheet(sheet, output, key)
     if html_out is not None:
         from swapjudge.report.sheet_html import render_sheet
 
         write_atomic(html_out, render_sheet(sheet))
-    stderr.print(f"wrote {len(sheet.tasks):,} tasks to {output} and the key to {key} (seed {sheet.seed})",
-                 highlight=False)
+    what = f" ({len(only):,} unsettled pairs)" if only is not None else ""
+    stderr.print(f"wrote {len(sheet.tasks):,} tasks{what} to {display_path(output)} and the key to {key} "
+                 f"(seed {sheet.seed})", highlight=False, markup=False)
 
 
 @review_app.command("tally")
 @user_errors
 def tally_command(
-    filled: Annotated[Path, typer.Argument(help="The filled sheet (CSV, `choice` = left, right or tie).",
-                                           show_default=False)],
+    filled: Annotated[list[Path], typer.Argument(
+        help="Filled sheets (CSV as a spreadsheet saves it: comma, semicolon or tab; UTF-8 or Windows-1252; "
+             "`choice` = left, right or tie). Several sheets, e.g. one per reviewer, make one records file.",
+        show_default=False)],
     key: Annotated[Path, typer.Option("--key", help="The key written with the sheet.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Presentation records: .jsonl or .csv.")],
-    reviewer: Annotated[str, typer.Option(
-        "--reviewer", help="Judge name for rows whose `reviewer` cell is empty.")] = "reviewer",
+    reviewer: Annotated[str | None, typer.Option(
+        "--reviewer", help="Judge name for rows whose `reviewer` cell is empty (default: `reviewer` for one "
+                           "sheet, each sheet's file name for several).", show_default=False)] = None,
+    allow_partial: Annotated[bool, typer.Option(
+        "--allow-partial", help="Tally a half-filled sheet: unanswered tasks are listed, not errors.")] = False,
 ) -> None:
-    """Turn a filled sheet into presentation records with the reviewer as the judge (analyse them like any
-    judge's: `swapjudge analyze records.jsonl`)."""
-    records = tally(filled, key, reviewer=reviewer)
-    write_table(records, output)
-    stderr.print(f"wrote {len(records):,} records to {output}", highlight=False, markup=False)
+    """Turn filled sheets into presentation records with each reviewer as a judge (analyse them like any
+    judge's: `swapjudge analyze records.jsonl --allow-unpaired`). Every problem is listed at once, by row."""
+    from swapjudge.review.queue import write_table
+    from swapjudge.review.sheet import tally_sheets
+
+    result = tally_sheets(filled, key, reviewer=reviewer, allow_partial=allow_partial)
+    for warning in result.warnings:
+        stderr.print(f"warning: {warning}", highlight=False, markup=False)
+    write_table(list(result.records), output)
+    if result.unanswered:
+        by_reviewer: dict[str, list[str]] = {}
+        for _, name, task in result.unanswered:
+            by_reviewer.setdefault(name, []).append(task)
+        for name, tasks in by_reviewer.items():
+            stderr.print(f"unanswered by {name}: {len(tasks):,} task(s): {', '.join(sorted(tasks))}",
+                         highlight=False, markup=False)
+    reviewers = ", ".join(result.reviewers)
+    stderr.print(f"wrote {len(result.records):,} records ({reviewers}) to {display_path(output)}", highlight=False,
+                 markup=False)

@@ -6,22 +6,31 @@ import json
 import os
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
-from swapjudge.config import DEFAULT_STORE, load_config
-from swapjudge.core.textfiles import write_atomic
+from swapjudge.cli.app import (
+    OutputFormat,
+    app,
+    display_path,
+    dump_json,
+    json_document,
+    markdown_table,
+    stderr,
+    stdout,
+    user_errors,
+    wide_console,
+)
+from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import SwapjudgeError
-from swapjudge.review.queue import write_table
-from swapjudge.runner.check import CheckResult, check_judge
-from swapjudge.runner.dry_run import DryRunEstimate, estimate
-from swapjudge.runner.outcome import RunOutcome
-from swapjudge.runner.session import run
-from swapjudge.store import Store
-from swapjudge.store.analysis import analyze_run, run_records
+
+if TYPE_CHECKING:
+    from swapjudge.runner.check import CheckResult
+    from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.runner.outcome import RunOutcome
+    from swapjudge.store import Store
 
 StoreOpt = Annotated[
     Path | None,
@@ -156,6 +165,14 @@ def run_command(
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached."""
+    from swapjudge.config import load_config
+    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.runner.check import check_judge
+    from swapjudge.runner.dry_run import estimate
+    from swapjudge.runner.session import run
+    from swapjudge.store import Store
+    from swapjudge.store.analysis import analyze_run
+
     loaded = load_config(config)
     if dry_run:
         _print_estimate(estimate(loaded, store_path=store))
@@ -195,9 +212,9 @@ def run_command(
         },
     }
     report = analysis_path(outcome.store_path, outcome.run_id)
-    write_atomic(report, json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    write_atomic(report, json.dumps(json_document(payload), indent=2, allow_nan=False) + "\n")
     if output is OutputFormat.json:
-        print(json.dumps(payload, indent=2, allow_nan=False))
+        dump_json(payload)
     elif output is OutputFormat.markdown:
         from swapjudge.report import markdown
 
@@ -234,6 +251,8 @@ def run_command(
 
 
 def _open_existing(store: Path | None) -> Store:
+    from swapjudge.store import Store
+
     path = store or Path.cwd() / DEFAULT_STORE
     if not path.exists():
         raise SwapjudgeError(f"{path}: no run store here (give --store PATH)")
@@ -257,21 +276,26 @@ def runs_command(
         print(json.dumps([{**{k: v for k, v in i.to_dict().items() if k != "config"},
                            "batches": [b.to_dict() for b in by_run.get(i.id, [])]} for i in infos], indent=2))
         return
+    header = ("run", "started (UTC)", "status", "judge", "calls", "failed", "spend", "config")
+    rows = [(
+        str(i.id),
+        i.started_at.replace("T", " ").removesuffix("+00:00"),
+        i.status,
+        i.judge,
+        f"{i.stored_calls:,}/{i.total_calls:,}" + _adaptive_mark(i.config),
+        str(i.failed_calls),
+        f"${i.cost_usd:,.4f}",
+        i.config_hash[:10],
+    ) for i in infos]
+    if output is OutputFormat.markdown:
+        print(markdown_table(header, rows), end="")
+        return
     table = Table(box=None, header_style="bold")
-    for col in ("run", "started (UTC)", "status", "judge", "calls", "failed", "spend", "config"):
+    for col in header:
         table.add_column(col, overflow="fold")
-    for i in infos:
-        table.add_row(
-            str(i.id),
-            i.started_at.replace("T", " ").removesuffix("+00:00"),
-            i.status,
-            i.judge,
-            f"{i.stored_calls:,}/{i.total_calls:,}" + _adaptive_mark(i.config),
-            str(i.failed_calls),
-            f"${i.cost_usd:,.4f}",
-            i.config_hash[:10],
-        )
-    stdout.print(table)
+    for row in rows:
+        table.add_row(*row)
+    wide_console().print(table)
     for run_id, subs in sorted(by_run.items()):
         stdout.print(f"run {run_id} batches:", highlight=False)
         for b in subs:
@@ -287,18 +311,21 @@ def export_command(
     run_id: Annotated[int | None, typer.Argument(help="Run id (see `swapjudge runs`).", show_default=False)] = None,
     latest: Annotated[bool, typer.Option("--latest", help="Export the latest run.")] = False,
     out: Annotated[
-        Path, typer.Option("-o", "--output", help="Output file: .jsonl or .csv.", show_default=False)
+        Path, typer.Option("-o", "--output", help="Output file: .jsonl or .csv (default, or `-`: JSON Lines on "
+                                                  "stdout).", show_default=False)
     ] = Path("-"),
     store: StoreOpt = None,
 ) -> None:
-    """Write a run's presentation records (DESIGN 3.1, labels included when the pairs carry them)."""
+    """Write a run's presentation records (docs/records.md; labels included when the pairs carry them) to -o
+    FILE, or to stdout."""
+    from swapjudge.review.queue import write_table
+    from swapjudge.store.analysis import run_records
+
     if (run_id is None) == (not latest):
         raise SwapjudgeError("give a run id or --latest (one of them)")
-    if str(out) == "-":
-        raise SwapjudgeError("give the output file with -o FILE (.jsonl or .csv)")
     with _open_existing(store) as st:
         rid = st.latest_run().id if latest else run_id
         assert rid is not None
         rows = run_records(st, rid)
     write_table(rows, out)
-    stderr.print(f"run {rid}: {len(rows):,} records written to {out}", highlight=False)
+    stderr.print(f"run {rid}: {len(rows):,} records written to {display_path(out)}", highlight=False)

@@ -15,6 +15,8 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
+from swapjudge.core.calculator import Calculation as Calculation  # re-exported: its home before
+from swapjudge.core.calculator import calculate as calculate
 from swapjudge.core.identical import IdenticalProbe, identical_probe
 from swapjudge.core.pairs import (
     FIRST,
@@ -48,7 +50,6 @@ from swapjudge.core.swap import (
     FlipDirection,
     Outcomes,
     VerdictSplit,
-    consistency,
     consistency_of_pairs,
     count_outcomes,
     cross_table,
@@ -63,7 +64,7 @@ SINGLE_ORDER_NOTE = ("every pair was judged in one order only: swap-consistency 
 
 @dataclass(frozen=True)
 class JudgeAnalysis:
-    """Everything measured for one judge (DESIGN 3.4); `to_dict()` uses the contract's JSON names."""
+    """Everything measured for one judge; `to_dict()` gives the JSON of `swapjudge analyze` (docs/json.md)."""
 
     judge: str | None
     single_order: bool
@@ -104,68 +105,41 @@ class JudgeAnalysis:
                       "incomplete": self.outcomes.incomplete},
             "outcomes": self.outcomes.to_dict(),
             "consistency": (self.consistency.to_dict() if self.consistency else
-                            {"rate": None, "low": None, "high": None, "band": None}),
+                            {"rate": None, "low": None, "high": None, "band": None, "consistent": None,
+                             "pairs": None, "confidence": None, "method": None, "effective_n": None,
+                             "independent": None, "clusters": None, "design_effect": None}),
             "flip_direction": self.flip_direction.to_dict(),
             "verdicts": self.verdicts.to_dict(),
             "gate": self.gate.to_dict(),
             "systems_seen": list(self.systems),
             "design": self.design,
         }
-        if self.pair:
-            out["systems"] = {"a": self.pair[0], "b": self.pair[1]}
-            out["cross_table"] = self.cross_table.to_dict() if self.cross_table else None
-            out["win_rate"] = None if self.withheld or self.ungated_win_rate is None else \
-                self.ungated_win_rate.to_dict()
-            out["decision"] = self.decision.to_dict() if self.decision and not self.withheld else None
-        if self.accuracy:
-            out["accuracy"] = self.accuracy.to_dict()
-        if self.identical:
-            out["identical"] = self.identical.to_dict()
+        # every key is present, null when it does not apply, so a script can rely on the shape (docs/json.md)
+        out["systems"] = {"a": self.pair[0], "b": self.pair[1]} if self.pair else None
+        out["cross_table"] = self.cross_table.to_dict() if self.pair and self.cross_table else None
+        out["win_rate"] = (None if self.withheld or self.ungated_win_rate is None or not self.pair
+                           else self.ungated_win_rate.to_dict())
+        out["decision"] = self.decision.to_dict() if self.pair and self.decision and not self.withheld else None
+        out["accuracy"] = self.accuracy.to_dict() if self.accuracy else None
+        out["identical"] = self.identical.to_dict() if self.identical else None
         out["notes"] = list(self.notes)
         return out
 
+    def to_frame(self, backend: str = "polars") -> Any:
+        """One row of the flattened `to_dict()` (`consistency.rate`, `gate.passed`, ...): polars, or pandas."""
+        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
 
-@dataclass(frozen=True)
-class Calculation:
-    """The counts-only calculator: consistency from counts, flip direction when the flips' slots are known, and
-    the order-could-decide check when a margin is given."""
+        return notebook.frame([notebook.flatten(self.to_dict())], backend)
 
-    consistency: Consistency
-    flip_direction: FlipDirection | None
-    decision: Decision | None
+    def _repr_html_(self) -> str:
+        from swapjudge.report import notebook
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"consistency": self.consistency.to_dict()}
-        out["flip_rate"] = {"rate": self.consistency.flip_rate, "low": self.consistency.flip_rate_low,
-                            "high": self.consistency.flip_rate_high}
-        if self.flip_direction is not None:
-            out["flip_direction"] = self.flip_direction.to_dict()
-        if self.decision is not None:
-            out["decision"] = self.decision.to_dict()
-        return out
+        return notebook.analysis_html([self])
 
+    def _repr_markdown_(self) -> str:
+        from swapjudge.report import notebook
 
-def calculate(pairs: int, consistent: int, *, to_first: int | None = None, to_second: int | None = None,
-              margin: float | None = None, confidence: float = 0.95) -> Calculation:
-    """Swap-consistency figures from counts alone (`swapjudge calc`)."""
-    if pairs <= 0:
-        raise SwapjudgeError(f"--pairs must be positive, got {pairs}")
-    if not 0 <= consistent <= pairs:
-        raise SwapjudgeError(f"--consistent must be between 0 and --pairs ({pairs}), got {consistent}")
-    if not 0 < confidence < 1:
-        raise SwapjudgeError(f"--confidence must be between 0 and 1, got {confidence}")
-    if (to_first is None) != (to_second is None):
-        raise SwapjudgeError("give both --to-first and --to-second, or neither")
-    direction = None
-    if to_first is not None and to_second is not None:
-        if to_first < 0 or to_second < 0 or to_first + to_second > pairs - consistent:
-            raise SwapjudgeError(f"--to-first + --to-second must be between 0 and the {pairs - consistent} "
-                                 "inconsistent pairs")
-        direction = flip_direction(to_first, to_second, confidence)
-    cons = consistency(consistent, pairs, confidence)
-    if margin is not None and not 0 <= margin <= 1:
-        raise SwapjudgeError(f"--margin must be a share between 0 and 1, got {margin}")
-    return Calculation(cons, direction, None if margin is None else decision(margin, cons.flip_rate_high))
+        return notebook.analysis_markdown([self])
 
 
 def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,

@@ -6,27 +6,18 @@ first, `vy` of the call that showed y first, coded FIRST/SECOND/TIE/MISSING.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-FIRST, SECOND, TIE, MISSING = 0, 1, 2, -1
-VERDICT_CODES = {"first": FIRST, "second": SECOND, "tie": TIE}
-
-
-class Outcome(enum.IntEnum):
-    """What one pair's two verdicts say, in identity terms."""
-
-    X_WINS = 0  # consistent win of x
-    Y_WINS = 1  # consistent win of y
-    TIE = 2  # consistent tie
-    FLIP_FIRST = 3  # both calls named slot 1: the winner moved with the slot
-    FLIP_SECOND = 4
-    HALF_TIE_FIRST = 5  # one tie, the other named the winner in slot 1
-    HALF_TIE_SECOND = 6
-    INCOMPLETE = 7  # at least one verdict missing
+# the codes live in core.codes (no polars) and are used from here as before
+from swapjudge.core.codes import FIRST as FIRST
+from swapjudge.core.codes import MISSING as MISSING
+from swapjudge.core.codes import SECOND as SECOND
+from swapjudge.core.codes import TIE as TIE
+from swapjudge.core.codes import VERDICT_CODES as VERDICT_CODES
+from swapjudge.core.codes import Outcome as Outcome
 
 
 @dataclass(frozen=True)

@@ -7,23 +7,17 @@ fixed before the run, says what a split is worth. Every interval is over pairs, 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.core.stats import Independence, MeanInterval, mean_interval, proportion_interval
 
-
-class TiePolicy(enum.StrEnum):
-    half_credit = "half_credit"
-    exclude = "exclude"
-    no_credit = "no_credit"
-    separate = "separate"
+__all__ = ["DEFAULT_MIN_CONSISTENCY", "TiePolicy"]  # defined in core.choices (light), used from here too
 
 
-DEFAULT_MIN_CONSISTENCY = 0.70
 
 
 @dataclass(frozen=True)

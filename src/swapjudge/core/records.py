@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core.pairs import PairTable, build_pairs
-from swapjudge.core.textfiles import csv_rows, decode_text, json_lines, read_bytes
+from swapjudge.core.textfiles import csv_rows, decode_text, is_stdio, json_lines, looks_like_csv, read_bytes
 from swapjudge.errors import InputError, SwapjudgeError
 
 VERDICT_VALUES = ("first", "second", "tie")
@@ -132,31 +132,51 @@ def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
 
 
 def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
-    """Load and validate a JSONL or CSV file of presentation records.
+    """Load and validate a JSONL or CSV file of presentation records (`-`: stdin, JSON Lines or CSV by content).
 
-    `extras=False` reads only the DESIGN 3.1 core columns (what the analysis needs; much faster on large
+    `extras=False` reads only the core columns of docs/records.md (what the analysis needs; much faster on large
     JSONL files); provenance such as `raw` is then left out. A pair judged in only one order is an error unless
     no pair in the file has both orders (single-order data: swap-consistency cannot be measured, which the
     analysis says) or `allow_unpaired` is set (the lonely call then makes its pair incomplete).
     """
     path = Path(path)
     data = read_bytes(path)
-    is_csv = path.suffix.lower() in (".csv", ".tsv")
+    stdin = is_stdio(path)
+    is_csv = looks_like_csv(data) if stdin else path.suffix.lower() in (".csv", ".tsv")
+    source = "<stdin>" if stdin else str(path)
     frame = _fast_frame(data, is_csv, extras)
     if frame is not None and frame.height == 0:
         raise InputError("no records", path=str(path))
     if frame is not None and not _missing_verdict_keys(data, frame, is_csv):
         pairs = build_pairs(frame)
         if not _problems(frame, pairs, allow_unpaired):
-            return RecordSet(frame, str(path), _single_order(pairs), pairs)
+            return RecordSet(frame, source, _single_order(pairs), pairs)
     # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
-    frame = _slow_frame(data, str(path), is_csv)
+    frame = _slow_frame(data, source, is_csv)
     if frame.height == 0:
-        raise InputError("no records", path=str(path))
+        raise InputError("no records", path=source)
     if not extras:
         kept = [*CORE_SCHEMA, "_line", *(c for c in REGISTERED_SCHEMA if c in frame.columns)]
         frame = frame.select(kept)
-    return _checked(frame, str(path), allow_unpaired)
+    return _checked(frame, source, allow_unpaired)
+
+
+def records_from_frame(raw: pl.DataFrame, *, source: str = "<DataFrame>", allow_unpaired: bool = False) -> RecordSet:
+    """Validate a polars frame of records exactly as a file is: a clean frame is checked columnar; a frame with a
+    problem goes row by row so the error names the row (numbered from 1) and the field. Optional columns
+    (`judge`, `round`, `label`) may be absent or null."""
+    missing = [name for name in REQUIRED if name not in raw.columns]
+    if missing:
+        raise InputError("missing column", path=source, field=missing[0], more=len(missing) - 1)
+    try:
+        frame: pl.DataFrame | None = _normalise(raw)
+    except Exception:  # a column of the wrong type: the row-by-row check names it
+        frame = None
+    if frame is not None:
+        pairs = build_pairs(frame)
+        if not _problems(frame, pairs, allow_unpaired):
+            return RecordSet(frame, source, _single_order(pairs), pairs)
+    return records_from_dicts(raw.to_dicts(), source=source, allow_unpaired=allow_unpaired)
 
 
 def records_from_dicts(rows: Iterable[Mapping[str, Any]], *, source: str = "<records>",

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome
+from swapjudge.core.codes import FIRST, MISSING, SECOND, TIE, Outcome
 from swapjudge.core.stats import Independence, band, binomial_p, proportion_interval, wilson
 
 

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -15,9 +16,31 @@ from typing import Any, TextIO
 
 from swapjudge.errors import InputError, SwapjudgeError
 
+STDIO = "-"  # the conventional name of stdin (for an input) and stdout (for an output)
+_stdin_bytes: bytes | None = None  # stdin can be read once; a second reader of `-` gets the same bytes
+
+
+def is_stdio(path: str | Path) -> bool:
+    return str(path) == STDIO
+
+
+def read_stdin() -> bytes:
+    """All of stdin, read once per process."""
+    global _stdin_bytes
+    if _stdin_bytes is None:
+        _stdin_bytes = sys.stdin.buffer.read()
+    return _stdin_bytes
+
+
+def looks_like_csv(data: bytes) -> bool:
+    """For input without a file name (stdin): JSON Lines start with `{`, anything else is read as CSV."""
+    return not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+
 
 def read_bytes(path: Path) -> bytes:
-    """The file's bytes; a missing or unreadable file is an InputError."""
+    """The file's bytes (`-`: stdin); a missing or unreadable file is an InputError."""
+    if is_stdio(path):
+        return read_stdin()
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -79,6 +102,11 @@ def atomic_text(path: Path, *, create_parent: bool = True) -> Iterator[TextIO]:
     """A text handle whose content replaces `path` only when the block ends cleanly: temp file beside it, fsync,
     rename, so a crash leaves the old file or the whole new one. Without `create_parent`, a missing folder is an
     InputError (an output path with a typo in it)."""
+    if is_stdio(path):
+        # `-o -`: stdout, written as it comes (there is no file to replace atomically)
+        yield sys.stdout
+        sys.stdout.flush()
+        return
     target = Path(path)
     directory = target.parent
     try:

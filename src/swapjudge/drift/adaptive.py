@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.adaptive import verdict_confidence
 from swapjudge.core.stats import Proportion, wilson
+from swapjudge.defaults import ADAPTIVE_THRESHOLDS
 
 if TYPE_CHECKING:
     pass
 
-THRESHOLDS: tuple[float, ...] = (0.6, 0.7, 0.8, 0.9, 0.95)
+THRESHOLDS: tuple[float, ...] = ADAPTIVE_THRESHOLDS
 
 
 @dataclass(frozen=True)

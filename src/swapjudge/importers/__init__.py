@@ -111,8 +111,8 @@ FORMATS: dict[str, ImportFormat] = {
             lambda p, o: import_alpaca_eval(p, order=o.order, judge_name=o.judge_name, seed=o.seed),
         ),
         ImportFormat(
-            "shi2024", "Shi et al. 2024 verdict CSV (../shared/data/shi2024)",
-            "Slimshilin/Position-Bias-Analyzer (as tabulated in ../shared/data/shi2024)", ("judge_name",),
+            "shi2024", "Shi et al. 2024 verdict CSV (verdicts_both_orders.csv of Position-Bias-Analyzer)",
+            "Slimshilin/Position-Bias-Analyzer (the verdicts_both_orders.csv tables)", ("judge_name",),
             lambda p, o: import_shi2024(p, judge_name=o.judge_name),
         ),
         ImportFormat(
@@ -149,7 +149,7 @@ def import_files(name: str, paths: Sequence[Path], options: ImportOptions | None
         raise InputError(f"option{'s' if len(stray) > 1 else ''} {flags} do{'' if len(stray) > 1 else 'es'} "
                          f"not apply to format {name}")
     for path in paths:
-        if not Path(path).is_file():
+        if str(path) != "-" and not Path(path).is_file():  # `-`: stdin
             raise InputError("no such file", path=str(path))
     return fmt.run(paths, options)
 

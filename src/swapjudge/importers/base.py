@@ -9,14 +9,15 @@ counted.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Concatenate, Literal, ParamSpec
+from typing import Any, Concatenate, Literal, ParamSpec, TextIO
 
-from swapjudge.core.textfiles import atomic_text
+from swapjudge.core.textfiles import atomic_text, is_stdio, read_stdin
 from swapjudge.errors import InputError
 
 Record = dict[str, Any]
@@ -155,10 +156,17 @@ def index_location(path: Path, index: int) -> str:
 # --- readers -------------------------------------------------------------------------------------------
 
 
+def open_input(path: Path, newline: str | None = None) -> TextIO:
+    """A file to import as text (`-`: stdin, read whole)."""
+    if is_stdio(path):
+        return io.StringIO(read_stdin().decode("utf-8-sig"), newline=newline)
+    return path.open(encoding="utf-8", newline=newline)
+
+
 def read_jsonl(imp: FileImport) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """Yield (line number, location, object) per non-blank line; a non-object line is flagged."""
     try:
-        handle = imp.path.open(encoding="utf-8")
+        handle = open_input(imp.path)
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", path=str(imp.path)) from None
     with handle:
@@ -181,7 +189,7 @@ def read_jsonl(imp: FileImport) -> Iterator[tuple[int, str, dict[str, Any]]]:
 def read_json_array(imp: FileImport) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """Yield (index, location, object) for each element of a JSON array file; non-objects are flagged."""
     try:
-        data = json.loads(imp.path.read_text(encoding="utf-8"))
+        data = json.loads(open_input(imp.path).read())
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", path=str(imp.path)) from None
     except json.JSONDecodeError as err:
@@ -203,7 +211,7 @@ def read_csv(imp: FileImport, required: Sequence[str], delimiter: str | None = N
     if delimiter is None:
         delimiter = "\t" if imp.path.suffix.lower() in (".tsv", ".tab") else ","
     try:
-        handle = imp.path.open(encoding="utf-8", newline="")
+        handle = open_input(imp.path, newline="")
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", path=str(imp.path)) from None
     with handle:

@@ -31,7 +31,6 @@ slice and labels (agreement) are the checks that separate the two.
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,21 +51,13 @@ from swapjudge.core.stats import (
     proportion_interval,
 )
 from swapjudge.core.swap import Consistency, consistency, consistency_of_pairs, count_outcomes
+from swapjudge.probes.choices import LengthUnit as LengthUnit  # re-exported: its home before
+from swapjudge.probes.choices import SplitHandling as SplitHandling
 from swapjudge.probes.logit import fit_logit
 
 SWAP_CANNOT_REMOVE = ("Swapping cannot remove a length preference: the length travels with the answer, not the "
                       "slot, so both orders see the same longer answer. A consistent verdict can still be a verdict "
                       "for length.")
-
-
-class LengthUnit(enum.StrEnum):
-    chars = "chars"
-    tokens = "tokens"  # whitespace-separated words: model-free and reproducible
-
-
-class SplitHandling(enum.StrEnum):
-    half = "half"
-    exclude = "exclude"
 
 
 def text_length(text: str, unit: LengthUnit | str = LengthUnit.chars) -> int:

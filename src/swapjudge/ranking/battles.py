@@ -7,8 +7,6 @@ own, as arena-hard-auto counts them, for comparison only. Either way the bootstr
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 import polars as pl
 
@@ -18,11 +16,7 @@ from swapjudge.core.records import RecordSet
 from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Comparisons
 from swapjudge.ranking.bradley_terry import Outcome as Battle
-
-
-class OutcomeSource(enum.StrEnum):
-    swap = "swap"
-    calls = "calls"
+from swapjudge.ranking.choices import OutcomeSource as OutcomeSource  # re-exported: its home before
 
 
 def choose_judge(frame: pl.DataFrame, judge: str | None, source: str = "records") -> pl.DataFrame:

@@ -28,14 +28,17 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, ndtr, ndtri
 from threadpoolctl import threadpool_limits
 
+from swapjudge.ranking.choices import DEFAULT_ROUNDS, FEW_ITEMS, IntervalMethod, Model
+
+# defined in ranking.choices (light), used from here too
+__all__ = ["DEFAULT_ROUNDS", "FEW_ITEMS", "IntervalMethod", "Model"]
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 ELO_PER_UNIT = 400.0 / math.log(10.0)  # one natural-log unit of strength on the Elo scale
 ELO_CENTRE = 1000.0
 DEFAULT_RIDGE = 1e-2  # a N(0, 10^2) prior on each centred log-strength: invisible unless data are separated
-DEFAULT_ROUNDS = 1000
-FEW_ITEMS = 30  # below this many items the item bootstrap's intervals run narrow (see docs/rank.md)
 _BATCH = 100  # bootstrap rounds whose resampled counts are built in one sparse product
 
 
@@ -45,21 +48,6 @@ class Outcome(enum.IntEnum):
     LEFT = 0
     RIGHT = 1
     TIE = 2
-
-
-class Model(enum.StrEnum):
-    """The tie model fitted."""
-
-    rao_kupper = "rao-kupper"
-    davidson = "davidson"
-    bt_half = "bt-half"
-
-
-class IntervalMethod(enum.StrEnum):
-    """How bootstrap draws become an interval: plain percentiles, or bias-corrected and accelerated."""
-
-    percentile = "percentile"
-    bca = "bca"
 
 
 JACKKNIFE_GROUPS = 200  # BCa's acceleration: leave one item out up to this many items, groups of items beyond
@@ -530,6 +518,23 @@ class Ranking:
             if name not in scores:
                 raise KeyError(f"unknown system {name!r}")
         return outcome_probabilities(self.model, scores[a], scores[b], self.tie_parameter)
+
+    def to_frame(self, backend: str = "polars") -> Any:
+        """One row per system, best first (score, interval, rating, rank range, wins/ties/losses): polars, or
+        pandas with `backend="pandas"`."""
+        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
+
+        return notebook.frame([row.to_dict() for row in self.rows], backend)
+
+    def _repr_html_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.ranking_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.ranking_markdown(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {

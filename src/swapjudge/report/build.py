@@ -14,6 +14,7 @@ from swapjudge.core.pairs import build_pairs
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
 from swapjudge.core.records import select_judges
 from swapjudge.core.sidefiles import texts_from_records
+from swapjudge.defaults import DEFAULT_REPORT_ROUNDS as DEFAULT_REPORT_ROUNDS  # re-exported: its home before
 from swapjudge.errors import InputError
 from swapjudge.probes.length import LengthProbe, LengthUnit, length_probe, text_length
 from swapjudge.probes.length import with_holm as length_with_holm
@@ -28,7 +29,6 @@ from swapjudge.review.queue import review_queue
 SegmentRow = tuple[str, JudgeAnalysis]
 # A report is read right after it is written: a few hundred rounds give usable intervals in well under a second
 # (31 MT-Bench systems: 0.13 s); `swapjudge rank` (1000 by default) is the place for the final figures.
-DEFAULT_REPORT_ROUNDS = 200
 # records may carry answer lengths instead of texts (e.g. imports that dropped the texts)
 LENGTH_COLUMNS = ("first_length", "second_length")
 

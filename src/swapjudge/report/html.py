@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
@@ -24,6 +25,7 @@ from swapjudge.report.wording import (
     PER_CALL_LABEL,
     POLICY_WORDS,
     RANKING_WITHHELD,
+    band_text,
     consistency_sentence,
     data_sentence,
     decided_cells,
@@ -154,6 +156,11 @@ def e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
+def prose(value: Any) -> str:
+    """A sentence for HTML: escaped, its Markdown `code` marks shown as <code>, never as literal backticks."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", e(value))
+
+
 def figure(name: str, value: float | None, text: str) -> str:
     """A number the reader sees, tagged with the JSON name and exact value it shows (for checks and scripts)."""
     data = "" if value is None else f' data-value="{value!r}"'
@@ -194,7 +201,7 @@ def _headline_cards(a: JudgeAnalysis) -> str:
     if c is not None:
         cards.append(_card("swap-consistency", figure("consistency.rate", c.rate, pct(c.rate)),
                            figure("consistency.interval", None, interval(c.low, c.high))
-                           + " · band " + figure("consistency.band", None, str(c.band))))
+                           + " · band " + figure("consistency.band", None, band_text(c.band))))
         cards.append(_card("flip rate", figure("flip_rate", c.flip_rate, pct(c.flip_rate)),
                            e(interval(c.flip_rate_low, c.flip_rate_high))))
     else:
@@ -269,7 +276,7 @@ def _win_rate_section(a: JudgeAnalysis) -> str:
         return ("<h3>Win rate</h3><p>None: each pair was judged in one order only, so any win rate would carry "
                 "the judge's position preference.</p>")
     if w is None or a.withheld:
-        why = e(a.gate.reason) if a.withheld else "no complete pair"
+        why = prose(a.gate.reason) if a.withheld else "no complete pair"
         return f'<h3>Win rate</h3><p class="fail">Withheld: {why}.</p>'
     rows = []
     for name, rate in (("half_credit", w.half_credit), ("exclude", w.exclude), ("no_credit", w.no_credit),
@@ -335,7 +342,7 @@ def _segments_section(field: str, segments: Sequence[SegmentRow]) -> str:
         w = a.win_rate
         row = [e(value), f"{a.outcomes.complete:,}",
                e("n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"),
-               e("" if c is None else c.band),
+               e("" if c is None else band_text(c.band)),
                e(f"{pct(a.flip_direction.first_share)} (p = {p_text(a.flip_direction)})")]
         if with_rates:
             row.append(e("withheld" if a.withheld else "" if w is None else
@@ -357,7 +364,7 @@ def _plain_table(t: Table) -> str:
     out = _table([e(t.columns[i]) for i in keep], [[e(row[i]) for i in keep] for row in t.rows],
                  set(range(1, len(keep))))
     out = f'<div class="wide">{out}</div>'
-    return out + "".join(f'<p class="muted">{e(note)}</p>' for note in t.notes)
+    return out + "".join(f'<p class="muted">{prose(note)}</p>' for note in t.notes)
 
 
 def _ranking_section(jr: JudgeRanking) -> str:
@@ -377,7 +384,7 @@ def _ranking_section(jr: JudgeRanking) -> str:
             if has_interval else "n/a",
             e(f"{row.rating:.0f}"),
             e(f"{row.wins:,} / {row.ties:,} / {row.losses:,}"), e(f"{row.pairs:,}")])
-    notes = "".join(f'<p class="note">{e(line)}</p>' for line in lines[3:])
+    notes = "".join(f'<p class="note">{prose(line)}</p>' for line in lines[3:])
     caption = (f"Points: fitted scores; bars: {level}s from {r.rounds:,} bootstrap rounds over items. The rank "
                f"range holds the middle {round(r.confidence * 100)}% of each system's ranks across those rounds: "
                "systems whose rank ranges overlap are not reliably ordered by these data." if has_interval else
@@ -449,8 +456,8 @@ def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
     if ranking is not None:
         parts.append(_ranking_section(ranking))
     elif not a.gate.passed and len(a.systems) > 2:
-        parts.append(f'<h3>Ranking of {len(a.systems)} systems</h3><p class="fail">{e(RANKING_WITHHELD)}</p>')
-    parts += [f'<p class="note">{e(note)}</p>' for note in a.notes]
+        parts.append(f'<h3>Ranking of {len(a.systems)} systems</h3><p class="fail">{prose(RANKING_WITHHELD)}</p>')
+    parts += [f'<p class="note">{prose(note)}</p>' for note in a.notes]
     parts.append("</section>")
     return "".join(parts)
 
@@ -528,7 +535,7 @@ def _provenance_section(inputs: ReportInputs) -> str:
     items += [("report settings", _provenance_value(settings)), ("generated", e(inputs.generated_at)),
               ("swapjudge", e(__version__))]
     body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items)
-    warn = f'<p class="note">{e(inputs.policy_mismatch)}</p>' if inputs.policy_mismatch else ""
+    warn = f'<p class="note">{prose(inputs.policy_mismatch)}</p>' if inputs.policy_mismatch else ""
     return f'<section id="provenance"><h2>Provenance</h2>{warn}<dl class="prov">{body}</dl></section>'
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.rank import limit_text, rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
     PER_CALL_LABEL,
     RANKING_WITHHELD,
+    band_text,
     decided_cells,
     design_sentence,
     flip_sentence,
@@ -24,7 +24,8 @@ from swapjudge.report.wording import (
     segment_gate_word,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: rendering needs no polars
+    from swapjudge.core.analysis import Calculation, JudgeAnalysis
     from swapjudge.probes.length import LengthProbe
     from swapjudge.probes.panel import PanelResult
     from swapjudge.ranking.bradley_terry import Ranking
@@ -50,7 +51,7 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
     if c is not None:
         lines.append(f"| swap-consistency | {pct(c.rate)} | {interval(c.low, c.high)} |")
         lines.append(f"| flip rate | {pct(c.flip_rate)} | {interval(c.flip_rate_low, c.flip_rate_high)} |")
-        lines.append(f"| position sensitivity band | {c.band} | |")
+        lines.append(f"| position sensitivity band | {band_text(c.band)} | |")
     else:
         lines.append("| swap-consistency | cannot be measured | |")
     f = analysis.flip_direction
@@ -101,7 +102,7 @@ def render_calculation(calc: Calculation) -> str:
     lines = ["| measure | value | interval |", "|---|---:|---:|",
              f"| swap-consistency | {pct(c.rate)} ({c.consistent} of {c.pairs}) | {interval(c.low, c.high)} |",
              f"| flip rate | {pct(c.flip_rate)} | {interval(c.flip_rate_low, c.flip_rate_high)} |",
-             f"| position sensitivity band | {c.band} | |"]
+             f"| position sensitivity band | {band_text(c.band)} | |"]
     f = calc.flip_direction
     if f is not None:
         p = "" if f.p_value is None else f" (p = {f.p_value:.3g})"

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
 from rich.table import Table as RichTable
@@ -38,6 +39,9 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], not
     return Table(title, tuple(columns), tuple(tuple(r) for r in rows), tuple(notes))
 
 
+COLUMN_GAP = 2  # the padding to_rich puts after every cell
+
+
 def to_rich(tables: Sequence[Table]) -> Group:
     parts: list[RenderableType] = []
     for t in tables:
@@ -55,9 +59,31 @@ def to_rich(tables: Sequence[Table]) -> Group:
     return Group(*parts)
 
 
+def fold(t: Table, width: int) -> list[Table]:
+    """A table wider than `width` as blocks of columns that each fit, the first (key) column repeated in every
+    block; a table that fits is returned as it is. The notes follow the last block."""
+    widths = [max([cell_len(col), *(cell_len(row[i]) for row in t.rows)]) + COLUMN_GAP
+              for i, col in enumerate(t.columns)]
+    if sum(widths) <= width or len(t.columns) < 3:
+        return [t]
+    groups: list[list[int]] = [[]]
+    used = widths[0]
+    for i in range(1, len(widths)):
+        if groups[-1] and used + widths[i] > width:
+            groups.append([])
+            used = widths[0]
+        groups[-1].append(i)
+        used += widths[i]
+    return [Table(f"{t.title} (columns {n} of {len(groups)})", (t.columns[0], *(t.columns[i] for i in group)),
+                  tuple((row[0], *(row[i] for i in group)) for row in t.rows), t.notes if n == len(groups) else ())
+            for n, group in enumerate(groups, start=1)]
+
+
 def print_tables(console: Console, tables: Sequence[Table]) -> None:
-    """Print at the tables' natural width even when it exceeds the terminal (a piped 80 columns would
-    otherwise cut every cell to an ellipsis)."""
+    """At a terminal, wide tables fold into blocks of columns that fit its width. Piped, print at the tables'
+    natural width (a CI log has no width to fit; 80 columns would cut every cell to an ellipsis)."""
+    if console.is_terminal:
+        tables = [block for t in tables for block in fold(t, console.width)]
     group = to_rich(tables)
     wide = console.options.update_width(1000)
     needed = max((Measurement.get(console, wide, r).maximum for r in group.renderables if isinstance(r, RichTable)),

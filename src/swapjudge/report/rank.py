@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from swapjudge.ranking.bradley_terry import FEW_ITEMS, Ranking, SystemScore
-from swapjudge.ranking.gate import RankGate
+from swapjudge.ranking.choices import FEW_ITEMS
+
+if TYPE_CHECKING:  # types only: rendering needs no scipy
+    from swapjudge.ranking.bradley_terry import Ranking, SystemScore
+    from swapjudge.ranking.gate import RankGate
 
 MODEL_WORDS = {
     "rao-kupper": "Rao-Kupper (ties from a threshold theta)",

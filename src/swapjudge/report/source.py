@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core.records import RecordSet, load_records
+from swapjudge.core.textfiles import is_stdio, read_stdin
 from swapjudge.errors import InputError
 
 # Optional per-call text columns: the answers shown in slot 1 and slot 2, and the task. A records file may carry
@@ -49,6 +50,11 @@ class ReportSource:
 def load_source(path: str | Path, *, allow_unpaired: bool = False, run: int | None = None) -> ReportSource:
     """A records file (JSONL or CSV) or a run store (SQLite); `run` picks a stored run (default: the latest)."""
     path = Path(path)
+    if is_stdio(path):  # records piped in; a run store is a database file and cannot come through a pipe
+        if read_stdin().startswith(SQLITE_MAGIC):
+            raise InputError("a run store cannot be read from stdin: give its path", path="<stdin>")
+        records = load_records(path, allow_unpaired=allow_unpaired)
+        return ReportSource(records, "<stdin>", records_provenance(records.frame))
     try:
         with path.open("rb") as handle:
             head = handle.read(len(SQLITE_MAGIC))

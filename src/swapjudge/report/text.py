@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
@@ -10,9 +11,9 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from swapjudge.core.analysis import Calculation, JudgeAnalysis
 from swapjudge.report.wording import (
     PER_CALL_LABEL,
+    band_text,
     consistency_sentence,
     decided_cells,
     design_sentence,
@@ -24,7 +25,11 @@ from swapjudge.report.wording import (
     judged_once,
     p_text,
     pct,
+    plain,
 )
+
+if TYPE_CHECKING:  # types only: rendering needs no polars
+    from swapjudge.core.analysis import Calculation, JudgeAnalysis
 
 VERDICT_NAMES = ("first", "second", "tie", "none")
 
@@ -66,7 +71,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
         swap.add_row("pairs (complete / total)", f"{o.complete:,} / {o.total:,}", "")
     if c is not None:
         swap.add_row("swap-consistency", pct(c.rate), interval(c.low, c.high))
-        swap.add_row("position sensitivity", str(c.band), "")
+        swap.add_row("position sensitivity", band_text(c.band), "")
     else:
         swap.add_row("swap-consistency", "cannot be measured", "")
     swap.add_row("consistent (tie/tie)", f"{o.consistent:,} ({o.consistent_ties:,})", "")
@@ -146,9 +151,9 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
         parts.append(table)
 
     gate = analysis.gate
-    parts.append(Text(gate_sentence(gate), style=style))
+    parts.append(Text(plain(gate_sentence(gate)), style=style))
     for note in analysis.notes:
-        parts.append(Text("Note: " + note, style="yellow"))
+        parts.append(Text("Note: " + plain(note), style="yellow"))
     return Group(Rule(f"judge: {judge_name(analysis)}", align="left"), *_spaced(parts))
 
 
@@ -175,7 +180,7 @@ def render_calculation(calc: Calculation) -> Panel:
     table.add_row("consistent pairs", f"{c.consistent:,} of {c.pairs:,}", "")
     table.add_row("swap-consistency", pct(c.rate), interval(c.low, c.high))
     table.add_row("flip rate", pct(c.flip_rate), interval(c.flip_rate_low, c.flip_rate_high))
-    table.add_row("position sensitivity band", str(c.band), "")
+    table.add_row("position sensitivity band", band_text(c.band), "")
     f = calc.flip_direction
     if f is not None:
         p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
@@ -189,7 +194,7 @@ def render_calculation(calc: Calculation) -> Panel:
 
 def consistency_sentence_for(calc: Calculation) -> str:
     c = calc.consistency
-    return (f"Swap-consistency {pct(c.rate)} ({interval(c.low, c.high)}): position sensitivity {c.band}; "
+    return (f"Swap-consistency {pct(c.rate)} ({interval(c.low, c.high)}): position sensitivity {band_text(c.band)}; "
             f"up to {pct(c.flip_rate_high)} of pairs may flip with the order.")
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from swapjudge.core.analysis import JudgeAnalysis
-from swapjudge.core.policy import Gate, TiePolicy, WinRate
-from swapjudge.core.swap import FlipDirection
-from swapjudge.probes.segments import MIN_SEGMENT_PAIRS, too_small
+from swapjudge.core.choices import TiePolicy
+
+if TYPE_CHECKING:  # types only: rendering needs no polars
+    from swapjudge.core.analysis import JudgeAnalysis
+    from swapjudge.core.policy import Gate, WinRate
+    from swapjudge.core.swap import FlipDirection
 
 POLICY_WORDS = {
     TiePolicy.half_credit: "splits and ties worth half",
@@ -22,6 +24,16 @@ PER_CALL_LABEL = "per call (each call, tie = ½)"
 
 RANKING_WITHHELD = ("withheld: the judge failed the self-consistency gate, and a ranking is many win rates at "
                     "once (`swapjudge rank` still fits one, without the gate)")
+
+
+def band_text(band: str | None) -> str:
+    """The position-sensitivity band as a reader sees it; never the word None."""
+    return "n/a (no complete pair)" if band is None else band
+
+
+def plain(text: str) -> str:
+    """A sentence for the terminal: Markdown code marks dropped (`swapjudge rank` -> swapjudge rank)."""
+    return text.replace("`", "")
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -136,6 +148,8 @@ def decided_cells(ident: dict[str, Any]) -> tuple[str, str]:
 
 def segment_gate_word(analysis: JudgeAnalysis) -> str:
     """A segment's gate cell: passed/failed, flagged when the segment is too small (or the gate unsure)."""
+    from swapjudge.probes.segments import MIN_SEGMENT_PAIRS, too_small  # here: segments loads polars
+
     word = "passed" if analysis.gate.passed else "failed"
     if too_small(analysis):
         return f"{word}, too small (< {MIN_SEGMENT_PAIRS} pairs) to trust"

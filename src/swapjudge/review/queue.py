@@ -14,7 +14,9 @@ import polars as pl
 
 from swapjudge.core.pairs import FIRST, SECOND, TIE, Outcome, build_pairs
 from swapjudge.core.pairs_file import PairItem, load_pairs
+from swapjudge.core.records import RecordSet
 from swapjudge.core.textfiles import write_atomic
+from swapjudge.errors import InputError
 
 QUEUE_OUTCOMES = {
     Outcome.FLIP_FIRST: "flip_first",
@@ -107,3 +109,19 @@ def write_table(rows: pl.DataFrame | Sequence[dict[str, Any]], path: str | Path,
     else:
         text = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts)
     write_atomic(path, text)
+
+
+def unsettled_pairs(records: RecordSet, *, judge: str | None = None, a: str | None = None,
+                    b: str | None = None) -> list[tuple[str, str, str]]:
+    """(item, x, y) of every pair the judge could not settle (a flip or a half-tie), once each across rounds:
+    the pairs a blind human review sheet most often needs."""
+    judges = records.judges
+    if judge is None and len(judges) > 1:
+        raise InputError(f"records hold {len(judges)} judges ({', '.join(judges)}); choose one with --judge",
+                         path=records.source)
+    if judge is not None and judge not in judges:
+        raise InputError(f"no records of judge {judge!r} (judges: {', '.join(judges) or '(unnamed)'})",
+                         path=records.source)
+    queue = review_queue(records.frame, judge=judge, a=a, b=b)
+    rows = queue.select("item", "x", "y").unique(maintain_order=True).iter_rows()
+    return [(str(item), str(x), str(y)) for item, x, y in rows]

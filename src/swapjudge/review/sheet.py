@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.pairs_file import PairItem
-from swapjudge.core.textfiles import csv_rows, read_text
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.review.queue import write_table
+from swapjudge.review.spreadsheet import read_sheet_table
 
 SHEET_FIELDS = ("task_id", "prompt", "answer_left", "answer_right", "choice", "reviewer", "comment")
 KEY_FIELDS = ("task_id", "item", "presentation", "left", "right", "label")
@@ -57,17 +57,21 @@ class Sheet:
 
 
 def make_sheet(items: Sequence[PairItem], *, seed: int | None = None, a: str | None = None,
-               b: str | None = None, source: str | None = None) -> Sheet:
+               b: str | None = None, source: str | None = None,
+               only: Sequence[tuple[str, str, str]] | None = None) -> Sheet:
     """Both presentations of every pair, shuffled, ids assigned after the shuffle.
 
     Each item must have exactly two answers, or name the two systems with `a` and `b`. A seeded coin picks the
-    left answer of the first presentation; the second presentation is its exact swap.
+    left answer of the first presentation; the second presentation is its exact swap. `only` restricts the sheet
+    to these (item, system, system) pairs (e.g. the ones a judge could not settle), in the pairs file's order.
     """
     if seed is None:
         seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
     chosen: list[tuple[PairItem, str, str]] = []
-    for it in items:
+    if only is not None:
+        chosen = _chosen_pairs(items, only, source)
+    for it in items if only is None else ():
         if a is not None and b is not None:
             missing = [s for s in (a, b) if s not in it.answers]
             if missing:
@@ -80,6 +84,8 @@ def make_sheet(items: Sequence[PairItem], *, seed: int | None = None, a: str | N
             raise InputError(f"item {it.item!r} has {len(it.answers)} answers: name the two systems with --a and "
                              "--b", path=source, line=it.line, field="answers")
         chosen.append((it, x, y))
+    if not chosen:
+        raise InputError("no pairs to put on the sheet", path=source)
     coins = rng.integers(0, 2, size=len(chosen))
     presentations: list[tuple[PairItem, int, str, str]] = []
     for (it, x, y), coin in zip(chosen, coins, strict=True):
@@ -94,6 +100,23 @@ def make_sheet(items: Sequence[PairItem], *, seed: int | None = None, a: str | N
         tasks.append(SheetTask(f"T{number:0{width}d}", it.item, presentation, it.prompt, left, right,
                                it.answers[left], it.answers[right], it.label))
     return Sheet(tuple(tasks), seed)
+
+
+def _chosen_pairs(items: Sequence[PairItem], only: Sequence[tuple[str, str, str]],
+                  source: str | None) -> list[tuple[PairItem, str, str]]:
+    """The requested (item, x, y) pairs with their pairs-file items, in file order; each must have both answers."""
+    by_item = {it.item: it for it in items}
+    wanted = list(dict.fromkeys((item, *sorted((x, y))) for item, x, y in only))
+    for item, x, y in wanted:
+        it = by_item.get(item)
+        if it is None:
+            raise InputError(f"item {item!r} is in the records but not in the pairs file", path=source)
+        missing = [name for name in (x, y) if name not in it.answers]
+        if missing:
+            raise InputError(f"item {item!r} has no answer from {missing[0]!r}", path=source, line=it.line,
+                             field="answers")
+    order = {it.item: n for n, it in enumerate(items)}
+    return [(by_item[item], x, y) for item, x, y in sorted(wanted, key=lambda w: order[w[0]])]
 
 
 def write_sheet(sheet: Sheet, sheet_path: str | Path, key_path: str | Path) -> None:
@@ -117,9 +140,8 @@ class KeyRow:
 
 
 def _csv_rows(path: Path, required: Iterable[str]) -> Iterable[tuple[int, dict[str, str]]]:
-    """(line, row) for each CSV record, the line being where the record starts; header checked first."""
-    for start, row in csv_rows(read_text(path), str(path), required=required):
-        yield start, {k: (v or "") for k, v in row.items()}
+    """(spreadsheet row, row) for each non-blank row, as a spreadsheet may have saved the file; header checked."""
+    yield from read_sheet_table(path, required).rows
 
 
 def load_key(path: str | Path) -> dict[str, KeyRow]:
@@ -129,6 +151,7 @@ def load_key(path: str | Path) -> dict[str, KeyRow]:
         for name in ("task_id", "item", "left", "right"):
             if not row[name].strip():
                 raise InputError("empty", path=str(path), line=line, field=name)
+        row["presentation"] = row["presentation"].strip()
         if row["presentation"] not in ("1", "2"):
             raise InputError(f"must be 1 or 2, got {row['presentation']!r}", path=str(path), line=line,
                              field="presentation")
@@ -143,43 +166,124 @@ def load_key(path: str | Path) -> dict[str, KeyRow]:
     return key
 
 
-def tally(sheet_path: str | Path, key_path: str | Path, *, reviewer: str = "reviewer") -> list[dict[str, Any]]:
-    """Presentation records from a filled sheet: first/second are the systems on the left/right, the verdict is
-    the reviewer's choice (left = first), the judge is the sheet's `reviewer` cell or `reviewer`."""
-    sheet_path = Path(sheet_path)
+@dataclass(frozen=True)
+class SheetProblem:
+    source: str
+    row: int | None  # the spreadsheet's row number (header = 1); None for the sheet as a whole
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.source if self.row is None else f"{self.source} row {self.row}"
+        return ": ".join(p for p in (where, f"field `{self.field}`" if self.field else "", self.message) if p)
+
+
+class SheetProblems(InputError):
+    """Every problem of the filled sheets at once: one line for one problem, else a count and one line each."""
+
+    def __init__(self, problems: Sequence[SheetProblem]) -> None:
+        self.problems = tuple(problems)
+        first = problems[0]
+        super().__init__(first.message, path=first.source, field=first.field)
+        if len(problems) > 1:
+            text = f"{len(problems)} problems in the filled sheet(s):\n" + "\n".join(f"  {p}" for p in problems)
+        else:
+            text = str(first)
+        self.args = (text,)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The records of filled sheets (judge = reviewer), the tasks left unanswered (only with `allow_partial`),
+    and reading warnings (an encoding guessed)."""
+
+    records: tuple[dict[str, Any], ...]
+    unanswered: tuple[tuple[str, str, str], ...]  # (sheet, reviewer, task id)
+    warnings: tuple[str, ...]
+
+    @property
+    def reviewers(self) -> tuple[str, ...]:
+        return tuple(sorted({str(r["judge"]) for r in self.records}))
+
+
+def tally_sheets(sheet_paths: Sequence[str | Path], key_path: str | Path, *, reviewer: str | None = None,
+                 allow_partial: bool = False) -> Tally:
+    """Presentation records from filled sheets (one or several, e.g. one per reviewer): first/second are the
+    systems on the left/right, the verdict the reviewer's choice (left = first), the judge the row's `reviewer`
+    cell, else `reviewer`, else the sheet's file name (several sheets) or "reviewer" (one). Separators `,` `;`
+    and tab, UTF-8 (with or without BOM) or Windows-1252, blank rows and header case are all taken as
+    spreadsheets save them. Every problem is collected and raised at once (SheetProblems), with row numbers."""
     key = load_key(key_path)
-    where = str(sheet_path)
-    seen: dict[str, int] = {}
+    key_name = Path(key_path).name
+    problems: list[SheetProblem] = []
     records: list[dict[str, Any]] = []
-    for line, row in _csv_rows(sheet_path, ("task_id", "choice")):
-        task_id = row["task_id"].strip()
-        if not task_id:
-            raise InputError("empty", path=where, line=line, field="task_id")
-        if task_id not in key:
-            raise InputError(f"unknown task id {task_id!r} (not in {Path(key_path).name})", path=where, line=line,
-                             field="task_id")
-        if task_id in seen:
-            raise InputError(f"task {task_id!r} answered twice (first on line {seen[task_id]})", path=where,
-                             line=line, field="task_id")
-        seen[task_id] = line
-        choice = row["choice"].strip().lower()
-        if not choice:
-            raise InputError(f"task {task_id}: no answer (expected left, right or tie)", path=where, line=line,
-                             field="choice")
-        if choice not in CHOICES:
-            raise InputError(f"task {task_id}: {row['choice']!r} is not left, right or tie", path=where, line=line,
-                             field="choice")
-        k = key[task_id]
-        record: dict[str, Any] = {"judge": row.get("reviewer", "").strip() or reviewer, "item": k.item,
-                                  "first": k.left, "second": k.right, "verdict": CHOICES[choice]}
-        if k.label is not None:
-            record["label"] = k.label
-        record.update({"task_id": task_id, "presentation": k.presentation})
-        if row.get("comment", "").strip():
-            record["comment"] = row["comment"].strip()
-        records.append(record)
-    missing = [t for t in key if t not in seen]
-    if missing:
-        raise InputError(f"{len(missing)} task(s) of the key are not on the sheet (first: {missing[0]})",
-                         path=where, field="task_id")
-    return records
+    unanswered: list[tuple[str, str, str]] = []
+    warnings: list[str] = []
+    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    for path in sheet_paths:
+        table = read_sheet_table(path, ("task_id", "choice"))
+        warnings += table.warnings
+        default = reviewer or (Path(path).stem if len(sheet_paths) > 1 else "reviewer")
+        on_sheet: dict[str, set[str]] = {}
+
+        def problem(row: int | None, field: str | None, message: str, source: str = table.source) -> None:
+            problems.append(SheetProblem(source, row, field, message))
+
+        for number, row in table.rows:
+            if "\x00extra" in row:
+                problem(number, None, "more cells than header columns")
+                continue
+            task_id = row["task_id"].strip()
+            if not task_id:
+                problem(number, "task_id", "empty")
+                continue
+            if task_id not in key:
+                problem(number, "task_id", f"unknown task id {task_id!r} (not in {key_name})")
+                continue
+            judge = row.get("reviewer", "").strip() or default
+            on_sheet.setdefault(judge, set()).add(task_id)
+            if (judge, task_id) in seen:
+                first_sheet, first_row = seen[(judge, task_id)]
+                where = f"row {first_row}" if first_sheet == table.source else f"{first_sheet} row {first_row}"
+                problem(number, "task_id", f"task {task_id!r} answered twice by {judge!r} (first on {where})")
+                continue
+            seen[(judge, task_id)] = (table.source, number)
+            choice = row["choice"].strip().lower()
+            if not choice:
+                if allow_partial:
+                    unanswered.append((table.source, judge, task_id))
+                else:
+                    problem(number, "choice", f"task {task_id}: no answer (expected left, right or tie)")
+                continue
+            if choice not in CHOICES:
+                problem(number, "choice", f"task {task_id}: {row['choice']!r} is not left, right or tie")
+                continue
+            k = key[task_id]
+            record: dict[str, Any] = {"judge": judge, "item": k.item, "first": k.left, "second": k.right,
+                                      "verdict": CHOICES[choice]}
+            if k.label is not None:
+                record["label"] = k.label
+            record.update({"task_id": task_id, "presentation": k.presentation})
+            if row.get("comment", "").strip():
+                record["comment"] = row["comment"].strip()
+            records.append(record)
+        for judge, tasks in (on_sheet or {default: set()}).items():
+            missing = [t for t in key if t not in tasks]
+            if not missing:
+                continue
+            if allow_partial:
+                unanswered += [(table.source, judge, t) for t in missing]
+            else:
+                problem(None, "task_id", f"{len(missing)} task(s) of the key are not on the sheet"
+                        + (f" for {judge!r}" if len(on_sheet) > 1 else "") + f" (first: {missing[0]})")
+    if problems:
+        raise SheetProblems(problems)
+    if not records:
+        raise InputError("no answered task in the sheet(s): nothing to tally",
+                         path=", ".join("<stdin>" if str(p) == "-" else str(p) for p in sheet_paths))
+    return Tally(tuple(records), tuple(unanswered), tuple(warnings))
+
+
+def tally(sheet_path: str | Path, key_path: str | Path, *, reviewer: str = "reviewer") -> list[dict[str, Any]]:
+    """Presentation records from one completely filled sheet (see `tally_sheets`)."""
+    return list(tally_sheets([sheet_path], key_path, reviewer=reviewer).records)

@@ -1,0 +1,70 @@
+"""The counts-only calculator (`swapjudge calc`): consistency, flip direction and the order-could-decide check
+from counts alone. It loads no polars, so the command starts fast."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from swapjudge.core.policy import Decision, decision
+from swapjudge.core.swap import Consistency, FlipDirection, consistency, flip_direction
+from swapjudge.errors import SwapjudgeError
+
+
+@dataclass(frozen=True)
+class Calculation:
+    """The counts-only calculator: consistency from counts, flip direction when the flips' slots are known, and
+    the order-could-decide check when a margin is given."""
+
+    consistency: Consistency
+    flip_direction: FlipDirection | None
+    decision: Decision | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"consistency": self.consistency.to_dict()}
+        out["flip_rate"] = {"rate": self.consistency.flip_rate, "low": self.consistency.flip_rate_low,
+                            "high": self.consistency.flip_rate_high}
+        if self.flip_direction is not None:
+            out["flip_direction"] = self.flip_direction.to_dict()
+        if self.decision is not None:
+            out["decision"] = self.decision.to_dict()
+        return out
+
+    def to_frame(self, backend: str = "polars") -> Any:
+        """One row of the flattened `to_dict()`: polars, or pandas with `backend="pandas"`."""
+        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
+
+        return notebook.frame([notebook.flatten(self.to_dict())], backend)
+
+    def _repr_html_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.calculation_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from swapjudge.report import notebook
+
+        return notebook.calculation_markdown(self)
+
+
+def calculate(pairs: int, consistent: int, *, to_first: int | None = None, to_second: int | None = None,
+              margin: float | None = None, confidence: float = 0.95) -> Calculation:
+    """Swap-consistency figures from counts alone (`swapjudge calc`)."""
+    if pairs <= 0:
+        raise SwapjudgeError(f"--pairs must be positive, got {pairs}")
+    if not 0 <= consistent <= pairs:
+        raise SwapjudgeError(f"--consistent must be between 0 and --pairs ({pairs}), got {consistent}")
+    if not 0 < confidence < 1:
+        raise SwapjudgeError(f"--confidence must be between 0 and 1, got {confidence}")
+    if (to_first is None) != (to_second is None):
+        raise SwapjudgeError("give both --to-first and --to-second, or neither")
+    direction = None
+    if to_first is not None and to_second is not None:
+        if to_first < 0 or to_second < 0 or to_first + to_second > pairs - consistent:
+            raise SwapjudgeError(f"--to-first + --to-second must be between 0 and the {pairs - consistent} "
+                                 "inconsistent pairs")
+        direction = flip_direction(to_first, to_second, confidence)
+    cons = consistency(consistent, pairs, confidence)
+    if margin is not None and not 0 <= margin <= 1:
+        raise SwapjudgeError(f"--margin must be a share between 0 and 1, got {margin}")
+    return Calculation(cons, direction, None if margin is None else decision(margin, cons.flip_rate_high))
