@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
+from swapjudge.core.debias import Debiased, debias
 from swapjudge.core.identical import IdenticalProbe, identical_probe
 from swapjudge.core.pairs import PairTable, build_pairs, probe_calls, verdict_codes
 from swapjudge.core.policy import (
@@ -65,6 +66,7 @@ class JudgeAnalysis:
     accuracy: Accuracy | None = None
     identical: IdenticalProbe | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    debiased: Debiased | None = None  # verdicts from the judge's probabilities in both orders (a mitigation)
 
     @property
     def withheld(self) -> bool:
@@ -94,6 +96,8 @@ class JudgeAnalysis:
             out["accuracy"] = self.accuracy.to_dict()
         if self.identical:
             out["identical"] = self.identical.to_dict()
+        if self.debiased:
+            out["debiased"] = self.debiased.to_dict()
         out["notes"] = list(self.notes)
         return out
 
@@ -240,7 +244,9 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
         judge=name or None, single_order=single, systems=tuple(systems), outcomes=counts, consistency=cons,
         flip_direction=flip_direction(counts.toward_first, counts.toward_second, confidence),
         verdicts=verdicts, gate=gate_result, accuracy=accuracy,
-        identical=identical_probe(probe_codes, confidence), notes=tuple(notes), **result)
+        identical=identical_probe(probe_codes, confidence), notes=tuple(notes),
+        debiased=debias(calls, pair=chosen, policy=policy, confidence=confidence, gate_passed=gate_result.passed),
+        **result)
 
 
 def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confidence: float,

@@ -42,6 +42,8 @@ REGISTERED_B = "registered_b"
 REGISTERED_ADAPTIVE = "registered_adaptive_swap"
 REGISTERED_SCHEMA: dict[str, Any] = {REGISTERED_POLICY: pl.String, REGISTERED_A: pl.String, REGISTERED_B: pl.String,
                                      REGISTERED_ADAPTIVE: pl.Float64}
+# Verdict probabilities, read even when extras are skipped: the analysis' debiased verdicts use them.
+PROBABILITY_SCHEMA: dict[str, Any] = {"p_first": pl.Float64, "p_second": pl.Float64}
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
     frame = _slow_frame(data, str(path), is_csv)
     if not extras:
-        kept = [*CORE_SCHEMA, "_line", *(c for c in REGISTERED_SCHEMA if c in frame.columns)]
+        kept = [*CORE_SCHEMA, "_line", *(c for c in (*REGISTERED_SCHEMA, *PROBABILITY_SCHEMA) if c in frame.columns)]
         frame = frame.select(kept)
     return _checked(frame, str(path), allow_unpaired)
 
@@ -188,8 +190,10 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
                 raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=present, infer_schema_length=None)
             else:
                 # a fixed schema skips the full-file type inference, the costliest step of the read
-                raw = pl.read_ndjson(io.BytesIO(data), schema={**CORE_SCHEMA, **REGISTERED_SCHEMA})
-                raw = raw.drop([c for c in REGISTERED_SCHEMA if raw.get_column(c).null_count() == raw.height])
+                raw = pl.read_ndjson(io.BytesIO(data),
+                                     schema={**CORE_SCHEMA, **REGISTERED_SCHEMA, **PROBABILITY_SCHEMA})
+                raw = raw.drop([c for c in (*REGISTERED_SCHEMA, *PROBABILITY_SCHEMA)
+                                if raw.get_column(c).null_count() == raw.height])
         if any(col not in raw.columns for col in REQUIRED):
             return None
         return _normalise(raw)

@@ -51,6 +51,15 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
         acc = analysis.accuracy.to_dict()
         lines.append(f"| accuracy: better in slot 1 / slot 2 / both | {pct(acc['better_first'])} / "
                      f"{pct(acc['better_second'])} / {pct(acc['both'])} | {acc['pairs']:,} labelled pairs |")
+    if analysis.debiased is not None:
+        d = analysis.debiased
+        for label, m in (("order-averaged", d.order_averaged), ("slot prior removed", d.calibrated)):
+            if m is None:
+                continue
+            cons = "consistency 1 by construction" if m.by_construction else f"consistency {pct(m.consistency.rate)}"
+            acc_text = f"accuracy {pct(m.accuracy.rate)}" if m.accuracy else "no labels"
+            span = interval(m.accuracy.low, m.accuracy.high) if m.accuracy else ""
+            lines.append(f"| debiased ({label}, a mitigation): {acc_text}, {cons} | {m.pairs:,} pairs | {span} |")
     if analysis.identical is not None:
         ident = analysis.identical.to_dict()
         lines.append(f"| identical answers: decided rate | {pct(ident['decided_rate'])} | "
