@@ -198,7 +198,7 @@ def _newton(d: _Design, w: FloatArray, k: int, home: bool, ridge: float, start: 
 
     value, eta = value_of(theta)
     converged, iterations, grad_norm = False, 0, math.inf
-    for iterations in range(1, max_iter + 1):  # noqa: B007  (the last value is reported)
+    for iterations in range(1, max_iter + 1):
         _, grad, hess = _derivatives(d, w, eta, k, home)
         grad -= ridge * theta
         hess[np.arange(p_total), np.arange(p_total)] += ridge
@@ -319,14 +319,14 @@ def fit_adjusted(data: Calls, *, order_effect: bool = True, rounds: int = 1000, 
                          y=np.asarray(data.score, dtype=np.float64), z=data.covariates)
         weights = np.ones(len(data))
     with threadpool_limits(limits=1, user_api="blas"):
-        start = None
+        warm = None
         if not aggregated:
             # start from the fit without covariates, which costs one pass over the calls: fewer full passes
             cells = _cells(Calls(data.systems, data.item, data.first, data.second, data.score,
                                  np.empty((len(data), 0))))
-            start = np.zeros(k + int(order_effect) + c)
-            start[:k + int(order_effect)] = _newton(cells[0], cells[2], k, order_effect, ridge).theta
-        point = _newton(design, weights, k, order_effect, ridge, start=start)
+            warm = np.zeros(k + int(order_effect) + c)
+            warm[:k + int(order_effect)] = _newton(cells[0], cells[2], k, order_effect, ridge).theta
+        point = _newton(design, weights, k, order_effect, ridge, start=warm)
     n_params = len(point.theta)
     draws = np.empty((rounds, n_params))
     not_converged, max_iterations = 0, 0
