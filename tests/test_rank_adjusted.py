@@ -142,3 +142,24 @@ def test_control_without_features_is_one_line(tmp_path: Path) -> None:
 def test_text_features() -> None:
     assert text_feature("abc", "length") == 3
     assert text_feature("# Title\n- a\n- b\n**bold** and 1. not a list\n2) item", "markdown") == 5
+
+
+def test_one_step_bootstrap_agrees_with_full_refits() -> None:
+    rng = np.random.default_rng(12)
+    k, n_items, per = 6, 800, 5
+    n = n_items * per
+    first = rng.integers(0, k, n)
+    second = (first + rng.integers(1, k, n)) % k
+    z = rng.normal(0, 1, (n, 1))
+    p = expit(np.linspace(-1, 1, k)[first] - np.linspace(-1, 1, k)[second] + 0.3 + 0.5 * z[:, 0])
+    data = Calls(tuple(f"s{i}" for i in range(k)), np.repeat(np.arange(n_items), per), first, second,
+                 (rng.random(n) < p).astype(float), z, ("length",))
+    full = fit_adjusted(data, rounds=400, refit="full")
+    quick = fit_adjusted(data, rounds=400, refit="one-step")
+    assert full.bootstrap_refit == "full" and quick.bootstrap_refit == "one-step"
+    for a, b in ((full.order_effect, quick.order_effect), (full.controls[0], quick.controls[0])):
+        assert a is not None and b is not None
+        width = a.high - a.low
+        assert abs(a.low - b.low) < 0.15 * width and abs(a.high - b.high) < 0.15 * width
+    widths = [(r.high - r.low, q.high - q.low) for r, q in zip(full.ranking.rows, quick.ranking.rows, strict=True)]
+    assert all(abs(w1 - w2) < 0.15 * w1 for w1, w2 in widths)
