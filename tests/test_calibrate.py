@@ -201,3 +201,15 @@ def test_calibrate_bad_input_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no usable verdict"):
         calibrate(records_from_dicts(_records("j", [("1", "a", "b", "first")])).frame,
                   records_from_dicts(_records("p", [("1", "a", "b", "first")])).frame, "a", "c", gate=gate)
+
+
+def test_report_has_a_calibration_section(tmp_path: Path) -> None:
+    judge_file, people_file, human, judge = _study_files(tmp_path, consistent=True)
+    md = tmp_path / "report.md"
+    result = CliRunner().invoke(app, ["report", str(judge_file), "--markdown", str(md), "--human", str(people_file),
+                                      "--a", "a", "--b", "b"])
+    assert result.exit_code == 0, result.output
+    text = md.read_text()
+    expected = ppi_mean(human[:150], judge[:150], judge[150:])
+    assert "Corrected with people's labels" in text
+    assert f"{expected.corrected.value:.3f}" in text and "unbiased" in text

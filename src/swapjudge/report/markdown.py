@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from swapjudge.core.analysis import Calculation, JudgeAnalysis
+from swapjudge.probes.calibrate import sentences as calibration_sentences
 from swapjudge.report.rank import rank_range
 from swapjudge.report.wording import RANKING_WITHHELD, flip_sentence, headline, interval, judge_name, pct
 
@@ -169,6 +170,10 @@ def render_report(inputs: ReportInputs) -> str:
         length = inputs.length_for(analysis)
         if length is not None:
             parts.append(render_length(length))
+        calibration = inputs.calibration_for(analysis)
+        if calibration is not None:
+            parts.append("**Corrected with people's labels (prediction-powered inference)**\n\n"
+                         + "\n".join(f"- {_escape(line)}" for line in calibration_sentences(calibration)) + "\n")
         ranking = inputs.ranking_for(analysis)
         if ranking is not None:
             parts.append(render_ranking(ranking.ranking))
