@@ -163,3 +163,30 @@ def test_one_step_bootstrap_agrees_with_full_refits() -> None:
         assert abs(a.low - b.low) < 0.15 * width and abs(a.high - b.high) < 0.15 * width
     widths = [(r.high - r.low, q.high - q.low) for r, q in zip(full.ranking.rows, quick.ranking.rows, strict=True)]
     assert all(abs(w1 - w2) < 0.15 * w1 for w1, w2 in widths)
+
+
+def test_order_effect_on_real_alpaca_eval_annotations(tmp_path: Path) -> None:
+    # AlpacaEval's gpt-4-turbo chain-of-thought judge, gpt4 vs gpt4_1106_preview, each instruction in one
+    # coin-flipped order: the order effect is the only position measurement such data allow
+    from conftest import shared_data
+    from scipy.special import logit
+
+    records = tmp_path / "alpaca.jsonl"
+    runner = CliRunner()
+    source = shared_data("alpaca_eval", "gpt4_alpaca_eval_cot_gpt4_turbo_fn.annotations.json")
+    imported = runner.invoke(app, ["import", "alpaca-eval", str(source), "-o", str(records)])
+    assert imported.exit_code == 0, imported.output
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    result = runner.invoke(app, ["rank", str(records), "--order-effect", "--bootstrap", "300", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    # two systems: the fit's h is half the log-odds gap between the newer model's win rate in slot 1 and in
+    # slot 2 (the ridge moves it by far less than the tolerance)
+    new = "gpt4_1106_preview"
+    first = [r["verdict"] == "first" for r in rows if r["first"] == new and r["verdict"] in ("first", "second")]
+    second = [r["verdict"] == "second" for r in rows if r["second"] == new and r["verdict"] in ("first", "second")]
+    expected = (logit(np.mean(first)) - logit(np.mean(second))) / 2
+    assert out["comparisons"] == 797
+    assert out["order_effect"]["value"] == pytest.approx(expected, abs=5e-3)
+    assert out["order_effect"]["low"] < 0 < out["order_effect"]["high"]
+    assert out["bootstrap"]["refit"] == "full"
