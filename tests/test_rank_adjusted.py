@@ -168,8 +168,9 @@ def test_one_step_bootstrap_agrees_with_full_refits() -> None:
 def test_order_effect_on_real_alpaca_eval_annotations(tmp_path: Path) -> None:
     # AlpacaEval's gpt-4-turbo chain-of-thought judge, gpt4 vs gpt4_1106_preview, each instruction in one
     # coin-flipped order: the order effect is the only position measurement such data allow
-    from conftest import shared_data
     from scipy.special import logit
+
+    from conftest import shared_data
 
     records = tmp_path / "alpaca.jsonl"
     runner = CliRunner()
