@@ -126,6 +126,11 @@ def test_length_control_removes_a_length_preference(tmp_path: Path) -> None:
     assert length["name"] == "length" and length["low"] <= 1.5 <= length["high"]
     assert adjusted["order_effect"]["low"] <= 0 <= adjusted["order_effect"]["high"]
     assert "first_slot_win_probability" in adjusted["order_effect"]
+    # two systems: the length-controlled win rate is sigmoid of the adjusted gap, near one half here
+    rate = adjusted["controlled_win_rate"]
+    assert rate["name"] == "long over short"
+    assert rate["value"] == pytest.approx(expit(gap(adjusted)))
+    assert rate["low"] < 0.5 < rate["high"] and json.loads(plain.stdout)["controlled_win_rate"]["low"] > 0.7
     text = runner.invoke(app, ["rank", str(path), "--control", "length", "--bootstrap", "50"])
     assert "control length" in text.stdout and "favours the answer with more length" in text.stdout
 

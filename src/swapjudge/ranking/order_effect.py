@@ -91,6 +91,8 @@ class AdjustedRanking:
     order_effect: Coefficient | None
     controls: tuple[Coefficient, ...]
     bootstrap_refit: str = "full"  # or "one-step": one Newton step from the point fit per bootstrap round
+    # two systems: P(first-named beats second-named) at equal style and with the slot's effect removed
+    controlled_win_rate: Coefficient | None = None
 
     @property
     def first_slot_win_probability(self) -> tuple[float, float, float] | None:
@@ -110,6 +112,8 @@ class AdjustedRanking:
                 "value": self.order_effect.value, "low": self.order_effect.low, "high": self.order_effect.high,
                 "scale": "log-odds", "first_slot_win_probability": {"value": p[0], "low": p[1], "high": p[2]},
             }
+        if self.controlled_win_rate is not None:
+            out["controlled_win_rate"] = self.controlled_win_rate.to_dict()
         if self.controls:
             out["controls"] = [{**c.to_dict(), "scale": "log-odds per standard deviation of the normalised "
                                                          "difference"} for c in self.controls]
@@ -379,8 +383,15 @@ def fit_adjusted(data: Calls, *, order_effect: bool = True, rounds: int = 1000, 
         col += 1
     controls = tuple(Coefficient(name, float(point.theta[col + j]), float(low[col + j]), float(high[col + j]))
                      for j, name in enumerate(data.covariate_names))
+    controlled = None
+    if k == 2:
+        gap = draws[:, 0] - draws[:, 1]
+        gap_low, gap_high = _percentiles(gap[:, None], confidence) if rounds > 0 else (np.array([math.nan]),) * 2
+        controlled = Coefficient(f"{data.systems[0]} over {data.systems[1]}",
+                                 float(expit(point.theta[0] - point.theta[1])), float(expit(gap_low[0])),
+                                 float(expit(gap_high[0])))
     return AdjustedRanking(ranking=ranking, order_effect=effect, controls=controls,
-                           bootstrap_refit="one-step" if one_step else "full")
+                           bootstrap_refit="one-step" if one_step else "full", controlled_win_rate=controlled)
 
 
 def _ranking(data: Calls, n_items: int, point: _Fit, draws: FloatArray, low: FloatArray, high: FloatArray, rounds: int,

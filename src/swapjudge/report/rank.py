@@ -124,6 +124,14 @@ def adjusted_lines(result: AdjustedRanking) -> list[str]:
             else:
                 line += ": no position preference detected (the interval includes 0)"
         lines.append(line)
+    w = result.controlled_win_rate
+    if w is not None:
+        terms = " and ".join(t for t, on in (("the first slot's effect removed", h is not None),
+                                               ("equal style", bool(result.controls))) if on)
+        line = f"win rate of {w.name}, {terms}: {w.value:.1%}"
+        if has_interval:
+            line += f" ({level} interval {w.low:.1%}–{w.high:.1%})"
+        lines.append(line)
     for c in result.controls:
         line = f"control {c.name}: {c.value:+.3f} log-odds per SD of the normalised difference"
         if has_interval:
