@@ -213,3 +213,35 @@ def test_report_has_a_calibration_section(tmp_path: Path) -> None:
     expected = ppi_mean(human[:150], judge[:150], judge[150:])
     assert "Corrected with people's labels" in text
     assert f"{expected.corrected.value:.3f}" in text and "unbiased" in text
+
+
+def _pooled_mtbench(judge: str) -> Any:
+    """Shi et al.'s MT-Bench verdicts of one judge as items (question x candidate) of candidate vs vicuna."""
+    from conftest import shi2024_records
+
+    rows = []
+    for r in shi2024_records("MTBench", judge):
+        cand = r["second"] if r["first"] == "vicuna-13b-v1.3" else r["first"]
+        rows.append({**r, "item": f"{r['item']}|{cand}", "first": "candidate" if r["first"] == cand else "vicuna",
+                     "second": "candidate" if r["second"] == cand else "vicuna"})
+    return item_scores(records_from_dicts(rows, allow_unpaired=True).frame, "candidate", "vicuna", "half_credit",
+                       source=judge)
+
+
+def test_real_judges_corrected_toward_a_reference_rater() -> None:
+    # Real verdicts, no human labels: gpt-4-0613 stands in for the people on 150 random items, gpt-3.5-turbo-1106
+    # judges all 2,400 (question x candidate vs vicuna); the target, gpt-4's win rate on every item, is known.
+    reference, judge = _pooled_mtbench("gpt-4-0613"), _pooled_mtbench("gpt-3.5-turbo-1106")
+    both = reference.join(judge, on="item", suffix="_judge")
+    truth = float(both.get_column("score").mean())
+    y, f = both.get_column("score").to_numpy(), both.get_column("score_judge").to_numpy()
+    rng = np.random.default_rng(2024)
+    covered, ratios = 0, []
+    for _ in range(300):
+        labelled = np.zeros(both.height, dtype=bool)
+        labelled[rng.choice(both.height, 150, replace=False)] = True
+        result = ppi_mean(y[labelled], f[labelled], f[~labelled])
+        covered += result.corrected.low <= truth <= result.corrected.high
+        ratios.append(result.width_ratio)
+    assert covered / 300 >= 0.92
+    assert 0.8 < float(np.mean(ratios)) < 0.92  # the judge correlates about 0.5 with gpt-4: about 14% narrower
