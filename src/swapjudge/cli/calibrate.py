@@ -44,13 +44,12 @@ def calibrate(
     gets lambda = 0 and the people-only interval)."""
     judged = load_records(judge_records, allow_unpaired=True)
     people = load_records(human, allow_unpaired=True)
-    name = judge if judge is not None else None
-    judges = select_judges(judged.frame, judge) if judge is not None else judged.judges
-    if name is None and len(judges) > 1:
+    judges = select_judges(judged.frame, judge)
+    if judge is None and len(judges) > 1:
         raise InputError(f"records hold {len(judges)} judges ({', '.join(judges)}); choose one with --judge",
                          path=judged.source)
-    name = judges[0] if judges else None
-    frame = judged.frame.filter(judged.frame.get_column("judge") == name) if name is not None else judged.frame
+    name = judges[0]
+    frame = judged.frame.filter(judged.frame.get_column("judge") == name)
     try:
         analysis = analyze(judged, judge=name, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
                            confidence=confidence)[0]
