@@ -97,6 +97,23 @@ def write_html_report(loaded: LoadedConfig, stem: Path) -> str | None:
     return str(path)
 
 
+def accuracy_side_by_side(analyses: list[Any]) -> list[str]:
+    """One line per judge: accuracy against the labels of the raw verdicts and of the debiased ones."""
+    lines = []
+    for a in analyses:
+        if a.accuracy is None or a.debiased is None:
+            continue
+        acc = a.accuracy
+        parts = [f"raw, right in both orders {acc.right_both} of {acc.pairs}",
+                 f"raw, better answer in slot 1 {acc.right_first} / in slot 2 {acc.right_second}"]
+        for name, m in (("order-averaged", a.debiased.order_averaged), ("slot prior removed", a.debiased.calibrated)):
+            if m is not None and m.accuracy is not None:
+                parts.append(f"{name} {m.accuracy.k} of {m.accuracy.n}")
+        lines.append("accuracy against the labels: " + "; ".join(parts)
+                     + " (debiased verdicts are a mitigation; the gate stays with the raw verdicts)")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", type=Path, nargs="?", default=ROOT / "examples" / "local_llmbar.yaml")
@@ -113,7 +130,8 @@ def main() -> int:
         judge.close()
         with Store(outcome.store_path) as store:
             records = run_records(store, outcome.run_id)
-        core = ("judge", "round", "item", "first", "second", "verdict", "label")
+        # the verdict probabilities ride along: the audit shows verdicts debiased from both orders beside the raw
+        core = ("judge", "round", "item", "first", "second", "verdict", "label", "p_first", "p_second")
         rows = [{k: r[k] for k in core if k in r} for r in records]
         rows += [{k: p[k] for k in core if k in p} for p in probes]
         cfg = loaded.config
@@ -125,6 +143,8 @@ def main() -> int:
         return 2
     stderr.print("[bold][4/4][/] audit")
     text.print_analyses(stdout, analyses)
+    for line in accuracy_side_by_side(analyses):
+        stdout.print(line, highlight=False, soft_wrap=True)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / args.config.stem
     write_atomic(stem.with_suffix(".records.jsonl"),

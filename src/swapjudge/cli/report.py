@@ -56,9 +56,13 @@ def report_command(
         "--rank-bootstrap", min=0, help="Bootstrap rounds over items behind the ranking's intervals when there are "
         "more than two systems (0: no intervals; `swapjudge rank` defaults to 1000).")] = DEFAULT_REPORT_ROUNDS,
     rank_seed: Annotated[int, typer.Option("--rank-seed", help="Seed of the ranking's bootstrap.")] = 0,
+    human: Annotated[Path | None, typer.Option(
+        "--human", help="People's records on some of the items (`review tally` output or any records file): adds "
+                        "the human-corrected win rate (as `swapjudge calibrate` computes it).")] = None,
 ) -> None:
     """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a
     Markdown summary. Exits 1 (after writing) when a judge fails the self-consistency gate."""
+    from swapjudge.core.records import load_records
     from swapjudge.core.textfiles import write_atomic
     from swapjudge.report.source import report_source
 
@@ -67,9 +71,12 @@ def report_command(
     from swapjudge.report.build import prepare_report
 
     loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
+    people = load_records(human, allow_unpaired=True) if human is not None else None
     inputs = prepare_report(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
                             confidence=confidence, segment=segment,
-                            rank_rounds=rank_bootstrap, rank_seed=rank_seed)
+                            rank_rounds=rank_bootstrap, rank_seed=rank_seed,
+                            human=people.frame if people is not None else None,
+                            human_source=people.source if people is not None else "human records")
     if html_out is not None:
         from swapjudge.report.html import render_html
 

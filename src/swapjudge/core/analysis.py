@@ -17,6 +17,7 @@ import polars as pl
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.calculator import Calculation as Calculation  # re-exported: its home before
 from swapjudge.core.calculator import calculate as calculate
+from swapjudge.core.debias import Debiased, debias
 from swapjudge.core.identical import IdenticalProbe, identical_probe
 from swapjudge.core.pairs import (
     FIRST,
@@ -83,6 +84,7 @@ class JudgeAnalysis:
     identical: IdenticalProbe | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     design: str = "both_orders"  # both_orders | single_order | random_order | adaptive: how the pairs were judged
+    debiased: Debiased | None = None  # verdicts from the judge's probabilities in both orders (a mitigation)
 
     @property
     def withheld(self) -> bool:
@@ -122,6 +124,7 @@ class JudgeAnalysis:
         out["decision"] = self.decision.to_dict() if self.pair and self.decision and not self.withheld else None
         out["accuracy"] = self.accuracy.to_dict() if self.accuracy else None
         out["identical"] = self.identical.to_dict() if self.identical else None
+        out["debiased"] = self.debiased.to_dict() if self.debiased else None
         out["notes"] = list(self.notes)
         return out
 
@@ -260,7 +263,9 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
         flip_direction=flip_direction(counts.toward_first, counts.toward_second, confidence),
         verdicts=verdicts, gate=gate_result, accuracy=accuracy,
         identical=identical_probe(probe_codes, confidence, forced_choice=never_tie), notes=tuple(notes),
-        design=_design(pairs) if single else "both_orders", **result)
+        design=_design(pairs) if single else "both_orders",
+        debiased=debias(calls, pair=chosen, policy=policy, confidence=confidence, gate_passed=gate_result.passed),
+        **result)
 
 
 def _design(pairs: PairTable) -> str:

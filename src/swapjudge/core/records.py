@@ -42,6 +42,8 @@ REGISTERED_B = "registered_b"
 REGISTERED_ADAPTIVE = "registered_adaptive_swap"
 REGISTERED_SCHEMA: dict[str, Any] = {REGISTERED_POLICY: pl.String, REGISTERED_A: pl.String, REGISTERED_B: pl.String,
                                      REGISTERED_ADAPTIVE: pl.Float64}
+# Verdict probabilities, read even when extras are skipped: the analysis' debiased verdicts use them.
+PROBABILITY_SCHEMA: dict[str, Any] = {"p_first": pl.Float64, "p_second": pl.Float64}
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ def load_records(path: str | Path, *, allow_unpaired: bool = False, extras: bool
     if frame.height == 0:
         raise InputError("no records", path=source)
     if not extras:
-        kept = [*CORE_SCHEMA, "_line", *(c for c in REGISTERED_SCHEMA if c in frame.columns)]
+        kept = [*CORE_SCHEMA, "_line", *(c for c in (*REGISTERED_SCHEMA, *PROBABILITY_SCHEMA) if c in frame.columns)]
         frame = frame.select(kept)
     return _checked(frame, source, allow_unpaired)
 
@@ -212,8 +214,10 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
                 raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=present, infer_schema_length=None)
             else:
                 # a fixed schema skips the full-file type inference, the costliest step of the read
-                raw = pl.read_ndjson(io.BytesIO(data), schema={**CORE_SCHEMA, **REGISTERED_SCHEMA})
-                raw = raw.drop([c for c in REGISTERED_SCHEMA if raw.get_column(c).null_count() == raw.height])
+                raw = pl.read_ndjson(io.BytesIO(data),
+                                     schema={**CORE_SCHEMA, **REGISTERED_SCHEMA, **PROBABILITY_SCHEMA})
+                raw = raw.drop([c for c in (*REGISTERED_SCHEMA, *PROBABILITY_SCHEMA)
+                                if raw.get_column(c).null_count() == raw.height])
         if any(col not in raw.columns for col in REQUIRED):
             return None
         return _normalise(raw)

@@ -93,6 +93,10 @@ class IdenticalProbeSession:
             "latency_s": reply.latency_s if reply else None, "error": error or (reply.error if reply else None),
             "prompt_hash": call.request.prompt_hash, "input_tokens": reply.input_tokens if reply else None,
             "cached_input_tokens": reply.cached_input_tokens if reply else None}
+        # the slot prior on identical answers, which contextual calibration subtracts from the run's calls
+        probabilities = (reply.probabilities if reply else None) or {}
+        self.records[index].update({f"p_{slot}": probabilities[slot] for slot in ("first", "second", "tie")
+                                    if slot in probabilities})
 
     async def after_call(self, call: Any) -> None:
         """A run's call was made: make the probe call that shares its prefix, if one waits for it."""

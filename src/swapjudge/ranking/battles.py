@@ -7,6 +7,8 @@ own, as arena-hard-auto counts them, for comparison only. Either way the bootstr
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import polars as pl
 
@@ -17,6 +19,8 @@ from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Comparisons
 from swapjudge.ranking.bradley_terry import Outcome as Battle
 from swapjudge.ranking.choices import OutcomeSource as OutcomeSource  # re-exported: its home before
+from swapjudge.ranking.order_effect import Calls
+from swapjudge.ranking.style import TEXT_FEATURES, covariate_matrix, text_feature
 
 
 def choose_judge(frame: pl.DataFrame, judge: str | None, source: str = "records") -> pl.DataFrame:
@@ -64,3 +68,56 @@ def comparisons_from_records(records: RecordSet | pl.DataFrame, *, judge: str | 
                          "(--outcome calls ranks single calls, position bias included)", path=source)
     return Comparisons.from_labels(table.get_column("item").to_list(), left.to_list(), right.to_list(),
                                    battle, pairs=pair_keys)
+
+
+def calls_from_records(records: RecordSet | pl.DataFrame, *, judge: str | None = None,
+                       controls: Sequence[str] = (), texts: Mapping[tuple[str, str], str] | None = None) -> Calls:
+    """Every parsed call of one judge, slot kept, with style covariates for `rank --order-effect/--control`.
+
+    A control's two features come from the records' `first_<name>` / `second_<name>` fields, or, for length and
+    markdown, from answer texts keyed by (item, system)."""
+    source = records.source if isinstance(records, RecordSet) else "records"
+    frame = choose_judge(records.frame if isinstance(records, RecordSet) else records, judge, source)
+    table = frame.filter((pl.col("first") != pl.col("second")) & pl.col("verdict").is_not_null())
+    if table.height == 0:
+        raise InputError("no parsed calls to rank", path=source)
+    score = table.get_column("verdict").replace_strict({"first": 1.0, "second": 0.0, "tie": 0.5},
+                                                       return_dtype=pl.Float64).to_numpy()
+    firsts, seconds = {}, {}
+    for name in controls:
+        columns = (f"first_{name}", f"second_{name}")
+        if all(c in table.columns for c in columns):
+            values = [table.get_column(c).cast(pl.Float64, strict=False) for c in columns]
+            if any(v.null_count() for v in values):
+                raise InputError(f"--control {name}: some calls lack a number in {columns[0]} / {columns[1]}",
+                                 path=source, field=columns[values[0].null_count() == 0])
+            firsts[name], seconds[name] = values[0].to_numpy(), values[1].to_numpy()
+        elif texts is not None and name in TEXT_FEATURES:
+            firsts[name], seconds[name] = _text_features(table, texts, name, source)
+        else:
+            how = " or give --pairs with the answer texts" if name in TEXT_FEATURES else ""
+            raise InputError(f"--control {name}: the records carry no {columns[0]} / {columns[1]} fields{how}",
+                             path=source)
+    names = sorted(set(table.get_column("first").to_list()) | set(table.get_column("second").to_list()))
+    index = {s: i for i, s in enumerate(names)}
+    item = np.unique(table.get_column("item").to_numpy().astype(str), return_inverse=True)[1]
+    return Calls(systems=tuple(names), item=item,
+                 first=np.array([index[s] for s in table.get_column("first").to_list()], dtype=np.int64),
+                 second=np.array([index[s] for s in table.get_column("second").to_list()], dtype=np.int64),
+                 score=score, covariates=covariate_matrix(firsts, seconds, list(controls)),
+                 covariate_names=tuple(controls))
+
+
+def _text_features(table: pl.DataFrame, texts: Mapping[tuple[str, str], str], name: str,
+                   source: str) -> tuple[np.ndarray, np.ndarray]:
+    out = []
+    for column in ("first", "second"):
+        values = []
+        for item, system in zip(table.get_column("item").to_list(), table.get_column(column).to_list(), strict=True):
+            text = texts.get((str(item), str(system)))
+            if text is None:
+                raise InputError(f"--control {name}: no answer text for item {item!r}, system {system!r} in the "
+                                 "pairs file", path=source)
+            values.append(text_feature(text, name))
+        out.append(np.array(values, dtype=np.float64))
+    return out[0], out[1]

@@ -12,7 +12,7 @@ import polars as pl
 
 from swapjudge.core.pairs import build_pairs
 from swapjudge.core.policy import Gate, gate
-from swapjudge.core.swap import Consistency, consistency, count_outcomes
+from swapjudge.core.swap import Consistency, consistency_of_pairs
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,13 @@ class RankGate:
 
 def rank_gate(frame: pl.DataFrame, min_consistency: float, confidence: float = 0.95) -> RankGate:
     """The gate over one judge's records (probe calls and incomplete pairs left out, as `analyze` does)."""
-    counts = count_outcomes(build_pairs(frame).outcome)
-    cons = consistency(counts.consistent, counts.complete, confidence) if counts.complete else None
-    result = gate(cons.rate if cons is not None else None, min_consistency)
+    pairs = build_pairs(frame)
+    # pairs judged on the same item (other systems, other rounds) count as one cluster, as in `analyze`
+    measured = consistency_of_pairs(pairs.outcome, pairs.frame.get_column("item").cast(pl.String).to_numpy(),
+                                    confidence)
+    cons = measured if measured.pairs else None
+    result = gate(cons.rate if cons is not None else None, min_consistency,
+                  cons.low if cons is not None else None, cons.high if cons is not None else None)
     if min_consistency <= 0 and not result.passed:
         result = Gate(min_consistency, True, None)  # no minimum: nothing to fail
     return RankGate(cons, result)

@@ -16,6 +16,7 @@ from swapjudge.core.records import select_judges
 from swapjudge.core.sidefiles import texts_from_records
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS as DEFAULT_REPORT_ROUNDS  # re-exported: its home before
 from swapjudge.errors import InputError
+from swapjudge.probes.calibrate import Calibration, calibrate
 from swapjudge.probes.length import LengthProbe, LengthUnit, length_probe, text_length
 from swapjudge.probes.length import with_holm as length_with_holm
 from swapjudge.probes.panel import PanelResult, panel
@@ -54,6 +55,7 @@ class ReportInputs:
     rankings: tuple[JudgeRanking, ...] = ()
     lengths: tuple[LengthProbe, ...] = ()
     panel: PanelResult | None = None
+    calibrations: tuple[Calibration, ...] = ()  # the human-corrected win rates, when people's labels are given
     generated_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
@@ -68,6 +70,9 @@ class ReportInputs:
 
     def ranking_for(self, analysis: JudgeAnalysis) -> JudgeRanking | None:
         return next((r for r in self.rankings if r.judge == analysis.judge), None)
+
+    def calibration_for(self, analysis: JudgeAnalysis) -> Calibration | None:
+        return next((c for c in self.calibrations if c.judge == analysis.judge), None)
 
     def length_for(self, analysis: JudgeAnalysis) -> LengthProbe | None:
         return next((p for p in self.lengths if p.judge == analysis.judge), None)
@@ -101,7 +106,8 @@ def registered_settings(source: ReportSource) -> dict[str, Any]:
 def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | None = None, b: str | None = None,
                    tie_policy: TiePolicy | str | None = None, min_consistency: float | None = None,
                    confidence: float = 0.95, segment: str | None = None, rank_rounds: int = DEFAULT_REPORT_ROUNDS,
-                   rank_seed: int = 0, rank_model: Model | str = Model.rao_kupper) -> ReportInputs:
+                   rank_seed: int = 0, rank_model: Model | str = Model.rao_kupper,
+                   human: pl.DataFrame | None = None, human_source: str = "human records") -> ReportInputs:
     """Run the core analysis (and per-segment analyses when `segment` names a field) and collect the pairs
     that flipped or half-tied. The tie policy and gate default to those the run was registered with, else
     half_credit and 0.70. Where the data allow it, also: each judge's ranking of more than two systems
@@ -134,8 +140,12 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
     lengths = tuple(length_with_holm([p for name in judges if known
                     if (p := judge_length(source, known, name, compared.get(name or None), policy, confidence,
                                           gates.get(name or None)))]))
+    calibrations = () if human is None else tuple(
+        calibrate(source.frame.filter(pl.col("judge") == (x.judge or "")), human, x.pair[0], x.pair[1], gate=x.gate,
+                  judge=x.judge, tie_policy=policy, confidence=confidence, human_source=human_source)
+        for x in analyses if x.pair is not None and policy in (TiePolicy.half_credit, TiePolicy.no_credit))
     return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, lengths,
-                        judges_panel(source, judges, confidence, min_consistency))
+                        judges_panel(source, judges, confidence, min_consistency), calibrations)
 
 
 def judge_ranking(source: ReportSource, judge: str, rounds: int, seed: int, model: Model | str,

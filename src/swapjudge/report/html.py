@@ -14,6 +14,7 @@ from typing import Any
 
 from swapjudge import __version__
 from swapjudge.core.analysis import JudgeAnalysis
+from swapjudge.probes.calibrate import sentences as calibration_sentences
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.report import plots
@@ -452,6 +453,11 @@ def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
     length = inputs.length_for(a)
     if length is not None:
         parts.append(_length_section(length))
+    calibration = inputs.calibration_for(a)
+    if calibration is not None:
+        items = "".join(f"<li>{e(line)}</li>" for line in calibration_sentences(calibration))
+        parts.append("<h3>Corrected with people's labels (prediction-powered inference)</h3>"
+                     f'<ul data-figure="calibrate">{items}</ul>')
     ranking = inputs.ranking_for(a)
     if ranking is not None:
         parts.append(_ranking_section(ranking))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from swapjudge.probes.calibrate import sentences as calibration_sentences
 from swapjudge.report.rank import limit_text, rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
@@ -79,6 +80,15 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
                          f"{den['better_second']:,} / {den['both']:,} labelled pairs |")
         lines.append(f"| accuracy per call | {pct(acc['per_call']['value'])} | of {den['per_call']:,} labelled "
                      "calls |")
+    if analysis.debiased is not None:
+        d = analysis.debiased
+        for label, m in (("order-averaged", d.order_averaged), ("slot prior removed", d.calibrated)):
+            if m is None:
+                continue
+            cons = "consistency 1 by construction" if m.by_construction else f"consistency {pct(m.consistency.rate)}"
+            acc_text = f"accuracy {pct(m.accuracy.rate)}" if m.accuracy else "no labels"
+            span = interval(m.accuracy.low, m.accuracy.high) if m.accuracy else ""
+            lines.append(f"| debiased ({label}, a mitigation): {acc_text}, {cons} | {m.pairs:,} pairs | {span} |")
     if analysis.identical is not None:
         ident = analysis.identical.to_dict()
         value, span = decided_cells(ident)
@@ -195,6 +205,10 @@ def render_report(inputs: ReportInputs) -> str:
         length = inputs.length_for(analysis)
         if length is not None:
             parts.append(render_length(length))
+        calibration = inputs.calibration_for(analysis)
+        if calibration is not None:
+            parts.append("**Corrected with people's labels (prediction-powered inference)**\n\n"
+                         + "\n".join(f"- {_escape(line)}" for line in calibration_sentences(calibration)) + "\n")
         ranking = inputs.ranking_for(analysis)
         if ranking is not None:
             parts.append(render_ranking(ranking.ranking))

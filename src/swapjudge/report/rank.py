@@ -13,6 +13,7 @@ from swapjudge.ranking.choices import FEW_ITEMS
 if TYPE_CHECKING:  # types only: rendering needs no scipy
     from swapjudge.ranking.bradley_terry import Ranking, SystemScore
     from swapjudge.ranking.gate import RankGate
+    from swapjudge.ranking.order_effect import AdjustedRanking
 
 MODEL_WORDS = {
     "rao-kupper": "Rao-Kupper (ties from a threshold theta)",
@@ -185,3 +186,40 @@ def render_markdown(ranking: Ranking, *, judge: str | None = None, outcome: str 
                    f"{row.pairs:,} |")
     out += [""] + [f"> {_escape(line)}" for line in lines[above:]]
     return "\n".join(out).rstrip() + "\n"
+
+
+def adjusted_lines(result: AdjustedRanking) -> list[str]:
+    """What the first-slot term and the covariates say; a conclusion only where the interval supports it."""
+    level = f"{round(result.ranking.confidence * 100)}%"
+    has_interval = result.ranking.rounds > 0
+    lines = ["Bradley-Terry on single calls (ties as half wins), strengths adjusted for the terms below"]
+    h = result.order_effect
+    p = result.first_slot_win_probability
+    if h is not None and p is not None:
+        line = f"first-slot effect: {h.value:+.3f} log-odds"
+        if has_interval:
+            line += f" ({level} interval {h.low:+.3f} to {h.high:+.3f}, bootstrap over items)"
+        line += f"; between equals the first slot wins {p[0]:.1%}"
+        if has_interval:
+            line += f" ({p[1]:.1%}–{p[2]:.1%})"
+            if h.low > 0 or h.high < 0:
+                line += f": the judge favours the {'first' if h.low > 0 else 'second'} slot"
+            else:
+                line += ": no position preference detected (the interval includes 0)"
+        lines.append(line)
+    w = result.controlled_win_rate
+    if w is not None:
+        terms = " and ".join(t for t, on in (("the first slot's effect removed", h is not None),
+                                               ("equal style", bool(result.controls))) if on)
+        line = f"win rate of {w.name}, {terms}: {w.value:.1%}"
+        if has_interval:
+            line += f" ({level} interval {w.low:.1%}–{w.high:.1%})"
+        lines.append(line)
+    for c in result.controls:
+        line = f"control {c.name}: {c.value:+.3f} log-odds per SD of the normalised difference"
+        if has_interval:
+            line += f" ({level} interval {c.low:+.3f} to {c.high:+.3f})"
+            if c.low > 0 or c.high < 0:
+                line += f": the judge favours the answer with {'more' if c.low > 0 else 'less'} {c.name}"
+        lines.append(line)
+    return lines

@@ -137,6 +137,9 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
                       interval(acc["per_call"]["low"], acc["per_call"]["high"]))
         parts.append(table)
 
+    if analysis.debiased is not None:
+        parts.extend(_debiased_parts(analysis))
+
     if analysis.identical is not None:
         ident = analysis.identical.to_dict()
         table = _kv_table("Identical-answer probe (same text in both slots)")
@@ -155,6 +158,42 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
     for note in analysis.notes:
         parts.append(Text("Note: " + plain(note), style="yellow"))
     return Group(Rule(f"judge: {judge_name(analysis)}", align="left"), *_spaced(parts))
+
+
+def _debiased_parts(analysis: JudgeAnalysis) -> list[RenderableType]:
+    """Raw and debiased accuracy side by side, each debiased method's consistency and implied win rate."""
+    d = analysis.debiased
+    assert d is not None
+    table = _kv_table(f"Debiased verdicts, a mitigation (from the judge's probabilities in both orders, "
+                      f"{d.order_averaged.pairs:,} pairs)")
+    table.add_column("verdict")
+    for name in ("accuracy", "interval", "consistency", "win rate"):
+        table.add_column(name, justify="right", no_wrap=True)
+    if analysis.accuracy is not None:
+        acc = analysis.accuracy.to_dict()
+        c = analysis.consistency
+        table.add_row("raw (right in both orders)", pct(acc["both"]),
+                      interval(acc["intervals"]["both"]["low"], acc["intervals"]["both"]["high"]),
+                      pct(c.rate) if c else "n/a", "see above" if not analysis.withheld else "withheld")
+    methods = [("order-averaged", d.order_averaged)]
+    if d.calibrated is not None:
+        methods.append((f"slot prior {pct(d.slot_prior)} removed", d.calibrated))
+    for label, m in methods:
+        acc_text = pct(m.accuracy.rate) if m.accuracy else "no labels"
+        acc_int = interval(m.accuracy.low, m.accuracy.high) if m.accuracy else ""
+        cons = "1 (by design)" if m.by_construction else pct(m.consistency.rate)
+        if d.withheld or m.win_rate is None:
+            rate = "withheld" if d.withheld else ""
+        else:
+            h = m.win_rate.headline
+            rate = f"{pct(h.value)} ({interval(h.low, h.high)})"
+        table.add_row(label, acc_text, acc_int, cons, rate)
+    words = ("The order-averaged verdict decides each pair by (P(x | x first) + P(x | x second)) / 2, so a "
+             "constant slot preference cancels; its consistency is 1 by construction, not a measurement. "
+             "The gate and the headline stay with the raw verdicts")
+    words += ("; the raw judge failed the gate, so the debiased win rates are withheld too." if d.withheld
+              else ".")
+    return [table, Text(words, style="italic")]
 
 
 def _spaced(parts: list[RenderableType]) -> list[RenderableType]:

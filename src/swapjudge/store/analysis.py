@@ -27,11 +27,12 @@ def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
 
 
 def run_record_set(store: Store, run_id: int) -> Any:
-    """A stored run's calls as a validated `RecordSet` (core fields only). A pair with one usable order (an
-    interrupted run, a failed call, a single-order run) is incomplete rather than an error."""
+    """A stored run's calls as a validated `RecordSet` (core fields and verdict probabilities). A pair with one
+    usable order (an interrupted run, a failed call, a single-order run) is incomplete rather than an error."""
     from swapjudge.core.records import records_from_dicts
 
-    core = ("judge", "round", "item", "first", "second", "verdict", "label")
+    # the probabilities let the analysis show debiased verdicts, as it does for the run's export
+    core = ("judge", "round", "item", "first", "second", "verdict", "label", "p_first", "p_second")
     # `inferred` rows (an older swapjudge's stand-ins for swapped calls adaptive swapping skipped) are no verdicts
     rows = [{k: rec[k] for k in core if k in rec} for rec in store.presentation_records(run_id)
             if rec["source"] != "inferred"]
