@@ -1,4 +1,4 @@
-"""The run configuration (YAML, DESIGN 3.5), validated before the first judge call.
+"""The run configuration (YAML), validated before the first judge call.
 
 Relative paths are resolved against the configuration file's directory. The configuration hash is computed
 from the validated, normalised settings plus the rubric text, so the same judging setup always hashes the same

@@ -1,4 +1,5 @@
-"""From calls to pairs: both verdicts of a pair side by side, mapped to identities (DESIGN 3.2).
+"""From calls to pairs: both verdicts of a pair side by side, mapped to identities (the counting rules of
+docs/records.md).
 
 A pair is (judge, round, item, {x, y}) with x < y. `vx` is the positional verdict of the call that showed x
 first, `vy` of the call that showed y first, coded FIRST/SECOND/TIE/MISSING.

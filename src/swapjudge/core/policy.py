@@ -1,4 +1,4 @@
-"""Tie policies, win rates and the gate (DESIGN 3.3).
+"""Tie policies, win rates and the gate.
 
 A split is any complete pair that is not a consistent win: a consistent tie, a flip, a half-tie. The policy,
 fixed before the run, says what a split is worth. Every interval is over pairs, never over calls.

@@ -1,4 +1,4 @@
-"""Presentation records (DESIGN 3.1): loading JSON Lines or CSV, validating, naming every problem's place.
+"""Presentation records (docs/records.md): loading JSON Lines or CSV, validating, naming every problem's place.
 
 Two paths produce the same frame. The fast path reads the whole file columnar with polars and validates with
 vectorised checks; only when it finds a problem (or cannot parse the file) does the slow path read line by line

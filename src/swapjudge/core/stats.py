@@ -203,7 +203,7 @@ def clustered_binomial_p(k: int, n: int, design: Independence) -> float | None:
 
 
 def band(consistency: float | None) -> str | None:
-    """Sensitivity band of a swap-consistency estimate (DESIGN 3.2)."""
+    """Sensitivity band of a swap-consistency estimate (the counting rules of docs/records.md)."""
     if consistency is None:
         return None
     if consistency >= 0.90:

@@ -1,4 +1,5 @@
-"""What the swap reveals (DESIGN 3.2): consistency, flip direction, the verdict split, the cross-table.
+"""What the swap reveals (the counting rules of docs/records.md):
+consistency, flip direction, the verdict split, the cross-table.
 
 Pure functions of counts or outcome codes; forward and reverse are one comparison, so every rate here is over
 pairs (or, for the verdict split, explicitly over calls).
@@ -47,7 +48,7 @@ class Outcomes:
 
 
 def count_outcomes(outcome: np.ndarray) -> Outcomes:
-    """Tally outcome codes (pairs.Outcome) into the DESIGN 3.2 counts."""
+    """Tally outcome codes (pairs.Outcome) into the pair counts of docs/records.md."""
     tally = np.bincount(outcome.astype(np.int64), minlength=len(Outcome))
     n = {o: int(tally[o]) for o in Outcome}
     return Outcomes(

@@ -1,4 +1,4 @@
-"""Importers for other harnesses' judgments: each turns foreign files into presentation records (DESIGN 3.1).
+"""Importers for other harnesses' judgments: each turns foreign files into presentation records (docs/records.md).
 
 `FORMATS` maps a format name to its `ImportFormat` (what it reads, where the schema is defined, which options
 apply, and the function to call); `import_files(name, paths, options)` runs one. Every importer returns an

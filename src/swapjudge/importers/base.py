@@ -1,6 +1,6 @@
 """What every importer shares: the import report, awkward-row bookkeeping, readers and the atomic writer.
 
-An importer turns one foreign file into presentation records (DESIGN 3.1) plus a report. Nothing is dropped
+An importer turns one foreign file into presentation records (docs/records.md) plus a report. Nothing is dropped
 silently: a row that cannot be converted, a null verdict, a game missing, a pair seen in one order only or a
 duplicate is listed with its location (`file:line`, or `file[index]` for JSON arrays) and a reason, and
 counted.
@@ -129,7 +129,7 @@ class FileImport:
 
 def make_record(*, item: Any, first: str, second: str, verdict: str | None, judge: str, round: int = 0,
                 label: str | None = None, raw: str | None = None, **extra: Any) -> Record:
-    """A presentation record with the DESIGN 3.1 fields first, then the importer's extra provenance fields."""
+    """A presentation record with the record format's fields first, then the importer's extra provenance fields."""
     return {"item": str(item), "first": str(first), "second": str(second), "verdict": verdict,
             "judge": judge, "round": round, "label": label, "raw": raw, **extra}
 

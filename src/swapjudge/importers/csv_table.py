@@ -39,7 +39,7 @@ class CsvColumns:
         return (self.item, self.first, self.second, self.verdict, *optional, *self.keep)
 
 
-# record fields a kept column may not overwrite (DESIGN 3.1)
+# record fields a kept column may not overwrite (docs/records.md)
 RECORD_FIELDS = ("item", "first", "second", "verdict", "judge", "round", "label", "raw")
 
 

@@ -1,7 +1,7 @@
-"""Shi et al. 2024 ("Judging the Judges") verdict tables, as shipped in ../shared/data/shi2024.
+"""Shi et al. 2024 ("Judging the Judges") verdict tables, as the authors' repository ships them.
 
-Schema (derived from github.com/Slimshilin/Position-Bias-Analyzer at 9f8b7e8e; see
-../shared/data/README.md): `verdicts_both_orders.csv`: benchmark, judge, question_id, task, model_first,
+Schema (derived from github.com/Slimshilin/Position-Bias-Analyzer at 9f8b7e8e): `verdicts_both_orders.csv`:
+benchmark, judge, question_id, task, model_first,
 model_second, verdict, one row per judge call; `verdict` A = the answer shown first won, B = the second, C =
 tie, empty = no parsable verdict. `repetition_sample_verdicts_both_orders.csv` adds `repetition` (1..3),
 which becomes the record's `round`. `MTBench__gpt-4-0613__raw_judgments.jsonl` holds the same fields as JSON

@@ -85,7 +85,7 @@ def _winner(call: dict[str, Any]) -> str | None:
 
 
 def pair_value(calls: Sequence[dict[str, Any]], a: str, tie_policy: TiePolicy) -> float | None:
-    """The evaluated answer's score for one pair under the policy (DESIGN 3.3); None where it gives none."""
+    """The evaluated answer's score for one pair under the policy; None where it gives none."""
     winners = [_winner(c) for c in calls]
     if any(w is None for w in winners):
         return None  # incomplete: excluded from every rate

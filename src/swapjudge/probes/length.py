@@ -6,7 +6,7 @@ measures position bias only; this probe measures what the answer carries with it
 
 Per pair the order-cancelled outcome is 1 for a consistent win of x, 0 for a consistent win of y and 1/2 for a
 split (consistent tie, flip or half-tie: the judge did not prefer either answer once order is cancelled);
-incomplete pairs are left out. Splits enter as 1/2 (the half-credit reading of DESIGN 3.3) because dropping them
+incomplete pairs are left out. Splits enter as 1/2 (the half-credit reading) because dropping them
 inflates the effect; `splits="exclude"` fits on consistent wins only.
 
 - slope: logistic regression of the outcome on the length difference d = len(x) - len(y), without intercept,
@@ -18,7 +18,7 @@ inflates the effect; `splits="exclude"` fits on consistent wins only.
   went to the longer answer (Wilson interval, exact binomial test against 1/2), and the half-credit share
   over all such complete pairs (splits worth 1/2; the half-credit interval of core/stats.py).
 - matched: the pairs whose lengths differ by at most `tolerance`: swap-consistency and, when two systems are
-  compared, the win rate (DESIGN 3.3 policies) on that slice, where length cannot explain the result.
+  compared, the win rate (under the tie policy) on that slice, where length cannot explain the result.
 - length_controlled (optional, two systems a and b): AlpacaEval-2-style length-controlled win rate. Fit
   P(a beats b) = sigmoid(theta + phi * tanh(d_ab / sd(d_ab))) with d_ab = len(a) - len(b) over complete pairs
   (splits 1/2); the length-controlled win rate is sigmoid(theta), the predicted preference at equal length,

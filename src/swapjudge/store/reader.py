@@ -150,7 +150,7 @@ class StoreReader(StoreFile):
             yield rec
 
     def presentation_records(self, run_id: int) -> list[dict[str, Any]]:
-        """The run's calls as DESIGN 3.1 presentation records (labels included when the pairs carry them)."""
+        """The run's calls as presentation records (docs/records.md) (labels included when the pairs carry them)."""
         info = self.run(run_id)
         out: list[dict[str, Any]] = []
         for c in self.calls(run_id):
