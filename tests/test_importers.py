@@ -40,6 +40,25 @@ def test_registry_names_every_format_with_its_source() -> None:
         assert fmt.source and fmt.summary and "judge_name" in fmt.options
 
 
+def test_the_registry_loads_no_importer_until_one_is_used() -> None:
+    # listing FORMATS (every command's start builds `swapjudge import --help`) must not load the importers
+    import subprocess
+    import sys
+
+    code = ("import sys, swapjudge.importers as m; "
+            "print(sorted(k for k in sys.modules if k.startswith(m.__name__ + '.'))); "
+            "m.write_records; import swapjudge.importers.base as b; print(m.write_records is b.write_records)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["[]", "True"]
+    import swapjudge.importers as package
+
+    for name, home in package._HOMES.items():  # every lazily exported name is its home module's object
+        module = __import__(f"swapjudge.importers.{home}", fromlist=[name])
+        assert getattr(package, name) is getattr(module, name), name
+    with pytest.raises(AttributeError):
+        package.no_such_name  # noqa: B018
+
+
 def test_fastchat_games_map_to_slots_and_awkward_rows_are_reported() -> None:
     res = import_files("fastchat", [FIX / "fastchat" / "gpt-4_pair.jsonl"])
     v, m = "vicuna-13b-v1.3", "alpaca-13b"

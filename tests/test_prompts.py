@@ -149,3 +149,15 @@ def test_identities_never_reach_the_backend_text() -> None:
     )
     assert "baseline-sys" not in r.system + r.user and "candidate-sys" not in r.system + r.user
     assert json.loads(json.dumps(r.metadata))["first"] == "baseline-sys"  # for the replay backend only
+
+
+def test_comparable_takes_the_ascii_shortcut_to_the_same_form() -> None:
+    from swapjudge.judges.prompts import comparable
+
+    def general_path(text: str) -> str:  # a non-ASCII tail (e + a combining accent, folded to "e") forces it
+        return comparable(text + "\u00e9")[:-1]
+
+    every_ascii = "".join(chr(i) for i in range(128))
+    assert comparable(every_ascii) == general_path(every_ascii)
+    assert all(comparable(ch) == general_path(ch) for ch in every_ascii)
+    assert comparable("Answer 10 IS fine") == "answer lo is fine"

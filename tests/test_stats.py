@@ -1,4 +1,5 @@
-"""The interval and test functions equal scipy.stats' own (they use scipy.special to keep command start-up fast)."""
+"""The interval and test functions equal scipy.stats' own (they use the standard library or scipy.special to keep
+command start-up fast)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,21 @@ def test_exact_binomial_p_equals_scipy_binomtest() -> None:
     # the MT-Bench gpt-4 flip split (198 toward slot 1, 245 toward slot 2) and the always-slot-1 judge
     assert binomial_p(198, 443) == pytest.approx(0.0287, abs=5e-5)
     assert binomial_p(0, 10) == pytest.approx(2 / 1024) and binomial_p(5, 10) == 1.0 and binomial_p(0, 0) is None
+
+
+def test_exact_binomial_p_equals_scipy_binomtest_beyond_the_exact_term_limit() -> None:
+    # above 20,000 trials the largest term comes from log-gamma; the tail still matches scipy's exact test
+    for n in (20_001, 54_321, 1_000_000):
+        sd = n ** 0.5 / 2
+        for k in (n // 2 - int(6 * sd), n // 2 - int(3 * sd), n // 2 - int(sd), n // 2 - 1, n // 2 + int(2 * sd)):
+            assert binomial_p(k, n) == pytest.approx(stats.binomtest(k, n, 0.5).pvalue, rel=1e-9, abs=1e-300), (k, n)
+    assert binomial_p(0, 10_000) == 0.0 == stats.binomtest(0, 10_000, 0.5).pvalue  # below the smallest float
+
+
+def test_normal_quantile_equals_scipy_norm_ppf() -> None:
+    for confidence in (*np.linspace(0.001, 0.999, 999), 0.9999, 0.999999):
+        expected = stats.norm.ppf(0.5 + confidence / 2)
+        assert normal_quantile(float(confidence)) == pytest.approx(expected, rel=1e-14), confidence
 
 
 def test_effective_n_interval_and_normal_quantile_equal_scipy() -> None:

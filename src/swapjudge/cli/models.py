@@ -6,13 +6,14 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from swapjudge.cli.app import OutputFormat, app, stderr, stdout, user_errors
+from swapjudge.defaults import DEFAULT_MODEL
 from swapjudge.errors import SwapjudgeError
-from swapjudge.judges.model_files import DEFAULT_MODEL
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from swapjudge.judges.model_files import PackagedModel
 
 models_app = typer.Typer(help="Judge models for the local backend (shipped on PyPI, verified by sha256).",
@@ -32,6 +33,8 @@ def _packaged(name: str) -> PackagedModel:
 
 
 def _bar(description: str) -> Progress:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
     return Progress(TextColumn(description), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                     console=stderr, transient=True)
 

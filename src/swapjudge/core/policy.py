@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.core.stats import Independence, MeanInterval, mean_interval, proportion_interval
+
+if TYPE_CHECKING:  # numpy is imported where it is used, so `calc` starts without it
+    import numpy as np
 
 __all__ = ["DEFAULT_MIN_CONSISTENCY", "TiePolicy"]  # defined in core.choices (light), used from here too
 
@@ -110,6 +111,8 @@ def withheld_copy(rate: WinRate) -> WinRate:
 def win_rate(a: str, b: str, a_wins: int, b_wins: int, splits: int, policy: TiePolicy | str = TiePolicy.half_credit,
              confidence: float = 0.95) -> WinRate:
     """a's win rate over complete pairs of (a, b) under each tie policy from counts alone, each pair independent."""
+    import numpy as np
+
     result = np.concatenate([np.ones(a_wins), np.zeros(b_wins), np.full(splits, 0.5)])
     return win_rate_over_pairs(a, b, result, policy=policy, confidence=confidence)
 
@@ -121,6 +124,8 @@ def win_rate_over_pairs(a: str, b: str, result: np.ndarray, *, items: np.ndarray
     loss, 1/2 split), each with an interval over pairs; `items` (each pair's item) makes pairs judged on the
     same item move together. `per_call` = (each usable call's score for a: 1, 1/2 for a tie, 0; each call's
     item) adds the per-call rate, its interval clustered by item so a pair's two calls count as one unit."""
+    import numpy as np
+
     result = np.asarray(result, dtype=float)
     win, loss = result == 1.0, result == 0.0
     decided = win | loss
@@ -247,6 +252,8 @@ def decision(margin: float | None, flip_rate_high: float | None) -> Decision:
 
 def single_order_rate(verdicts: np.ndarray, a_first: bool) -> float | None:
     """a's half-credit rate from one order's positional verdict codes (0 first, 1 second, 2 tie)."""
+    import numpy as np
+
     if verdicts.size == 0:
         return None
     a_named = verdicts == (0 if a_first else 1)

@@ -1,8 +1,10 @@
-"""Interval estimates and tests, thin wrappers over scipy so every module computes them the same way.
+"""Interval estimates and tests, in one place so every module computes them the same way.
 
-They use scipy.special's distribution functions, not scipy.stats: importing scipy.stats costs about 0.4 s more
-on every command start, and these few functions are its one-line cases (tests/test_stats.py holds them equal to
-scipy.stats.binomtest and scipy.stats.t).
+The normal quantile and the exact binomial test behind the Wilson interval and the flip-direction test use the
+standard library (statistics.NormalDist, exact binomial terms), so `swapjudge calc` starts without numpy or
+scipy; the rest use scipy.special's distribution functions, imported when first called (importing scipy.special
+costs about 0.4 s on a command's start, scipy.stats more). tests/test_stats.py holds them equal to
+scipy.stats.binomtest, scipy.stats.norm and scipy.stats.t.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from scipy import special
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class Proportion:
 
 def normal_quantile(confidence: float) -> float:
     """z of a two-sided interval at `confidence` (1.96 at 0.95)."""
-    return float(special.ndtri(0.5 + confidence / 2))
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
 def wilson(k: int, n: int, confidence: float = 0.95) -> Proportion:
@@ -56,7 +59,59 @@ def binomial_p(k: int, n: int) -> float | None:
     k, n = int(k), int(n)
     if 2 * k == n:
         return 1.0
-    return min(1.0, 2 * float(special.bdtr(min(k, n - k), n, 0.5)))
+    return min(1.0, 2 * _lower_tail_half(min(k, n - k), n))
+
+
+# up to this many trials the largest term of the tail is the exact integer ratio comb(n, m) / 2**n (math.comb
+# takes milliseconds here, seconds at a million); beyond it, Loader's saddle-point form (relative error ~1e-15)
+_EXACT_TERM_LIMIT = 20_000
+
+
+def _stirling_error(x: float) -> float:
+    """log(x!) - log(sqrt(2 pi x) (x / e)**x), by its series for large x (Loader 2000)."""
+    if x <= 15:
+        return math.lgamma(x + 1) - (x + 0.5) * math.log(x) + x - 0.5 * math.log(2 * math.pi)
+    x2 = x * x
+    return (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - 1 / (1188 * x2)) / x2) / x2) / x2) / x
+
+
+def _deviance_term(x: float, mean: float) -> float:
+    """x log(x / mean) + mean - x, without cancellation when x is near the mean (Loader 2000)."""
+    if abs(x - mean) >= 0.1 * (x + mean):
+        return x * math.log(x / mean) + mean - x
+    v = (x - mean) / (x + mean)
+    total, power, j = (x - mean) * v, 2 * x * v, 1
+    while True:
+        power *= v * v
+        more = total + power / (2 * j + 1)
+        if more == total:
+            return more
+        total, j = more, j + 1
+
+
+def _binomial_half_term(m: int, n: int) -> float:
+    """P(X = m) for X ~ Binomial(n, 1/2)."""
+    if n <= _EXACT_TERM_LIMIT:
+        return math.comb(n, m) / (1 << n)  # int / int is correctly rounded
+    if m == 0:
+        return math.ldexp(1.0, -n)
+    rest, mean = n - m, n / 2
+    log_term = (_stirling_error(n) - _stirling_error(m) - _stirling_error(rest)
+                - _deviance_term(m, mean) - _deviance_term(rest, mean))
+    return math.exp(log_term) * math.sqrt(n / (2 * math.pi * m * rest))
+
+
+def _lower_tail_half(m: int, n: int) -> float:
+    """P(X <= m) for X ~ Binomial(n, 1/2) and m < n / 2: the largest term, P(X = m), then the smaller ones below
+    it by the ratio P(X = i - 1) / P(X = i) = i / (n - i + 1), summed until they no longer change the total."""
+    top = _binomial_half_term(m, n)
+    total, term = 1.0, 1.0  # in units of the top term, so a top term near underflow loses no precision
+    for i in range(m, 0, -1):
+        term *= i / (n - i + 1)
+        total += term
+        if term < total * 1e-17:
+            break
+    return top * total
 
 
 # half a consistent win and half a consistent loss, added when measuring the spread of split-credit scores only:
@@ -83,6 +138,8 @@ def cluster_design(values: np.ndarray, clusters: np.ndarray | None, *, floor: bo
     the mean over the variance treating units as independent, each with its small-sample factor (G/(G-1) and
     n/(n-1)), floored at 1 (unless `floor` is False) so sharing never narrows an interval. Units in clusters of
     one give exactly 1."""
+    import numpy as np
+
     values = np.asarray(values, dtype=float)
     n = int(values.size)
     if clusters is None or n == 0:
@@ -121,6 +178,8 @@ def _small_count_bounds(p: float, n: int, n_eff: float, low: float, high: float,
         return low, high
     alpha = 1 - confidence
     k, m = p * n_eff, (1 - p) * n_eff
+    from scipy import special  # only the small-count repair needs it: `calc` starts without scipy
+
     if 0 < k <= limit:
         low = min(low, float(special.gammaincinv(k, alpha)) / n_eff)
     if 0 < m <= limit:
@@ -148,6 +207,8 @@ class MeanInterval:
 def score_spread(scores: np.ndarray) -> float:
     """Variance of per-pair scores relative to a 0/1 score with the same mean (1 for 0/1 scores, less with
     splits), measured with SPREAD_PSEUDO added on each side so it is never 0."""
+    import numpy as np
+
     w = SPREAD_PSEUDO
     total = float(scores.size) + 2 * w
     mean = (float(scores.sum()) + w) / total
@@ -161,6 +222,8 @@ def mean_interval(scores: np.ndarray, confidence: float = 0.95, clusters: np.nda
     (score_spread) and down by the design effect of pairs that share an item (cluster_design, when `clusters`
     names each pair's item), with the small-count repair near 0 and 1. Each pair is one observation: both orders
     of a pair are never counted as two. Exact coverage over three-outcome multinomials is in docs/intervals.md."""
+    import numpy as np
+
     scores = np.asarray(scores, dtype=float)
     n = int(scores.size)
     design = cluster_design(scores, clusters)
@@ -178,6 +241,8 @@ def proportion_interval(flags: np.ndarray, confidence: float = 0.95, clusters: n
                         floor: bool = True) -> MeanInterval:
     """A 0/1 rate over pairs with its Wilson interval: exactly `wilson` when no two pairs share an item, and on
     the effective sample size n / design effect when they do (`clusters`: each pair's item)."""
+    import numpy as np
+
     flags = np.asarray(flags, dtype=float)
     n = int(flags.size)
     design = cluster_design(flags, clusters, floor=floor)
@@ -198,6 +263,8 @@ def clustered_binomial_p(k: int, n: int, design: Independence) -> float | None:
     Scott's first-order correction), referred to Student's t on clusters - 1 degrees of freedom."""
     if n == 0 or design.design_effect == 1.0 or design.clusters < 2:
         return binomial_p(k, n)
+    from scipy import special
+
     t = (k / n - 0.5) / math.sqrt(0.25 * design.design_effect / n)
     return float(min(1.0, 2 * special.stdtr(design.clusters - 1, -abs(t))))
 

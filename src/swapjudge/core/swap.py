@@ -8,12 +8,13 @@ pairs (or, for the verdict split, explicitly over calls).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.codes import FIRST, MISSING, SECOND, TIE, Outcome
 from swapjudge.core.stats import Independence, band, binomial_p, proportion_interval, wilson
+
+if TYPE_CHECKING:  # numpy is imported where it is used, so `calc` starts without it
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class Outcomes:
 
 def count_outcomes(outcome: np.ndarray) -> Outcomes:
     """Tally outcome codes (pairs.Outcome) into the pair counts of docs/records.md."""
+    import numpy as np
+
     tally = np.bincount(outcome.astype(np.int64), minlength=len(Outcome))
     n = {o: int(tally[o]) for o in Outcome}
     return Outcomes(
@@ -104,6 +107,12 @@ def consistency(consistent: int, pairs: int, confidence: float = 0.95, *, flags:
     its item, so that pairs judged on the same item count as one cluster (cluster_design)."""
     if not 0 <= consistent <= pairs:
         raise ValueError(f"consistent pairs ({consistent}) must be between 0 and the pairs ({pairs})")
+    if flags is None and items is None:  # counts alone: proportion_interval's independent-pairs case, without numpy
+        w = wilson(consistent, pairs, confidence)
+        return Consistency(consistent, pairs, w.rate, w.low, w.high, band(w.rate), confidence, "wilson",
+                           Independence("pairs", pairs, 1.0), None if pairs == 0 else float(pairs))
+    import numpy as np
+
     if flags is None:
         flags = np.concatenate([np.ones(consistent), np.zeros(pairs - consistent)])
     m = proportion_interval(flags, confidence, items)
@@ -114,6 +123,8 @@ def consistency(consistent: int, pairs: int, confidence: float = 0.95, *, flags:
 def consistency_of_pairs(outcome: np.ndarray, items: np.ndarray, confidence: float = 0.95) -> Consistency:
     """Swap-consistency of pairs from their outcome codes and items: the complete pairs, with pairs judged on the
     same item (other systems, other rounds) counted as one cluster."""
+    import numpy as np
+
     counts = count_outcomes(outcome)
     complete = outcome != Outcome.INCOMPLETE
     return consistency(counts.consistent, counts.complete, confidence, flags=(outcome <= Outcome.TIE)[complete],
@@ -179,6 +190,8 @@ class VerdictSplit:
 
 def verdict_split(codes: np.ndarray, confidence: float = 0.95) -> VerdictSplit:
     """Split of positional verdict codes (pairs.FIRST/SECOND/TIE/MISSING) over calls."""
+    import numpy as np
+
     first, second = int(np.sum(codes == FIRST)), int(np.sum(codes == SECOND))
     tie, unparsed = int(np.sum(codes == TIE)), int(np.sum(codes == MISSING))
     p = wilson(first, first + second, confidence)
@@ -201,6 +214,8 @@ class CrossTable:
 
 def cross_table(a: str, b: str, va: np.ndarray, vb: np.ndarray) -> CrossTable:
     """Cross-tabulate each pair's two positional verdicts (va: `a` shown first, vb: `b` shown first)."""
+    import numpy as np
+
     index = np.where(va == MISSING, 3, va).astype(np.int64) * 4 + np.where(vb == MISSING, 3, vb).astype(np.int64)
     flat = np.bincount(index, minlength=16)
     return CrossTable(a, b, tuple(tuple(int(v) for v in flat[r * 4:(r + 1) * 4]) for r in range(4)))

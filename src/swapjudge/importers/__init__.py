@@ -7,28 +7,46 @@ apply, and the function to call); `import_files(name, paths, options)` runs one.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from swapjudge.errors import InputError
-from swapjudge.importers.alpaca_eval import OrderChoice, import_alpaca_eval
-from swapjudge.importers.arena_hard import import_arena_hard
-from swapjudge.importers.base import (
-    AWKWARD_MEANING,
-    Awkward,
-    ImportReport,
-    ImportResult,
-    Record,
-    write_records,
-)
-from swapjudge.importers.csv_table import CsvColumns, check_keep, import_csv, parse_map
-from swapjudge.importers.fastchat import import_fastchat
-from swapjudge.importers.inspect_log import import_inspect
-from swapjudge.importers.judgebench import import_judgebench
-from swapjudge.importers.llmbar import RoundChoice, import_llmbar
-from swapjudge.importers.promptfoo import import_promptfoo
-from swapjudge.importers.shi2024 import PerCallConsistency, import_shi2024, per_call_consistency
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads each name on first use
+    from swapjudge.importers.alpaca_eval import OrderChoice, import_alpaca_eval  # noqa: F401
+    from swapjudge.importers.arena_hard import import_arena_hard  # noqa: F401
+    from swapjudge.importers.base import AWKWARD_MEANING, Awkward, ImportReport, ImportResult, Record, write_records
+    from swapjudge.importers.csv_table import CsvColumns, check_keep, import_csv, parse_map  # noqa: F401
+    from swapjudge.importers.fastchat import import_fastchat  # noqa: F401
+    from swapjudge.importers.inspect_log import import_inspect  # noqa: F401
+    from swapjudge.importers.judgebench import import_judgebench  # noqa: F401
+    from swapjudge.importers.llmbar import RoundChoice, import_llmbar  # noqa: F401
+    from swapjudge.importers.promptfoo import import_promptfoo  # noqa: F401
+    from swapjudge.importers.shi2024 import PerCallConsistency, import_shi2024, per_call_consistency  # noqa: F401
+
+# Where each name this package exports lives: its module is imported on first use, so listing FORMATS (the
+# help of `swapjudge import`, built on every command's start) loads no importer.
+_HOMES = {
+    "OrderChoice": "alpaca_eval", "import_alpaca_eval": "alpaca_eval", "import_arena_hard": "arena_hard",
+    "AWKWARD_MEANING": "base", "Awkward": "base", "ImportReport": "base", "ImportResult": "base", "Record": "base",
+    "write_records": "base", "CsvColumns": "csv_table", "check_keep": "csv_table", "import_csv": "csv_table",
+    "parse_map": "csv_table", "import_fastchat": "fastchat", "import_inspect": "inspect_log",
+    "import_judgebench": "judgebench", "RoundChoice": "llmbar", "import_llmbar": "llmbar",
+    "import_promptfoo": "promptfoo", "PerCallConsistency": "shi2024", "import_shi2024": "shi2024",
+    "per_call_consistency": "shi2024",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,8 @@ class ImportFormat:
 
 
 def _csv(paths: Sequence[Path], o: ImportOptions) -> ImportResult:
+    from swapjudge.importers.csv_table import CsvColumns, check_keep, import_csv, parse_map
+
     needed = {"item": o.item, "first": o.first, "second": o.second, "verdict": o.verdict, "map": o.map}
     missing = [f"--{name}" for name, value in needed.items() if not value]
     if missing:
@@ -86,45 +106,45 @@ FORMATS: dict[str, ImportFormat] = {
         ImportFormat(
             "fastchat", "FastChat llm_judge pairwise judgments (MT-Bench *_pair.jsonl)",
             "lm-sys/FastChat fastchat/llm_judge/common.py (play_a_match_pair)", ("judge_name",),
-            lambda p, o: import_fastchat(p, judge_name=o.judge_name),
+            lambda p, o: __getattr__("import_fastchat")(p, judge_name=o.judge_name),
         ),
         ImportFormat(
             "arena-hard", "arena-hard-auto model judgments (model_judgment/<judge>/<model>.jsonl)",
             "lmarena/arena-hard-auto gen_judgment.py, src/arenahard/gen_judgment.py, show_result.py",
             ("baseline", "judge_name"),
-            lambda p, o: import_arena_hard(p, baseline=o.baseline, judge_name=o.judge_name),
+            lambda p, o: __getattr__("import_arena_hard")(p, baseline=o.baseline, judge_name=o.judge_name),
         ),
         ImportFormat(
             "judgebench", "JudgeBench judge outputs (outputs/dataset=...,judge_model=....jsonl)",
             "ScalerLab/JudgeBench run_judge.py, utils/judges.py, utils/metrics.py", ("judge_name",),
-            lambda p, o: import_judgebench(p, judge_name=o.judge_name),
+            lambda p, o: __getattr__("import_judgebench")(p, judge_name=o.judge_name),
         ),
         ImportFormat(
             "llmbar", "LLMBar evaluator results (Dataset/<set>/evaluators/<model>/<method>/result.json)",
             "princeton-nlp/LLMBar LLMEvaluator/evaluate.py (annotate)", ("round_choice", "judge_name"),
-            lambda p, o: import_llmbar(p, round_choice=o.round_choice, judge_name=o.judge_name),
+            lambda p, o: __getattr__("import_llmbar")(p, round_choice=o.round_choice, judge_name=o.judge_name),
         ),
         ImportFormat(
             "alpaca-eval", "AlpacaEval annotations JSON (single order per pair)",
             "tatsu-lab/alpaca_eval src/alpaca_eval/annotators/pairwise_evaluator.py, processors.py",
             ("order", "seed", "judge_name"),
-            lambda p, o: import_alpaca_eval(p, order=o.order, judge_name=o.judge_name, seed=o.seed),
+            lambda p, o: __getattr__("import_alpaca_eval")(p, order=o.order, judge_name=o.judge_name, seed=o.seed),
         ),
         ImportFormat(
             "shi2024", "Shi et al. 2024 verdict CSV (verdicts_both_orders.csv of Position-Bias-Analyzer)",
             "Slimshilin/Position-Bias-Analyzer (the verdicts_both_orders.csv tables)", ("judge_name",),
-            lambda p, o: import_shi2024(p, judge_name=o.judge_name),
+            lambda p, o: __getattr__("import_shi2024")(p, judge_name=o.judge_name),
         ),
         ImportFormat(
             "inspect", "inspect_ai eval logs (*.eval or *.json) scored with swapjudge's swap_judge scorer",
             "UKGovernmentBEIS/inspect_ai inspect_ai/log/_log.py; swapjudge.integrations.inspect (the scorer)",
             ("judge_name",),
-            lambda p, o: import_inspect(p, judge_name=o.judge_name),
+            lambda p, o: __getattr__("import_inspect")(p, judge_name=o.judge_name),
         ),
         ImportFormat(
             "promptfoo", "promptfoo eval results (promptfoo eval -o results.json): select-best, pairwise llm-rubric",
             "promptfoo/promptfoo src/types (EvaluateSummaryV3), src/matchers (select-best)", ("judge_name",),
-            lambda p, o: import_promptfoo(p, judge_name=o.judge_name),
+            lambda p, o: __getattr__("import_promptfoo")(p, judge_name=o.judge_name),
         ),
         ImportFormat(
             "csv", "any table of judge calls, by naming its columns and the verdict mapping",

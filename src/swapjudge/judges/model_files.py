@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swapjudge.defaults import DEFAULT_MODEL as DEFAULT_MODEL
 from swapjudge.errors import SwapjudgeError
 
 # Called with (bytes done, bytes total) while a model is assembled or hashed.
@@ -99,7 +100,6 @@ _QWEN_PART_SHA256 = (
     "7e190c024384a6fbfb8d467d1e79042c9b60de050520f6661eaf283ab9a26b7a",
 )
 
-DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 TEST_MODEL = "smollm2-135m-instruct-q4_1"
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {

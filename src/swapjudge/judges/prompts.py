@@ -119,6 +119,8 @@ _LOOK_ALIKES = str.maketrans({
 def comparable(text: str) -> str:
     """The form in which two texts that look the same are equal: NFKC, accents and zero-width or other format
     characters removed, look-alike letters of other scripts folded to Latin, case folded."""
+    if text.isascii():  # ASCII is its own NFKC and NFD and holds no accent or format character: skip the scan
+        return text.translate(_LOOK_ALIKES).casefold()
     decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
     kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in ("Mn", "Me", "Cf"))
     return kept.translate(_LOOK_ALIKES).casefold()

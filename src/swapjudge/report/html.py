@@ -14,7 +14,6 @@ from typing import Any
 
 from swapjudge import __version__
 from swapjudge.core.analysis import JudgeAnalysis
-from swapjudge.probes.calibrate import sentences as calibration_sentences
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.report import plots
@@ -438,6 +437,8 @@ def _panel_section(result: PanelResult) -> str:
 
 
 def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
+    from swapjudge.probes.calibrate import sentences as calibration_sentences
+
     state = "" if a.gate.passed else " failed"
     parts = [f'<section class="judge" id="judge-{index}" data-judge="{e(a.judge or "")}">',
              f"<h2>Judge: {e(judge_name(a))}</h2>",

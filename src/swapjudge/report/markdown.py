@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from swapjudge.probes.calibrate import sentences as calibration_sentences
 from swapjudge.report.rank import limit_text, rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
@@ -196,6 +195,8 @@ def render_panel(result: PanelResult) -> str:
 
 def render_report(inputs: ReportInputs) -> str:
     """The pull-request summary of a report: each judge's table, its segments, the unsettled pairs, the source."""
+    from swapjudge.probes.calibrate import sentences as calibration_sentences  # here: it loads numpy
+
     parts = []
     for analysis in inputs.analyses:
         parts.append(render_analysis(analysis))
