@@ -32,14 +32,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from judge_server import JudgeServer
+from judge_server import JudgeServer, LocalServer
 
 
 def _rfc3339(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
 
 
-class BatchServer:
+class BatchServer(LocalServer):
     def __init__(self, *, policy: str = "better", polls_to_end: int = 2,
                  outcome: Callable[[str], str | None] | None = None, end_as: str | None = None,
                  max_requests: int = 50_000, max_bytes: int = 200 * 1024 * 1024, keep_lines: bool = True) -> None:
@@ -93,26 +93,7 @@ class BatchServer:
             def handle_error(self, request: Any, client_address: Any) -> None:
                 return  # a client killed mid-request resets its connection: expected in the crash tests
 
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def openai_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def anthropic_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> BatchServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen(Server, Handler)
 
     def paid_twice(self) -> int:
         return sum(1 for n in self.received.values() if n > 1)

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 Fault = str  # "429" | "500" | "timeout" | "malformed" | "garbage" | "garbage_always" | "401" | "echo400"
 
@@ -44,7 +44,38 @@ def frame_answers(user: str) -> tuple[str, str] | None:
     return None if first is None or second is None else (first, second)
 
 
-class JudgeServer:
+class LocalServer:
+    """A threaded HTTP server on 127.0.0.1 at a free port, started and stopped as a context manager; the OpenAI
+    routes live under /v1, the Anthropic ones at the root."""
+
+    httpd: ThreadingHTTPServer
+    port: int
+    thread: threading.Thread
+
+    def _listen(self, server: type[ThreadingHTTPServer], handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = server(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def openai_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class JudgeServer(LocalServer):
     def __init__(
         self,
         *,
@@ -118,26 +149,7 @@ class JudgeServer:
                 if not isinstance(sys.exc_info()[1], ConnectionError):
                     super().handle_error(request, client_address)
 
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def openai_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def anthropic_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> JudgeServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen(Server, Handler)
 
     # ---- the judge ----------------------------------------------------------------------------------------
 
