@@ -15,16 +15,13 @@ class StoreReader(StoreFile):
 
     def resumable_run(self, config_hash: str, pairs_digest: str) -> int | None:
         """The latest unfinished run of this exact configuration and pairs file (killed or interrupted)."""
-        row = self._db.execute(
-            "SELECT id FROM runs WHERE config_hash=? AND pairs_digest=? AND status != 'done' ORDER BY id DESC LIMIT 1",
-            (config_hash, pairs_digest),
-        ).fetchone()
-        return None if row is None else int(row[0])
+        return self.latest_run_of(config_hash, pairs_digest, unfinished=True)
 
-    def latest_run_of(self, config_hash: str, pairs_digest: str) -> int | None:
-        """The latest run of this exact configuration and pairs file, finished or not."""
+    def latest_run_of(self, config_hash: str, pairs_digest: str, *, unfinished: bool = False) -> int | None:
+        """The latest run of this exact configuration and pairs file, finished or not (or unfinished only)."""
+        status = " AND status != 'done'" if unfinished else ""
         row = self._db.execute(
-            "SELECT id FROM runs WHERE config_hash=? AND pairs_digest=? ORDER BY id DESC LIMIT 1",
+            f"SELECT id FROM runs WHERE config_hash=? AND pairs_digest=?{status} ORDER BY id DESC LIMIT 1",
             (config_hash, pairs_digest),
         ).fetchone()
         return None if row is None else int(row[0])
