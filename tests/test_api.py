@@ -24,7 +24,7 @@ def test_all_names_resolve_and_nothing_else_is_public():
 
 def test_import_is_light():
     """`import swapjudge` loads none of the heavy stacks (they load when a function is first called)."""
-    code = ("import sys, swapjudge; heavy = [m for m in ('polars', 'scipy', 'numpy', 'httpx', 'matplotlib', "
+    code = ("import sys, swapjudge; heavy = [m for m in ('polars', 'scipy', 'numpy', 'aiohttp', 'matplotlib', "
             "'pydantic', 'rich', 'typer') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -174,9 +174,9 @@ async def _with_retries(judge: JudgeConfig, call: Any) -> Any:
 
 async def _score_http(judge: JudgeConfig, rubric: str, items: list[ScoreItem], scale: Scale) -> list[Scored]:
     """Through an OpenAI-compatible chat endpoint or the Anthropic Messages API, each answer once."""
-    from swapjudge.judges._http import ClientPool, api_key, require_httpx
+    from swapjudge.judges._http import HttpClient, api_key, require_http_client
 
-    require_httpx(judge.backend)
+    require_http_client(judge.backend)
     if judge.backend == "anthropic":
         from swapjudge.judges.anthropic import API_VERSION
         from swapjudge.judges.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
@@ -192,7 +192,7 @@ async def _score_http(judge: JudgeConfig, rubric: str, items: list[ScoreItem], s
         key = api_key(judge.api_key_env or "OPENAI_API_KEY", required=base_url == DEFAULT_BASE_URL)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         endpoint = "chat/completions"
-    pool = ClientPool(base_url=base_url, headers=headers, timeout_s=judge.timeout_s,
+    pool = HttpClient(base_url=base_url, headers=headers, timeout_s=judge.timeout_s,
                       concurrency=judge.max_concurrency)
     gate = asyncio.Semaphore(judge.max_concurrency)
     system = scoring_system(rubric)

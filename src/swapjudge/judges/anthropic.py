@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from swapjudge.config import JudgeConfig
-from swapjudge.judges._http import ClientPool, api_key, require_httpx
+from swapjudge.judges._http import HttpClient, api_key, require_http_client
 from swapjudge.judges.base import JudgeReply, JudgeRequest, TransientJudgeError
 from swapjudge.judges.prompts import followup_prompt, parse_followup, parse_reply, verdict_schema
 
@@ -38,7 +38,7 @@ class AnthropicJudge:
         timeout_s: float = 60.0,
         max_connections: int = 64,
     ) -> None:
-        require_httpx("anthropic")
+        require_http_client("anthropic")
         self.name = name
         self.model = model
         self.temperature = temperature
@@ -46,7 +46,7 @@ class AnthropicJudge:
         headers = {"anthropic-version": API_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self._client = ClientPool(
+        self._client = HttpClient(
             base_url=base_url,
             headers=headers,
             timeout_s=timeout_s,

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from swapjudge.config import JudgeConfig
-from swapjudge.judges._http import ClientPool, api_key, require_httpx
+from swapjudge.judges._http import HttpClient, api_key, require_http_client
 from swapjudge.judges.base import JudgeReply, JudgeRequest, TransientJudgeError
 from swapjudge.judges.prompts import ParsedVerdict, followup_prompt, parse_followup, parse_reply, verdict_schema
 
@@ -70,7 +70,7 @@ class OpenAIJudge:
         max_connections: int = 64,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        require_httpx("openai")
+        require_http_client("openai")
         self.name = name
         self.model = model
         self.temperature = temperature
@@ -79,7 +79,7 @@ class OpenAIJudge:
         self.logprobs = logprobs
         self.extra_body = dict(extra_body or {})
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = ClientPool(
+        self._client = HttpClient(
             base_url=base_url,
             headers=headers,
             timeout_s=timeout_s,

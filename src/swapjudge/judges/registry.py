@@ -1,6 +1,6 @@
 """Backend names to modules. Each backend module exposes `from_config(JudgeConfig) -> Judge` and, when its API
 can return a JSON verdict, `SUPPORTS_STRUCTURED = True`. Modules are imported only when used, so a backend's
-optional dependencies (httpx, llama-cpp-python) are needed only by the runs that use it."""
+optional dependencies (aiohttp, llama-cpp-python) are needed only by the runs that use it."""
 
 from __future__ import annotations
 

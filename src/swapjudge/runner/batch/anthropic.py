@@ -12,9 +12,8 @@ from collections.abc import AsyncGenerator, Callable
 from datetime import datetime
 from typing import Any, BinaryIO
 
-from swapjudge.judges._http import check_response, require_httpx
+from swapjudge.judges._http import HttpClient, check_response, require_http_client
 from swapjudge.judges.anthropic import API_VERSION
-from swapjudge.judges.base import TransientJudgeError
 from swapjudge.runner.batch.common import WAIT, BatchState, ResultLine, fault_point, with_retries
 from swapjudge.store.batches import Submission
 
@@ -56,32 +55,24 @@ class AnthropicBatches:
     line_overhead = 1  # the comma between requests
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout_s: float) -> None:
-        require_httpx("anthropic")
-        import httpx
-
-        headers = {"anthropic-version": API_VERSION, "user-agent": "swapjudge"}
+        require_http_client("anthropic")
+        headers = {"anthropic-version": API_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/", headers=headers,
-                                       timeout=httpx.Timeout(max(timeout_s, 300.0)))
+        # uploads and downloads of whole batch files take longer than one judge call
+        self._http = HttpClient(base_url=base_url, headers=headers, timeout_s=max(timeout_s, 300.0), concurrency=4)
         self._not_ours: set[str] = set()  # ended unknown batches whose results named no key of ours
 
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return json.dumps({"custom_id": cid, "params": body}, separators=(",", ":")).encode()
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        import httpx
-
-        try:
-            response = await self._http.request(method, path, **kwargs)
-        except httpx.TransportError as err:
-            raise TransientJudgeError(f"anthropic batch: connection failed ({type(err).__name__})") from None
-        return check_response(response, "anthropic batch")
+        return check_response(await self._http.request(method, path, "anthropic batch", **kwargs), "anthropic batch")
 
     async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         fault_point("before_upload")
         content = b'{"requests":[' + b",".join(line.rstrip(b"\n") for line in payload if line.strip()) + b"]}"
-        created = await self._json("POST", "v1/messages/batches", content=content,
+        created = await self._json("POST", "v1/messages/batches", data=content,
                                    headers={"content-type": "application/json"})
         fault_point("after_create")
         return str(created["id"])
@@ -126,22 +117,13 @@ class AnthropicBatches:
                           counts=counts, raw=b)
 
     async def results(self, batch_id: str, state: BatchState) -> AsyncGenerator[ResultLine, None]:
-        import httpx
-
         url = state.raw.get("results_url") or f"v1/messages/batches/{batch_id}/results"
-        try:
-            async with self._http.stream("GET", str(url)) as response:
-                if response.status_code != 200:
-                    await response.aread()
-                    check_response(response, "anthropic batch")
-                fault_point("download")
-                async for line in response.aiter_lines():
-                    if line.strip():
-                        parsed = parse_result_line(line)
-                        if parsed is not None:
-                            yield parsed
-        except httpx.TransportError as err:
-            raise TransientJudgeError(f"anthropic batch: download failed ({type(err).__name__})") from None
+        async with contextlib.aclosing(self._http.lines(str(url), "anthropic batch")) as lines:
+            fault_point("download")
+            async for line in lines:
+                parsed = parse_result_line(line)
+                if parsed is not None:
+                    yield parsed
 
     async def aclose(self) -> None:
         await self._http.aclose()

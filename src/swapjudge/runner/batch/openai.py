@@ -5,13 +5,13 @@ what vLLM's run_batch reads and writes (see `files`)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, BinaryIO
 
-from swapjudge.judges._http import check_response, require_httpx
-from swapjudge.judges.base import TransientJudgeError
+from swapjudge.judges._http import HttpClient, check_response, require_http_client
 from swapjudge.runner.batch.common import BatchState, ResultLine, fault_point, with_retries
 from swapjudge.store.batches import Submission
 
@@ -57,33 +57,27 @@ class OpenAIBatches:
     line_overhead = 0
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout_s: float) -> None:
-        require_httpx("openai")
-        import httpx
-
-        headers = {"user-agent": "swapjudge"}
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/", headers=headers,
-                                       timeout=httpx.Timeout(max(timeout_s, 300.0)))
+        require_http_client("openai")
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        # uploads and downloads of whole batch files take longer than one judge call
+        self._http = HttpClient(base_url=base_url, headers=headers, timeout_s=max(timeout_s, 300.0), concurrency=4)
 
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return chat_line(cid, body)
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        import httpx
-
-        try:
-            response = await self._http.request(method, path, **kwargs)
-        except httpx.TransportError as err:
-            raise TransientJudgeError(f"openai batch: connection failed ({type(err).__name__})") from None
-        return check_response(response, "openai batch")
+        return check_response(await self._http.request(method, path, "openai batch", **kwargs), "openai batch")
 
     async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         file_id = sub.file_id
         if file_id is None:
             fault_point("before_upload")
-            uploaded = await self._json("POST", "files", data={"purpose": "batch"},
-                                        files={"file": (f"{sub.key}.jsonl", payload, "application/jsonl")})
+            import aiohttp
+
+            form = aiohttp.FormData()
+            form.add_field("purpose", "batch")
+            form.add_field("file", payload, filename=f"{sub.key}.jsonl", content_type="application/jsonl")
+            uploaded = await self._json("POST", "files", data=form)
             file_id = str(uploaded["id"])
             fault_point("after_upload")
             on_uploaded(file_id)
@@ -116,19 +110,10 @@ class OpenAIBatches:
         return BatchState(ended=b.get("status") in ENDED, provider_status=str(b.get("status")), counts=counts, raw=b)
 
     async def _lines(self, file_id: str) -> AsyncIterator[bytes]:
-        import httpx
-
-        try:
-            async with self._http.stream("GET", f"files/{file_id}/content") as response:
-                if response.status_code != 200:
-                    await response.aread()
-                    check_response(response, "openai batch")
-                fault_point("download")
-                async for line in response.aiter_lines():
-                    if line.strip():
-                        yield line.encode()
-        except httpx.TransportError as err:
-            raise TransientJudgeError(f"openai batch: download failed ({type(err).__name__})") from None
+        async with contextlib.aclosing(self._http.lines(f"files/{file_id}/content", "openai batch")) as lines:
+            fault_point("download")
+            async for line in lines:
+                yield line
 
     async def results(self, batch_id: str, state: BatchState) -> AsyncIterator[ResultLine]:
         for field in ("output_file_id", "error_file_id"):
