@@ -54,7 +54,7 @@ from swapjudge.core.swap import (
     consistency_of_pairs,
     count_outcomes,
     cross_table,
-    flip_direction,
+    flip_direction_of_pairs,
     verdict_split,
 )
 from swapjudge.errors import SwapjudgeError
@@ -260,7 +260,7 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     never_tie = verdicts.tie == 0 and not bool(np.any(probe_codes == TIE))
     return JudgeAnalysis(
         judge=name or None, single_order=single, systems=tuple(systems), outcomes=counts, consistency=cons,
-        flip_direction=flip_direction(counts.toward_first, counts.toward_second, confidence),
+        flip_direction=flip_direction_of_pairs(outcome, items, confidence),
         verdicts=verdicts, gate=gate_result, accuracy=accuracy,
         identical=identical_probe(probe_codes, confidence, forced_choice=never_tie), notes=tuple(notes),
         design=_design(pairs) if single else "both_orders",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.codes import FIRST, MISSING, SECOND, TIE, Outcome
-from swapjudge.core.stats import Independence, band, binomial_p, proportion_interval, wilson
+from swapjudge.core.stats import Independence, band, binomial_p, clustered_binomial_p, proportion_interval, wilson
 
 if TYPE_CHECKING:  # numpy is imported where it is used, so `calc` starts without it
     import numpy as np
@@ -134,7 +134,9 @@ def consistency_of_pairs(outcome: np.ndarray, items: np.ndarray, confidence: flo
 @dataclass(frozen=True)
 class FlipDirection:
     """Which slot the inconsistent pairs favour: the first-slot share among flips and half-ties, with a Wilson
-    interval and an exact two-sided binomial test against 0.5 (no position preference)."""
+    interval and an exact two-sided binomial test against 0.5 (no position preference). When several of those
+    pairs share an item (other systems, other rounds), the item is the independent unit: the interval is Wilson's
+    on the effective sample size and the test is scaled by the design effect (see `clustered_binomial_p`)."""
 
     first: int
     second: int
@@ -144,6 +146,7 @@ class FlipDirection:
     p_value: float | None
     level: float = 0.05  # a lean is claimed only when the test rejects at this level
     p_holm: float | None = None  # Holm-adjusted p when several judges or segments are tested at once
+    independence: Independence | None = None  # what the interval and test treat as independent
 
     @property
     def lean(self) -> str | None:
@@ -155,16 +158,33 @@ class FlipDirection:
         return "first" if self.first_share > 0.5 else "second"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"first": self.first, "second": self.second, "first_share": self.first_share,
-                "low": self.low, "high": self.high, "p_value": self.p_value, "p_holm": self.p_holm,
-                "level": self.level, "lean": self.lean}
+        out: dict[str, Any] = {"first": self.first, "second": self.second, "first_share": self.first_share,
+                               "low": self.low, "high": self.high, "p_value": self.p_value, "p_holm": self.p_holm,
+                               "level": self.level, "lean": self.lean}
+        out.update((self.independence or Independence("pairs", self.first + self.second, 1.0)).to_dict())
+        return out
 
 
 def flip_direction(toward_first: int, toward_second: int, confidence: float = 0.95) -> FlipDirection:
+    """From counts alone: each inconsistent pair independent."""
     n = toward_first + toward_second
     p = wilson(toward_first, n, confidence)
     return FlipDirection(toward_first, toward_second, p.rate, p.low, p.high, binomial_p(toward_first, n),
-                         round(1 - confidence, 12))
+                         round(1 - confidence, 12), independence=Independence("pairs", n, 1.0))
+
+
+def flip_direction_of_pairs(outcome: np.ndarray, items: np.ndarray, confidence: float = 0.95) -> FlipDirection:
+    """From each pair's outcome code and item: the inconsistent pairs judged on one item count as one cluster."""
+    import numpy as np
+
+    outcome = np.asarray(outcome)
+    toward_first = np.isin(outcome, (Outcome.FLIP_FIRST, Outcome.HALF_TIE_FIRST))
+    inconsistent = toward_first | np.isin(outcome, (Outcome.FLIP_SECOND, Outcome.HALF_TIE_SECOND))
+    k, n = int(toward_first.sum()), int(inconsistent.sum())
+    m = proportion_interval(toward_first[inconsistent], confidence, np.asarray(items)[inconsistent])
+    design = m.independence or Independence("pairs", n, 1.0)
+    return FlipDirection(k, n - k, m.value, m.low, m.high, clustered_binomial_p(k, n, design) if n else None,
+                         round(1 - confidence, 12), independence=design)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from swapjudge.core.swap import (
     Outcomes,
     consistency_of_pairs,
     count_outcomes,
-    flip_direction,
+    flip_direction_of_pairs,
 )
 from swapjudge.errors import SwapjudgeError
 
@@ -64,9 +64,9 @@ def summarize(judge: str, pairs: PairTable, confidence: float = 0.95) -> JudgeSu
     acc = label_accuracy(f.get_column("x").to_numpy(), f.get_column("y").to_numpy(),
                          np.asarray(f.get_column("label").to_list(), dtype=object), pairs.vx, pairs.vy,
                          outcome <= Outcome.TIE, confidence, item=f.get_column("item").cast(pl.String).to_numpy())
-    return JudgeSummary(judge, counts, consistency_of_pairs(outcome, f.get_column("item").cast(pl.String).to_numpy(),
-                                                            confidence),
-                        flip_direction(counts.toward_first, counts.toward_second, confidence), acc)
+    items = f.get_column("item").cast(pl.String).to_numpy()
+    return JudgeSummary(judge, counts, consistency_of_pairs(outcome, items, confidence),
+                        flip_direction_of_pairs(outcome, items, confidence), acc)
 
 
 def family_of(name: str, families: Mapping[str, Sequence[str]] | None = None) -> str:
