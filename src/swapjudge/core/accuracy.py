@@ -7,13 +7,14 @@ answer, tie for tie. Every accuracy carries the denominator it was computed over
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE
-from swapjudge.core.stats import Proportion, normal_quantile, wilson
+from swapjudge.core.stats import Independence, Proportion, normal_quantile, proportion_interval, wilson
 
 TIE_LABEL = "tie"
 
@@ -44,6 +45,9 @@ class Accuracy:
     right_calls: int = 0
     per_call_interval: tuple[float | None, float | None] = (None, None)
     per_call_effective_n: float | None = None
+    # better_first / better_second / both: their intervals, clustered by item when pairs share one
+    pair_intervals: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    independence: Independence | None = None  # what those pair intervals treat as independent
 
     def _rate(self, k: int, n: int) -> float | None:
         return wilson(k, n, self.confidence).rate
@@ -72,13 +76,15 @@ class Accuracy:
                          "effective_n": self.per_call_effective_n, "interval_unit": "item"},
             "denominators": self.denominators,
         }
-        out["intervals"] = {
-            name: {"low": p.low, "high": p.high}
-            for name, p in (("better_first", wilson(self.right_first, self.decided_pairs, self.confidence)),
-                            ("better_second", wilson(self.right_second, self.decided_pairs, self.confidence)),
-                            ("both", wilson(self.right_both, self.pairs, self.confidence)),
-                            ("per_call", per_call))
-        }
+        counts = {"better_first": (self.right_first, self.decided_pairs),
+                  "better_second": (self.right_second, self.decided_pairs), "both": (self.right_both, self.pairs)}
+        out["intervals"] = {}
+        for name, (k, n) in counts.items():
+            w = wilson(k, n, self.confidence)
+            low, high = self.pair_intervals.get(name, (w.low, w.high))
+            out["intervals"][name] = {"low": low, "high": high}
+        out["intervals"]["per_call"] = {"low": per_call.low, "high": per_call.high}
+        out.update((self.independence or Independence("pairs", self.pairs, 1.0)).to_dict())
         return out
 
 
@@ -134,13 +140,18 @@ def label_accuracy(x: np.ndarray, y: np.ndarray, label: np.ndarray, vx: np.ndarr
     right_when_second = np.where(better_x, right_y_first, right_x_first)[decided]
     calls_x, calls_y = labelled & (vx != MISSING), labelled & (vy != MISSING)
     unit = np.arange(x.size) if item is None else np.asarray(item, dtype=object)
+    # pairs of one item (other systems, other rounds) move together: the pair shares' intervals count items
+    right_both = right_x_first & right_y_first
+    shares = {"better_first": proportion_interval(right_when_first, confidence, unit[decided]),
+              "better_second": proportion_interval(right_when_second, confidence, unit[decided]),
+              "both": proportion_interval(right_both[usable], confidence, unit[usable])}
     per_call, effective = clustered_share(np.concatenate([right_x_first[calls_x], right_y_first[calls_y]]),
                                           np.concatenate([unit[calls_x], unit[calls_y]]), confidence)
     return Accuracy(
         pairs=int(usable.sum()),
         right_first=int(right_when_first.sum()),
         right_second=int(right_when_second.sum()),
-        right_both=int((right_x_first & right_y_first & usable).sum()),
+        right_both=int((right_both & usable).sum()),
         consistent_pairs=int(consistent[usable].sum()),
         confidence=confidence,
         decided_pairs=int(decided.sum()),
@@ -150,4 +161,6 @@ def label_accuracy(x: np.ndarray, y: np.ndarray, label: np.ndarray, vx: np.ndarr
         right_calls=int((right_x_first & calls_x).sum() + (right_y_first & calls_y).sum()),
         per_call_interval=(per_call.low, per_call.high),
         per_call_effective_n=effective if per_call.n else None,
+        pair_intervals={name: (m.low, m.high) for name, m in shares.items()},
+        independence=shares["both"].independence,
     )

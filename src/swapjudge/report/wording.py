@@ -123,12 +123,16 @@ def p_text(f: FlipDirection) -> str:
 
 
 def flip_direction_sentence(f: FlipDirection) -> str:
-    """The flip direction, claimed only when the exact two-sided binomial test (Holm-adjusted when several were
-    tested) rejects at its level; otherwise the share, interval and p, and no lean."""
+    """The flip direction, claimed only when its two-sided test (exact, or clustered by item when flips share
+    items; Holm-adjusted when several were tested) rejects at its level; otherwise the share, interval and p,
+    and no lean."""
     if f.first_share is None:
         return "no flips or half-ties: nothing to say about their direction"
+    ind = f.independence
+    test = (f"items as the independent units, {ind.clusters} of them; p = " if ind is not None and ind.units == "items"
+            else "exact binomial p = ")
     measured = (f"{pct(f.first_share)} of {f.first + f.second} flips and half-ties went to the first slot "
-                f"({interval(f.low, f.high)}; exact binomial p = {p_text(f)})")
+                f"({interval(f.low, f.high)}; {test}{p_text(f)})")
     if f.lean is None:
         return f"no clear lean toward either slot: {measured}, not below {f.level:g}"
     return f"{measured}: the judge leans toward the {f.lean} slot"
