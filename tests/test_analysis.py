@@ -163,7 +163,11 @@ def test_real_devbench_haiku_counts():
     assert (r.outcomes.total, r.outcomes.complete) == (1120, 1117)
     assert r.outcomes.consistent == 253
     assert (r.outcomes.toward_first, r.outcomes.toward_second) == (15, 849)
-    assert r.flip_direction.p_value < 1e-100
+    # 864 inconsistent pairs over 112 items (8 systems a question): the test counts items, design effect ~1.17
+    f = r.flip_direction
+    assert f.independence is not None and (f.independence.units, f.independence.clusters) == ("items", 112)
+    assert 1.1 < f.independence.design_effect < 1.25
+    assert f.p_value < 1e-40 and f.lean == "second"
     assert r.consistency.band == "high"
 
 
