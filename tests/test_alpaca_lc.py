@@ -236,7 +236,8 @@ def test_cross_validated_fit_equals_a_hand_written_cross_validation():
 # --- the side files ---------------------------------------------------------------------------------------------
 
 
-def write_difficulty(path: Path, values: dict[int, float], header: str = ",instruction_difficulty") -> Path:
+def write_difficulty(path: Path, values: dict[int, float] | dict[str, float],
+                     header: str = ",instruction_difficulty") -> Path:
     path.write_text(header + "\n" + "".join(f"{k},{float(v)!r}\n" for k, v in values.items()))
     return path
 
@@ -438,3 +439,16 @@ def test_import_keeps_texts_instruction_index_and_optionally_the_identical_draws
     draws = [r for r in written if r.get("identical_outputs")]
     assert [r["instruction_index"] for r in draws] == [199, 370, 713]
     assert all(r["verdict"] == "tie" for r in draws)
+
+
+def test_a_preference_that_disagrees_with_the_verdict_is_named_with_its_file(tmp_path):
+    records = write_jsonl(tmp_path / "r.jsonl", [
+        {"item": "q1", "first": "A", "second": "B", "verdict": "first", "preference": 1.5, "first_text": "aa",
+         "second_text": "b"},
+        {"item": "q2", "first": "B", "second": "A", "verdict": "first", "preference": 1.2, "first_text": "bbb",
+         "second_text": "a"}])
+    zeros = write_difficulty(tmp_path / "d.csv", {"q1": 0.0, "q2": 0.0})
+    out = runner.invoke(app, ["probe", "length", str(records), "--a", "A", "--b", "B", "--length-controlled",
+                              "--difficulty", str(zeros), "--min-consistency", "0"])
+    assert out.exit_code == 2 and out.output.strip().count("\n") == 0
+    assert "r.jsonl: item 'q1': `preference` 1.5 disagrees with the verdict" in out.output

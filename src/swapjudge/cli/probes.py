@@ -173,7 +173,8 @@ def probe_length(
                              "must match the records)", path=str(pairs) if pairs else None)
         pair = (a, b) if a is not None and b is not None else None
         rows = (rows_for_pair(f.filter(pl.Series(found)), a, b, lx[found], ly[found], difficulties,
-                              str(difficulty)) if alpaca and a is not None and b is not None else None)
+                              str(difficulty or ""), loaded.source) if alpaca and a is not None and b is not None
+                else None)
         results.append(length_probe(
             f.get_column("outcome").to_numpy()[found], lx[found], ly[found], judge=name or None, x=x[found],
             y=y[found], pair=pair, unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,

@@ -260,13 +260,14 @@ def soft_label(preference: Any, verdict_names_a: bool | None, where: str) -> flo
 
 
 def rows_for_pair(pairs: pl.DataFrame, a: str, b: str, len_x: np.ndarray, len_y: np.ndarray,
-                  difficulty: Mapping[str, float] | None = None, difficulty_source: str = "") -> LcRows:
+                  difficulty: Mapping[str, float] | None = None, difficulty_source: str = "",
+                  records_source: str = "") -> LcRows:
     """a's rows against b from a pair table (core/pairs.py, built with keep=(preference, instruction_index)) and
     the answer lengths of x and y per pair. Both orders judged: the order-cancelled score of the pair (1, 1/2, 0;
     an incomplete pair has no label). Single-order data (no pair of a and b judged in both orders): each call's
     soft label (`soft_label`). The instruction is the records' instruction_index when they carry it (AlpacaEval
-    annotations imported with `import alpaca-eval`), else the item."""
-    from swapjudge.probes.length import order_cancelled_score
+    annotations imported with `import alpaca-eval`), else the item. The sources name the files in errors."""
+    from swapjudge.probes.length import order_cancelled_score  # probes/length imports this module
 
     x = pairs.get_column("x").to_numpy()
     y = pairs.get_column("y").to_numpy()
@@ -279,13 +280,13 @@ def rows_for_pair(pairs: pl.DataFrame, a: str, b: str, len_x: np.ndarray, len_y:
         score_x = order_cancelled_score(frame.get_column("outcome").to_numpy())
         label = np.where(a_is_x, score_x, 1 - score_x)
     else:
-        label = _single_call_labels(frame, a_is_x)
+        label = _single_call_labels(frame, a_is_x, records_source)
     keys = _instruction_keys(frame)
     diff = None if difficulty is None else difficulty_for(keys, difficulty, difficulty_source)
     return LcRows(label, delta, keys, diff)
 
 
-def _single_call_labels(frame: pl.DataFrame, a_is_x: np.ndarray) -> np.ndarray:
+def _single_call_labels(frame: pl.DataFrame, a_is_x: np.ndarray, source: str) -> np.ndarray:
     """Soft label of a from each pair's one call (the call that showed x first, or the one that showed y first)."""
     x_first = frame.get_column("n_xf").to_numpy() > 0
     code = np.where(x_first, frame.get_column("vx").to_numpy(), frame.get_column("vy").to_numpy())
@@ -298,7 +299,8 @@ def _single_call_labels(frame: pl.DataFrame, a_is_x: np.ndarray) -> np.ndarray:
         px, py = frame.get_column(f"{PREFERENCE}_xf").to_list(), frame.get_column(f"{PREFERENCE}_yf").to_list()
         prefs = [vx if xf else vy for vx, vy, xf in zip(px, py, x_first, strict=True)]
     items = frame.get_column("item").to_list()
-    return np.array([np.nan if c == MISSING else soft_label(pref, na, f"item {item!r}")
+    where = f"{source}: " if source else ""
+    return np.array([np.nan if c == MISSING else soft_label(pref, na, f"{where}item {item!r}")
                      for c, pref, na, item in zip(code, prefs, names_a, items, strict=True)], dtype=float)
 
 
