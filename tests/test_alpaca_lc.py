@@ -452,3 +452,17 @@ def test_a_preference_that_disagrees_with_the_verdict_is_named_with_its_file(tmp
                               "--difficulty", str(zeros), "--min-consistency", "0"])
     assert out.exit_code == 2 and out.output.strip().count("\n") == 0
     assert "r.jsonl: item 'q1': `preference` 1.5 disagrees with the verdict" in out.output
+
+
+def test_report_of_single_order_imports_with_texts_has_no_empty_length_probe(tmp_path):
+    """The import now carries the answer texts; a report of single-order records still has no complete pair to
+    probe, so it shows no length line (it said "0 pairs with both lengths")."""
+    records = tmp_path / "a7.jsonl"
+    out = runner.invoke(app, ["import", "alpaca-eval", str(shared_data(*ANNOTATIONS)), "-o", str(records)])
+    assert out.exit_code == 0, out.output
+    summary = tmp_path / "s.md"
+    out = runner.invoke(app, ["report", str(records), "--markdown", str(summary)])
+    assert out.exit_code == 1, out.output  # the gate: consistency cannot be measured on single-order data
+    text = summary.read_text()
+    assert "single-order" in text.lower() or "cannot be measured" in text
+    assert "Length probe" not in text
