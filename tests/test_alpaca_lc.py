@@ -372,7 +372,9 @@ def test_cli_on_real_alpaca_eval_annotations(tmp_path):
             "--difficulty", str(zeros), "--min-consistency", "0", "--format", "json"]
     out = runner.invoke(app, args)
     assert out.exit_code == 0, out.output
-    lc = json.loads(out.stdout)["length_controlled"]
+    probe = json.loads(out.stdout)
+    assert probe["pairs"] == 0 and probe["slope"]["reason"] == "no complete pair (both orders with verdicts)"
+    lc = probe["length_controlled"]
     rows = json.loads(source.read_text())
     pref = np.array([float(r["preference"]) for r in rows])
     p = np.where(pref == 0, 1.5, pref) - 1

@@ -191,6 +191,8 @@ def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confide
     (each pair's item) the robust error is clustered by item when some item holds more than one pair, since the
     pairs of one item share its answers and its difficulty."""
     keep = ~np.isnan(score)
+    if not keep.any():  # e.g. single-order data: no pair has both verdicts
+        return LengthSlope(per, None, None, None, None, None, 0, "no complete pair (both orders with verdicts)")
     if not np.any(diff[keep] != 0):
         return LengthSlope(per, None, None, None, None, None, int(keep.sum()), "no pair differs in length")
     groups = None
