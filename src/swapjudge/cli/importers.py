@@ -20,7 +20,7 @@ _OPTION_FLAGS = {
     "judge_name": "--judge-name", "baseline": "--baseline", "round_choice": "--round first|last",
     "order": "--order", "item": "--item", "first": "--first", "second": "--second", "verdict": "--verdict",
     "map": "--map", "judge": "--judge", "label": "--label", "round": "--round COL",
-    "delimiter": "--delimiter", "seed": "--seed", "keep": "--keep COL",
+    "delimiter": "--delimiter", "seed": "--seed", "keep": "--keep COL", "identical_draws": "--identical-draws",
 }
 
 
@@ -47,7 +47,7 @@ HELP = (
 def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: str | None, order: str | None,
              item: str | None, first: str | None, second: str | None, verdict: str | None, map_: str | None,
              judge: str | None, label: str | None, delimiter: str | None, seed: int | None = None,
-             keep: list[str] | None = None) -> ImportOptions:
+             keep: list[str] | None = None, identical_draws: bool = False) -> ImportOptions:
     """CLI values -> ImportOptions; `--round` is a round choice for llmbar and a column name for csv."""
     from swapjudge.importers import ImportOptions
 
@@ -69,6 +69,8 @@ def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: 
         extra["seed"] = seed
     if keep:
         extra["keep"] = tuple(keep)
+    if identical_draws:
+        extra["identical_draws"] = True
     if delimiter is not None:
         extra["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
     return ImportOptions(judge_name=judge_name, baseline=baseline, item=item, first=first, second=second,
@@ -147,6 +149,10 @@ def import_command(
     seed: Annotated[int | None, typer.Option(
         "--seed", help="alpaca-eval: the annotator's seed for the switch (default 0, as the shipped "
                        "annotators use).")] = None,
+    identical_draws: Annotated[bool, typer.Option(
+        "--identical-draws", help="alpaca-eval: write the rows whose two outputs are identical (never judged; "
+                                  "AlpacaEval counts them as draws) as ties marked identical_outputs, instead of "
+                                  "skipping them: its length-controlled win rate fits them.")] = False,
     item: Annotated[str | None, typer.Option("--item", help="csv: column with the item id.")] = None,
     first: Annotated[str | None, typer.Option("--first", help="csv: column with the identity shown first.")]
     = None,
@@ -185,7 +191,7 @@ def import_command(
         raise InputError("give -o RECORDS.jsonl (or --per-call to print the per-call figures)")
     options = _options(fmt, judge_name=judge_name, baseline=baseline, round_=round_, order=order, item=item,
                        first=first, second=second, verdict=verdict, map_=map_, judge=judge, label=label,
-                       delimiter=delimiter, seed=seed, keep=keep)
+                       delimiter=delimiter, seed=seed, keep=keep, identical_draws=identical_draws)
     result = import_files(fmt, paths, options)
     _print_report(result, max_listed)
     if report is not None:

@@ -103,13 +103,31 @@ def probe_length(
     length_controlled: Annotated[bool, typer.Option(
         "--length-controlled", help="Also an AlpacaEval-style length-controlled win rate of --a against --b.")]
     = False,
+    difficulty: Annotated[Path | None, typer.Option(
+        "--difficulty", help="With --length-controlled: AlpacaEval's per-instruction difficulty term, from its "
+                             "instruction_difficulty.csv (first column the instruction index, then "
+                             "instruction_difficulty). Rows are matched by the records' instruction_index field "
+                             "(written by `import alpaca-eval`), else by item. Single-order records are fitted "
+                             "call by call, with AlpacaEval's own preference where the records carry it.")] = None,
+    gamed_baseline: Annotated[Path | None, typer.Option(
+        "--gamed-baseline", help="With --length-controlled: AlpacaEval's df_gamed.csv, the annotations of "
+                                 "length-gamed versions of the baseline --b against it, added to the fit to "
+                                 "regularise the length and difficulty terms toward the baseline's.")] = None,
+    regularize: Annotated[float | None, typer.Option(
+        "--regularize", help="Total weight of the gamed baseline rows per instruction (AlpacaEval's lambda; "
+                             "default 0.2), shared equally by the gamed versions.")] = None,
+    alpaca_cv: Annotated[bool, typer.Option(
+        "--alpaca-cv", help="With --difficulty or --gamed-baseline: also AlpacaEval's own estimate (an L1 "
+                            "penalty chosen by 5-fold cross-validation; needs scikit-learn), beside the "
+                            "maximum-likelihood fit that carries the interval.")] = False,
     tie_policy: Annotated[TiePolicy, typer.Option("--tie-policy", help="Tie policy of the matched win rate.")]
     = TiePolicy.half_credit,
     allow_unpaired: AllowUnpairedOpt = False,
     confidence: ConfidenceOpt = 0.95,
     min_consistency: Annotated[float, typer.Option(
         "--min-consistency", help="Gate: below this swap-consistency of the --a/--b pairs, the matched and "
-                                  "length-controlled win rates are withheld (exit 1).")] = DEFAULT_MIN_CONSISTENCY,
+                                  "length-controlled win rates are withheld (exit 1); 0 reports them even when "
+                                  "consistency cannot be measured (single-order data).")] = DEFAULT_MIN_CONSISTENCY,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Does the judge prefer longer answers? Logistic slope of the order-cancelled outcome on the length
@@ -119,12 +137,21 @@ def probe_length(
     from swapjudge.core.pairs import build_pairs
     from swapjudge.core.records import load_records, select_judges
     from swapjudge.core.sidefiles import load_answer_texts, texts_from_records
+    from swapjudge.probes.alpaca_files import load_gamed_baseline, load_instruction_difficulty
+    from swapjudge.probes.alpaca_lc import DEFAULT_REGULARIZE, INSTRUCTION_INDEX, PREFERENCE, rows_for_pair
     from swapjudge.probes.length import length_probe, lengths_for_pairs
     from swapjudge.probes.length import with_holm as length_with_holm
     from swapjudge.report import probe_tables
 
-    # the records' own text fields are only needed without a pairs file
-    loaded = load_records(records, allow_unpaired=allow_unpaired, extras=pairs is None)
+    alpaca = difficulty is not None or gamed_baseline is not None
+    if (alpaca or regularize is not None) and not length_controlled:
+        raise SwapjudgeError("--difficulty, --gamed-baseline and --regularize need --length-controlled")
+    if regularize is not None and (gamed_baseline is None or regularize <= 0):
+        raise SwapjudgeError("--regularize needs --gamed-baseline and a value above 0")
+    if alpaca_cv and not alpaca:
+        raise SwapjudgeError("--alpaca-cv needs --difficulty or --gamed-baseline")
+    # the records' own text fields (and AlpacaEval's preference and instruction_index) are extras
+    loaded = load_records(records, allow_unpaired=allow_unpaired, extras=pairs is None or alpaca)
     texts = load_answer_texts(pairs) if pairs is not None else texts_from_records(loaded.frame)
     if not texts:
         raise SwapjudgeError("no answer texts: pass --pairs FILE, or give the records first_text/second_text")
@@ -132,8 +159,11 @@ def probe_length(
         raise SwapjudgeError("--threshold and --tolerance must be >= 0 and --per > 0")
     if length_controlled and (a is None or b is None):
         raise SwapjudgeError("--length-controlled needs --a and --b")
+    difficulties = load_instruction_difficulty(difficulty) if difficulty is not None else None
+    gamed = load_gamed_baseline(gamed_baseline, difficulties) if gamed_baseline is not None else None
     results = []
-    all_pairs = loaded.pairs or build_pairs(loaded.frame)
+    all_pairs = (build_pairs(loaded.frame, keep=(PREFERENCE, INSTRUCTION_INDEX)) if alpaca
+                 else loaded.pairs or build_pairs(loaded.frame))
     for name in select_judges(loaded.frame, judge):
         f = all_pairs.frame.filter(pl.col("judge") == name)
         items, x, y = (f.get_column(c).to_numpy() for c in ("item", "x", "y"))
@@ -142,11 +172,15 @@ def probe_length(
             raise InputError(f"no pair of judge {name or '-'!r} has both answer texts (items and system names "
                              "must match the records)", path=str(pairs) if pairs else None)
         pair = (a, b) if a is not None and b is not None else None
+        rows = (rows_for_pair(f.filter(pl.Series(found)), a, b, lx[found], ly[found], difficulties,
+                              str(difficulty or ""), loaded.source) if alpaca and a is not None and b is not None
+                else None)
         results.append(length_probe(
             f.get_column("outcome").to_numpy()[found], lx[found], ly[found], judge=name or None, x=x[found],
             y=y[found], pair=pair, unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
             length_controlled=length_controlled, tie_policy=tie_policy, missing_texts=int((~found).sum()),
-            confidence=confidence, min_consistency=min_consistency, items=items[found]))
+            confidence=confidence, min_consistency=min_consistency, items=items[found], alpaca=rows, gamed=gamed,
+            regularize=DEFAULT_REGULARIZE if regularize is None else regularize, alpaca_cv=alpaca_cv))
     results = length_with_holm(results)
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.length_tables(results))

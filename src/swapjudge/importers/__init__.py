@@ -68,6 +68,7 @@ class ImportOptions:
     delimiter: str | None = None
     seed: int = 0
     keep: tuple[str, ...] = ()
+    identical_draws: bool = False
 
     def given(self) -> set[str]:
         """Names of the options set to something other than their default."""
@@ -127,8 +128,9 @@ FORMATS: dict[str, ImportFormat] = {
         ImportFormat(
             "alpaca-eval", "AlpacaEval annotations JSON (single order per pair)",
             "tatsu-lab/alpaca_eval src/alpaca_eval/annotators/pairwise_evaluator.py, processors.py",
-            ("order", "seed", "judge_name"),
-            lambda p, o: __getattr__("import_alpaca_eval")(p, order=o.order, judge_name=o.judge_name, seed=o.seed),
+            ("order", "seed", "judge_name", "identical_draws"),
+            lambda p, o: __getattr__("import_alpaca_eval")(p, order=o.order, judge_name=o.judge_name, seed=o.seed,
+                                                           identical_draws=o.identical_draws),
         ),
         ImportFormat(
             "shi2024", "Shi et al. 2024 verdict CSV (verdicts_both_orders.csv of Position-Bias-Analyzer)",

@@ -11,8 +11,11 @@ preference) back afterwards, so the stored fields are in the unswitched frame. W
 survives in the file we use it (`is_switched_outputs`, the judge's ranking in `raw_completion`,
 `referenced_models` unless the judge ranked both outputs first, or the m/M token of the classifier annotators);
 otherwise AlpacaEval 2's seeded coin is recomputed (`seed_switch`), after checking it against every order the
-file records. Identical outputs (a draw AlpacaEval assigns without calling the judge) are skipped. Swap-
-consistency cannot be measured from these records (one order per pair); the first-slot rate can.
+file records. Identical outputs (a draw AlpacaEval assigns without calling the judge) are skipped, or with
+`identical_draws` written as tie records marked `identical_outputs` (AlpacaEval's leaderboard and its
+length-controlled fit count them). Each record keeps the two outputs (`first_text`, `second_text`) and the row's
+position in the file (`instruction_index`: AlpacaEval's instruction index, the key of its per-instruction
+difficulty). Swap-consistency cannot be measured from these records (one order per pair); the first-slot rate can.
 """
 
 from __future__ import annotations
@@ -163,20 +166,28 @@ def _identical_draw(row: dict[str, Any], preferred: int | None) -> bool:
 
 
 def read_file(imp: FileImport, *, order: OrderChoice = "recorded", judge_name: str | None = None,
-              seed: int = 0) -> None:
+              seed: int = 0, identical_draws: bool = False) -> None:
     imp.notes.append(SINGLE_ORDER_NOTE)
     rows: list[tuple[str, dict[str, Any], int | None, bool, bool | None, str]] = []
-    for _index, where, row in read_json_array(imp):
+    positions: dict[str, int] = {}
+    draws = 0
+    for index, where, row in read_json_array(imp):
         missing = [k for k in ("instruction", "generator_1", "generator_2") if row.get(k) is None]
         if missing:
             imp.flag(where, "error", f"missing field {', '.join(missing)}")
             continue
         preferred, usable = _preferred(row.get("preference"))
         if usable and _identical_draw(row, preferred):
-            imp.flag(where, "skipped", "identical outputs, not judged (AlpacaEval counts it as a draw)")
-            continue
+            if not identical_draws:
+                imp.flag(where, "skipped", "identical outputs, not judged (AlpacaEval counts it as a draw)")
+                continue
+            draws += 1
         switched, source = _recorded_switch(row, preferred if usable else None)
         rows.append((where, row, preferred, usable, switched, source))
+        positions[where] = index
+    if draws:
+        imp.notes.append(f"{draws} rows with identical outputs written as ties marked identical_outputs: AlpacaEval "
+                         "gives them a draw without calling the judge")
     # cross-check the seed rule against every order the file records
     checked = [(sw, seed_switch(str(row["instruction"]), seed)) for _w, row, _p, _u, sw, _s in rows
                if sw is not None]
@@ -217,17 +228,25 @@ def read_file(imp: FileImport, *, order: OrderChoice = "recorded", judge_name: s
             winner = gen_1 if preferred == 1 else gen_2
             verdict = "first" if winner == first else "second"
         raw = row.get("raw_completion")
+        texts = {gen_1: row.get("output_1"), gen_2: row.get("output_2")}
+        marked: dict[str, Any] = {"identical_outputs": True} if _identical_draw(row, preferred) else {}
         imp.add(make_record(
             item=item_id(str(row["instruction"])), first=first, second=second, verdict=verdict,
             judge=judge_name if judge_name is not None else str(row.get("annotator") or ""),
             raw=raw if isinstance(raw, str) or raw is None else json.dumps(raw, ensure_ascii=False),
             preference=row.get("preference"), order_source=source, instruction=row["instruction"],
-            dataset=row.get("dataset"), _where=where,
+            dataset=row.get("dataset"), instruction_index=positions[where],
+            first_text=_text(texts[first]), second_text=_text(texts[second]), **marked, _where=where,
         ))
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def import_alpaca_eval(paths: Sequence[Path], *, order: OrderChoice = "recorded",
-                       judge_name: str | None = None, seed: int = 0) -> ImportResult:
-    """Presentation records (one per annotation) from AlpacaEval annotation JSON files."""
-    return finish(read_paths(paths, FORMAT, read_file, order=order, judge_name=judge_name, seed=seed),
-                  pair_check=False)
+                       judge_name: str | None = None, seed: int = 0, identical_draws: bool = False) -> ImportResult:
+    """Presentation records (one per annotation) from AlpacaEval annotation JSON files; `identical_draws` writes
+    the rows whose two outputs are identical (never judged) as ties instead of skipping them."""
+    return finish(read_paths(paths, FORMAT, read_file, order=order, judge_name=judge_name, seed=seed,
+                             identical_draws=identical_draws), pair_check=False)

@@ -22,7 +22,9 @@ inflates the effect; `splits="exclude"` fits on consistent wins only.
 - length_controlled (optional, two systems a and b): AlpacaEval-2-style length-controlled win rate. Fit
   P(a beats b) = sigmoid(theta + phi * tanh(d_ab / sd(d_ab))) with d_ab = len(a) - len(b) over complete pairs
   (splits 1/2); the length-controlled win rate is sigmoid(theta), the predicted preference at equal length,
-  with the interval sigmoid(theta +- z * se). Unlike AlpacaEval 2 there is no per-instruction difficulty term.
+  with the interval sigmoid(theta +- z * se). Unlike AlpacaEval 2 there is no per-instruction difficulty term;
+  with `alpaca` rows (probes/alpaca_lc.py) the fit is AlpacaEval 2's own, with the difficulty term and the
+  regularisation toward the baseline, on the rows given (which may be single calls of single-order data).
 
 A length effect is confounded with quality when the better system also writes longer answers; the matched
 slice and labels (agreement) are the checks that separate the two.
@@ -51,6 +53,14 @@ from swapjudge.core.stats import (
     proportion_interval,
 )
 from swapjudge.core.swap import Consistency, consistency, consistency_of_pairs, count_outcomes
+from swapjudge.probes.alpaca_lc import (
+    DEFAULT_REGULARIZE,
+    AlpacaLcFit,
+    GamedRows,
+    LcRows,
+    fit_alpaca_lc,
+    training_rows,
+)
 from swapjudge.probes.choices import LengthUnit as LengthUnit  # re-exported: its home before
 from swapjudge.probes.choices import SplitHandling as SplitHandling
 from swapjudge.probes.logit import fit_logit
@@ -108,10 +118,12 @@ class LengthControlled:
     raw: float | None  # the plain half-credit win rate of a on the same pairs, for comparison
     pairs: int
     withheld: bool = False  # the gate failed: a win rate under another name, so every figure here is None
+    alpaca: AlpacaLcFit | None = None  # AlpacaEval's fit (difficulty term, regularisation), when asked for
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "value": self.value, "low": self.low, "high": self.high,
-                "raw_half_credit": self.raw, "pairs": self.pairs, "withheld": self.withheld}
+        out = {"a": self.a, "b": self.b, "value": self.value, "low": self.low, "high": self.high,
+               "raw_half_credit": self.raw, "pairs": self.pairs, "withheld": self.withheld}
+        return {**out, **(self.alpaca.model_dict() if self.alpaca is not None else {"difficulty_term": False})}
 
 
 @dataclass(frozen=True)
@@ -179,6 +191,8 @@ def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confide
     (each pair's item) the robust error is clustered by item when some item holds more than one pair, since the
     pairs of one item share its answers and its difficulty."""
     keep = ~np.isnan(score)
+    if not keep.any():  # e.g. single-order data: no pair has both verdicts
+        return LengthSlope(per, None, None, None, None, None, 0, "no complete pair (both orders with verdicts)")
     if not np.any(diff[keep] != 0):
         return LengthSlope(per, None, None, None, None, None, int(keep.sum()), "no pair differs in length")
     groups = None
@@ -202,11 +216,17 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
                  threshold: int = 100, tolerance: int = 20, per: int = 100, length_controlled: bool = False,
                  tie_policy: TiePolicy | str = TiePolicy.half_credit, missing_texts: int = 0,
                  confidence: float = 0.95, min_consistency: float = DEFAULT_MIN_CONSISTENCY,
-                 gate: Gate | None = None, items: np.ndarray | None = None) -> LengthProbe:
+                 gate: Gate | None = None, items: np.ndarray | None = None, alpaca: LcRows | None = None,
+                 gamed: GamedRows | None = None, regularize: float = DEFAULT_REGULARIZE,
+                 alpaca_cv: bool = False) -> LengthProbe:
     """The length probe over pairs (one entry per pair: outcome code, lengths of x and y; x/y the identities,
     needed for the matched win rate and the length-controlled win rate of `pair` = (a, b)). The win rates (matched
     and length-controlled) pass the self-consistency gate: `gate` when given (a report passes the analysis'
-    own), else one at `min_consistency` over the compared pair's complete pairs; when it fails they are withheld."""
+    own), else one at `min_consistency` over the compared pair's complete pairs (a minimum of 0 passes even when
+    consistency cannot be measured, as in `rank`); when it fails they are withheld. With `alpaca` (a's rows
+    against b, probes/alpaca_lc.py `rows_for_pair`) and `length_controlled`, the length-controlled win rate is
+    AlpacaEval's fit on those rows with their difficulties and the `gamed` baseline rows weighted `regularize`
+    (and, with `alpaca_cv`, AlpacaEval's own L1 cross-validated estimate beside it; needs scikit-learn)."""
     splits = SplitHandling(splits)
     complete = outcome != Outcome.INCOMPLETE
     outcome, len_x, len_y = outcome[complete], len_x[complete].astype(float), len_y[complete].astype(float)
@@ -248,16 +268,21 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
             pair_cons = (consistency_of_pairs(outcome[in_pair], pair_items, confidence) if pair_items is not None
                          else _counts_consistency(outcome[in_pair], confidence))
             gate = gate_for(pair_cons.rate, min_consistency, pair_cons.low, pair_cons.high)
+            if min_consistency <= 0 and not gate.passed:
+                gate = Gate(min_consistency, True, None)  # no minimum: nothing to fail
         if slice_.any():
             result = np.where(a_won, 1.0, np.where(b_won, 0.0, 0.5))[slice_]
             m_rate = win_rate_over_pairs(a, b, result, items=None if items is None else items[slice_],
                                          policy=tie_policy, confidence=confidence)
             m_rate = m_rate if gate.passed else withheld_copy(m_rate)
-        if length_controlled:
+        if length_controlled and alpaca is not None:
+            lc = _alpaca_controlled(a, b, alpaca, gamed, regularize, confidence, alpaca_cv)
+        elif length_controlled:
             lc = _length_controlled(a, b, score[in_pair], np.where(a_is_x, diff, -diff)[in_pair],
                                     a_is_x[in_pair], confidence, None if items is None else items[in_pair])
-            if not gate.passed:
-                lc = LengthControlled(a, b, None, None, None, None, lc.pairs, withheld=True)
+        if lc is not None and not gate.passed:
+            lc = LengthControlled(a, b, None, None, None, None, lc.pairs, withheld=True,
+                                  alpaca=None if lc.alpaca is None else lc.alpaca.withheld())
     return LengthProbe(
         judge=judge, unit=LengthUnit(unit), splits=splits, threshold=threshold, tolerance=tolerance,
         pairs=int(outcome.size), missing_texts=missing_texts,
@@ -294,6 +319,19 @@ def _length_controlled(a: str, b: str, score_x: np.ndarray, diff_ab: np.ndarray,
     low, high = fit.interval(0, confidence)
     return LengthControlled(a, b, float(special.expit(fit.coef[0])), float(special.expit(low)),
                             float(special.expit(high)), raw, int(score_a.size))
+
+
+def _alpaca_controlled(a: str, b: str, rows: LcRows, gamed: GamedRows | None, regularize: float,
+                       confidence: float, with_cv: bool = False) -> LengthControlled:
+    fit = fit_alpaca_lc(rows.label, rows.delta_len, rows.instruction, difficulty=rows.difficulty, gamed=gamed,
+                        regularize=regularize, confidence=confidence)
+    if with_cv:
+        from swapjudge.probes.alpaca_cv import fit_alpaca_cv  # scikit-learn, only when asked for
+
+        fit = dataclasses.replace(fit, cv=fit_alpaca_cv(training_rows(
+            rows.label, rows.delta_len, rows.instruction, difficulty=rows.difficulty, gamed=gamed,
+            regularize=regularize)))
+    return LengthControlled(a, b, fit.value, fit.low, fit.high, fit.raw, fit.rows, alpaca=fit)
 
 
 def lengths_for_pairs(items: np.ndarray, x: np.ndarray, y: np.ndarray, texts: Mapping[tuple[str, str], str],

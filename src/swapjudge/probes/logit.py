@@ -1,12 +1,13 @@
-"""A small logistic regression for fractional outcomes (0, 1/2, 1): maximum likelihood with scipy.optimize and
-an interval from the robust (sandwich) covariance.
+"""A small logistic regression for fractional outcomes (0, 1/2, 1, or any soft label in [0, 1]), optionally
+with row weights: maximum likelihood with scipy.optimize and an interval from the robust (sandwich) covariance.
 
 Why not statsmodels: one model with one or two coefficients does not justify a heavy dependency. Why the
 sandwich: a split pair scored 1/2 is not a Bernoulli draw, so the model-based variance (the inverse observed
 Fisher information, also returned) is misspecified for it; the sandwich estimate is valid either way
 (the quasi-likelihood "fractional logit" of Papke and Wooldridge, 1996). With `groups` (each row's item) the
 sandwich is cluster-robust: rows judged on the same item share one score contribution, with the small-sample
-factor G/(G-1) * (N-1)/(N-K) that statsmodels' cov_type="cluster" uses. Pure: arrays in, a result out.
+factor G/(G-1) * (N-1)/(N-K) that statsmodels' cov_type="cluster" uses. With `weights` each row's log-likelihood
+counts w times (the weighted soft log loss; statsmodels' GLM `var_weights`). Pure: arrays in, a result out.
 """
 
 from __future__ import annotations
@@ -55,13 +56,16 @@ class LogitFit:
         return float(2 * special.stdtr(self.clusters - 1, -t))
 
 
-def fit_logit(design: np.ndarray, outcome: np.ndarray, groups: np.ndarray | None = None) -> LogitFit | None:
+def fit_logit(design: np.ndarray, outcome: np.ndarray, groups: np.ndarray | None = None,
+              weights: np.ndarray | None = None) -> LogitFit | None:
     """Fit P(outcome) = sigmoid(design @ coef) for outcomes in [0, 1]; None when there is nothing to fit or the
-    data are separated (e.g. the longer answer won every pair: no finite slope). `groups`: each row's cluster."""
+    data are separated (e.g. the longer answer won every pair: no finite slope). `groups`: each row's cluster;
+    `weights`: each row's weight (default 1)."""
     x = np.asarray(design, dtype=float)
     y = np.asarray(outcome, dtype=float)
     if x.ndim != 2 or y.size == 0 or y.size != x.shape[0]:
         return None
+    w = np.ones(y.size) if weights is None else np.asarray(weights, dtype=float)
     # standardise columns that vary so the optimiser sees a well-scaled problem; undo afterwards
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -70,10 +74,10 @@ def fit_logit(design: np.ndarray, outcome: np.ndarray, groups: np.ndarray | None
     def negloglik(beta: np.ndarray) -> float:
         eta = z @ beta
         # -sum(y*log p + (1-y)*log(1-p)) written stably
-        return float(np.sum(np.logaddexp(0.0, eta) - y * eta))
+        return float(np.sum(w * (np.logaddexp(0.0, eta) - y * eta)))
 
     def gradient(beta: np.ndarray) -> np.ndarray:
-        return np.asarray(z.T @ (special.expit(z @ beta) - y))
+        return np.asarray(z.T @ (w * (special.expit(z @ beta) - y)))
 
     start = np.zeros(z.shape[1])
     from scipy import optimize  # only when a model is fitted: its import is slow
@@ -83,13 +87,13 @@ def fit_logit(design: np.ndarray, outcome: np.ndarray, groups: np.ndarray | None
     if not np.all(np.isfinite(beta)) or np.any(np.abs(beta) > SEPARATION_LIMIT):
         return None
     p = special.expit(z @ beta)
-    fisher = (z * (p * (1 - p))[:, None]).T @ z
+    fisher = (z * (w * p * (1 - p))[:, None]).T @ z
     try:
         bread = np.linalg.inv(fisher)
     except np.linalg.LinAlgError:
         return None
     clusters = None
-    score = z * (y - p)[:, None]
+    score = z * (w * (y - p))[:, None]
     if groups is not None:
         keys = np.asarray(groups)
         _, codes = np.unique(keys.astype(str) if keys.dtype == object else keys, return_inverse=True)

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis, analyze
-from swapjudge.core.pairs import build_pairs
+from swapjudge.core.pairs import Outcome, build_pairs
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
 from swapjudge.core.records import select_judges
 from swapjudge.core.sidefiles import texts_from_records
@@ -184,7 +184,8 @@ def judge_length(source: ReportSource, lengths: dict[tuple[str, str], float], ju
     lx = np.array([lengths.get((str(i), s), np.nan) for i, s in zip(items, x, strict=True)])
     ly = np.array([lengths.get((str(i), s), np.nan) for i, s in zip(items, y, strict=True)])
     found = ~(np.isnan(lx) | np.isnan(ly))
-    if not found.any():
+    complete = table.get_column("outcome").to_numpy() != Outcome.INCOMPLETE
+    if not (found & complete).any():  # e.g. single-order imports that carry their texts
         return None
     keep = np.flatnonzero(found)
     return length_probe(table.get_column("outcome").to_numpy()[keep], lx[keep], ly[keep], judge=judge or None,

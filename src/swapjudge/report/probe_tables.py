@@ -14,7 +14,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from swapjudge.probes.agreement import JudgeAgreement, Kappa
-from swapjudge.probes.length import LengthProbe
+from swapjudge.probes.alpaca_lc import COEFFICIENTS, AlpacaLcFit
+from swapjudge.probes.length import LengthControlled, LengthProbe
 from swapjudge.probes.panel import JudgeSummary, PanelResult
 from swapjudge.probes.repeat import RepeatStability
 from swapjudge.probes.segments import MIN_SEGMENT_PAIRS, SegmentedAnalysis
@@ -189,13 +190,18 @@ def length_tables(probes: Sequence[LengthProbe]) -> list[Table]:
             rows.append((f"  win rate of {w.a} vs {w.b} ({w.policy.value})", pct(h.value), interval(h.low, h.high),
                          ""))
         lc = r.length_controlled
+        label = f"length-controlled win rate of {lc.a} vs {lc.b}{_alpaca_label(lc)}" if lc is not None else ""
         if lc is not None and lc.withheld:
-            rows.append((f"length-controlled win rate of {lc.a} vs {lc.b}", "withheld (gate)", "", ""))
+            rows.append((label, "withheld (gate)", "", ""))
         elif lc is not None:
-            rows.append((f"length-controlled win rate of {lc.a} vs {lc.b}", pct(lc.value), interval(lc.low, lc.high),
-                         f"raw {pct(lc.raw)}"))
+            rows.append((label, pct(lc.value), interval(lc.low, lc.high), f"raw {pct(lc.raw)}"))
+            if lc.alpaca is not None and lc.alpaca.cv is not None:
+                rows.append(("  same model, AlpacaEval's L1 cross-validated fit", pct(lc.alpaca.cv.value), "",
+                             f"C {lc.alpaca.cv.c:.3g}" if lc.alpaca.cv.c is not None else ""))
         notes = [f"Splits {'count 1/2' if r.splits.value == 'half' else 'are left out'} in the slope; interval "
                  "from the robust (sandwich) covariance.", r.note]
+        if lc is not None and lc.alpaca is not None and not lc.withheld:
+            notes.append(_alpaca_note(lc.alpaca))
         if s.reason:
             notes.insert(0, "Slope: " + s.reason + ".")
         if r.gate is not None and (w is not None or lc is not None):
@@ -203,6 +209,27 @@ def length_tables(probes: Sequence[LengthProbe]) -> list[Table]:
         out.append(table(f"Length probe · judge {r.judge or '-'}", ("measure", "value", "interval", "test"), rows,
                          notes))
     return out
+
+
+def _alpaca_label(lc: LengthControlled) -> str:
+    """What the length-controlled fit holds beyond the length term (AlpacaEval's model)."""
+    if lc.alpaca is None:
+        return ""
+    parts = (["difficulty term"] if lc.alpaca.difficulty_term else []) + (
+        [f"regularised to the baseline, lambda {lc.alpaca.regularized_lambda:g}"]
+        if lc.alpaca.regularized_lambda is not None else [])
+    return f" ({', '.join(parts)})"
+
+
+def _alpaca_note(fit: AlpacaLcFit) -> str:
+    if fit.reason:
+        return f"Length-controlled: {fit.reason}."
+    coefs = ", ".join(f"{name.replace('_', ' ')} {_num(c)}" for name, c in zip(COEFFICIENTS, fit.coefficients,
+                                                                             strict=True))
+    return (f"Length-controlled (AlpacaEval's model, {fit.rows:,} rows of a against b, {fit.gamed_rows:,} gamed "
+            f"baseline rows): coefficients {coefs} (length per tanh of the standardised length difference of a "
+            f"minus b). The interval treats the {fit.instructions:,} instructions as independent; an "
+            "instruction's rows are one cluster.")
 
 
 def repeat_tables(results: Sequence[RepeatStability]) -> list[Table]:
