@@ -377,3 +377,11 @@ def test_length_probe_of_several_judges_gets_holm_adjusted_p(tmp_path):
     assert [j["prefer_longer"]["p_holm"] for j in judges] == pytest.approx(list(multipletests(raw, method="holm")[1]))
     slopes = [j["slope"]["p_value"] for j in judges]
     assert [j["slope"]["p_holm"] for j in judges] == pytest.approx(list(multipletests(slopes, method="holm")[1]))
+
+
+def test_a_gate_at_zero_is_called_off_not_passed():
+    from swapjudge.core.policy import Gate
+    from swapjudge.report.wording import gate_sentence
+
+    assert gate_sentence(Gate(0.0, True, None)).startswith("Gate: off")
+    assert gate_sentence(Gate(0.7, True, None)) == "Gate: passed (min self-consistency 70%)"

@@ -107,6 +107,8 @@ GATE_UNSURE_FAIL = "not a sure fail: the consistency interval contains the thres
 
 def gate_sentence(gate: Gate) -> str:
     """The gate in one line, with its plain-words flag when the consistency interval contains the threshold."""
+    if gate.passed and gate.min_self_consistency <= 0:
+        return "Gate: off (a minimum self-consistency of 0: rates are shown whatever the judge's consistency)"
     if gate.passed:
         text = f"Gate: passed (min self-consistency {pct(gate.min_self_consistency, 0)})"
         return text + (f"; {GATE_UNSURE}, so the pass is not to be trusted" if gate.uncertain
