@@ -39,7 +39,9 @@ from swapjudge.store import Store
 from swapjudge.store.analysis import run_records
 
 ROOT = Path(__file__).resolve().parent.parent
-stdout, stderr = Console(), Console(stderr=True)
+stdout, stderr = Console(), Console(stderr=True, soft_wrap=True)
+if not stdout.is_terminal:  # a log has no width to fit: never split a table cell or a sentence at 80 columns
+    stdout = Console(width=1000)
 
 
 def ensure_judge_model(loaded: LoadedConfig) -> None:
