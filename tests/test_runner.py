@@ -402,3 +402,28 @@ def test_proxy_from_the_environment_with_no_proxy_bypass(monkeypatch: pytest.Mon
     assert _proxy_for("https://api.anthropic.com") == "http://proxy.example:3128"
     assert _proxy_for("http://127.0.0.1:8080/v1") is None
     assert _proxy_for("http://judge.internal:8080/v1") is None  # no HTTP_PROXY set
+
+
+def test_the_plan_frames_both_orders_with_the_code_each_prompt_would_derive(tmp_path: Path) -> None:
+    """The plan derives a pair's code word once for both orders; every prompt (and so every cache key) is the
+    one rendering it alone gives, including a pair whose texts hold the first candidate code word."""
+    from swapjudge.judges.prompts import boundary_code, render_request
+    from swapjudge.runner.session import prepare
+
+    task, good, bad = "mentions it", "CORRECT one", "b"
+    taken = boundary_code(task, good, bad)
+    extra = [{"item": "q-code", "prompt": f"{task} {taken.upper()}", "answers": {"good": good, "bad": bad},
+              "label": "good"}]
+    pairs_path = write_pairs(tmp_path, 5, extra=extra)
+    rows = {r["item"]: r for r in map(json.loads, pairs_path.read_text().splitlines())}
+    loaded = load_config(write_config(tmp_path, base_url="http://127.0.0.1:9/v1", judge={}))
+    _, plan = prepare(loaded)
+    assert len(plan.calls) == 12
+    assert taken not in plan.calls[-1].request.user  # the planted word made that pair pick another code
+    for call in plan.calls:
+        row = rows[call.item]
+        alone = render_request(task=row["prompt"], first=row["answers"][call.first],
+                               second=row["answers"][call.second], rubric=loaded.rubric_text,
+                               allow_tie=loaded.config.allow_tie, chain_of_thought=loaded.config.chain_of_thought,
+                               structured=plan.structured)
+        assert call.request.user == alone.user and call.request.prompt_hash == alone.prompt_hash

@@ -14,7 +14,7 @@ from swapjudge.errors import InputError
 from swapjudge.judges.base import (
     JudgeRequest,
 )
-from swapjudge.judges.prompts import render_request
+from swapjudge.judges.prompts import boundary_code, render_request
 
 CHARS_PER_TOKEN = 4.0  # rough estimate for planning; real counts come from the API's usage
 
@@ -130,6 +130,8 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
             second = y if first == x else x
             orders = [(first, second), (second, first)] if cfg.orders == "both" else [(first, second)]
             identical = it.answers[x] == it.answers[y]
+            # the code word depends on the set of answers, not their order: derive it once for both orders
+            code = boundary_code(it.prompt, it.answers[x], it.answers[y])
             for idx, (s1, s2) in enumerate(orders):
                 request = render_request(
                     task=it.prompt,
@@ -140,6 +142,7 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
                     chain_of_thought=cfg.chain_of_thought,
                     structured=structured,
                     metadata={"item": it.item, "first": s1, "second": s2, "round": 0},
+                    code=code,
                 )
                 calls.append(
                     PlannedCall(
