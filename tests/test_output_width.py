@@ -81,3 +81,29 @@ def test_html_report_and_terminal_show_no_backticks(tmp_path):
     assert "<code>swapjudge rank</code>" in html and "`" not in html
     assert ">None<" not in html and "band None" not in html
     assert plain("run `swapjudge probe repeat` first") == "run swapjudge probe repeat first"
+
+
+def _two_judges(tmp_path):
+    """Two real judges of the Shi et al. DevBench calls: Holm-adjusted p-values make the swap table wide."""
+    from conftest import shi2024_records
+
+    rows = shi2024_records("DevBench", "claude-3-haiku-20240307") + shi2024_records("DevBench", "gpt-4-0613")
+    return write_jsonl(tmp_path / "two.jsonl", rows)
+
+
+def test_analyze_piped_cuts_no_cell_and_draws_no_endless_rule(tmp_path):
+    out = subprocess.run([*CLI, "analyze", str(_two_judges(tmp_path)), "--min-consistency", "0"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "…" not in out
+    assert re.search(r"splits toward slot 1 +\S+ +\S+ +p = \S+, Holm-adjusted \S+", out)  # one unbroken row
+    rules = [line for line in out.splitlines() if line.startswith("judge: ")]
+    assert len(rules) == 2 and all(len(line) <= 100 for line in rules)
+
+
+def test_analyze_at_a_narrow_terminal_wraps_words_and_keeps_every_figure(tmp_path):
+    analyses = analyze(load_records(_two_judges(tmp_path)), min_consistency=0)
+    out = io.StringIO()
+    text.print_analyses(Console(file=out, force_terminal=True, width=80, color_system=None), analyses)
+    body = out.getvalue()
+    assert "…" not in body and max(len(line) for line in body.splitlines()) <= 80
+    assert all(f"Holm-adjusted {a.flip_direction.p_holm:.3g}" in body for a in analyses)

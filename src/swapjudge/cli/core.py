@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, app, dump_json, stderr, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, app, dump_json, stderr, stdout, user_errors, wide_console
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
 
 ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
@@ -77,7 +77,7 @@ def analyze(
     elif output is OutputFormat.markdown:
         print(markdown.render_analyses(analyses), end="")
     else:
-        text.print_analyses(stdout, analyses)
+        text.print_analyses(wide_console(), analyses)
     failed = [x for x in analyses if not x.gate.passed]
     if failed:
         for x in failed:

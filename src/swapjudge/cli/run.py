@@ -227,7 +227,7 @@ def run_command(
                 "[bold]random order mode[/]: one call per pair, so swap-consistency is not measured "
                 "and any preference for a slot goes straight into the figures."
             )
-        text.print_analyses(stdout, analyses)
+        text.print_analyses(wide_console(), analyses)
     stderr.print(f"analysis written to {_shown(report)}", highlight=False)
     if outcome.stats.failed:
         stderr.print(

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.constrain import Constrain
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # types only: rendering needs no polars
     from swapjudge.core.analysis import Calculation, JudgeAnalysis
 
 VERDICT_NAMES = ("first", "second", "tie", "none")
+RULE_WIDTH = 100  # the widest a judge's heading rule gets
 
 
 class _Titled(Table):
@@ -59,11 +61,12 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
     o = analysis.outcomes
 
     swap = _kv_table("Swap")
-    swap.add_column("measure", no_wrap=True)
+    # at a narrow terminal the words columns wrap so the figures keep their width: nothing is cut to "…"
+    swap.add_column("measure", ratio=3)
     swap.add_column("value", justify="right", no_wrap=True)
     swap.add_column("95% interval" if not analysis.consistency else
                     f"{int(analysis.consistency.confidence * 100)}% interval", justify="right", no_wrap=True)
-    swap.add_column("test", no_wrap=True)
+    swap.add_column("test", ratio=2, overflow="fold")
     c = analysis.consistency
     if judged_once(analysis):
         swap.add_row("pairs (each judged once)", f"{o.total:,}", "")
@@ -157,7 +160,8 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
     parts.append(Text(plain(gate_sentence(gate)), style=style))
     for note in analysis.notes:
         parts.append(Text("Note: " + plain(note), style="yellow"))
-    return Group(Rule(f"judge: {judge_name(analysis)}", align="left"), *_spaced(parts))
+    # the rule spans a terminal, but not the unbounded width of a piped log
+    return Group(Constrain(Rule(f"judge: {judge_name(analysis)}", align="left"), RULE_WIDTH), *_spaced(parts))
 
 
 def _debiased_parts(analysis: JudgeAnalysis) -> list[RenderableType]:
