@@ -267,3 +267,31 @@ def test_pair_values_average_to_the_policy_win_rate(policy: str) -> None:
         assert np.mean(scored) == pytest.approx(expected.headline.value)
     assert values.count(None) == counts["null"] + (counts["flip"] + counts["tie"] + counts["half"]
                                                    if policy == "exclude" else 0)
+
+
+def test_two_epochs_score_both_and_import_as_two_rounds(tmp_path: Path) -> None:
+    """inspect's epochs re-run each sample: the scorer judges both orders each time, the log's metrics are the
+    analysis of all the calls, and the import keeps each epoch as a round of the same items."""
+    pairs = llmbar_pairs(12)
+    better = {p["input"]: p["output_1"] if p["label"] == 1 else p["output_2"] for p in pairs}
+    slot_one = {p["input"] for i, p in enumerate(pairs) if i % 4 == 3}
+    with MarkedJudge(better, slot_one) as server:
+        judge = get_model(JUDGE, base_url=server.openai_url, api_key="test-key", memoize=False)
+        task = Task(dataset=samples(pairs), solver=answer_from_metadata(), scorer=swap_judge(model=judge), epochs=2)
+        [log] = inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", log_format="eval")
+    assert log.status == "success", log.error
+    assert server.total == 48  # 12 pairs x 2 orders x 2 epochs
+    got = metrics(log)
+    assert got["swap_consistency"] == 0.75  # 3 of the 12 items flip toward slot 1, in both epochs
+
+    records = tmp_path / "records.jsonl"
+    done = cli("import", "inspect", log.location, "-o", str(records))
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 48 and sorted({r["round"] for r in rows}) == [0, 1]
+    analysis = cli("analyze", str(records), "--a", MODEL, "--b", "baseline", "--format", "json")
+    out = json.loads(analysis.stdout)
+    assert out["consistency"]["pairs"] == 24 and out["consistency"]["rate"] == got["swap_consistency"]
+    assert out["consistency"]["independent"] == "items" and out["consistency"]["clusters"] == 12
+    assert out["win_rate"]["value"] == pytest.approx(got["win_rate"])
+    assert out["verdicts"]["first_slot_rate"] == pytest.approx(got["first_slot_share"])
