@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,20 +270,38 @@ def test_pair_values_average_to_the_policy_win_rate(policy: str) -> None:
                                                    if policy == "exclude" else 0)
 
 
-def test_two_epochs_score_both_and_import_as_two_rounds(tmp_path: Path) -> None:
-    """inspect's epochs re-run each sample: the scorer judges both orders each time, the log's metrics are the
-    analysis of all the calls, and the import keeps each epoch as a round of the same items."""
+class DriftingJudge(MarkedJudge):
+    """MarkedJudge in the first epoch; from its second sight of a prompt on, it names slot 1 on `drift` tasks."""
+
+    def __init__(self, better: dict[str, str], slot_one: set[str], drift: set[str]) -> None:
+        super().__init__(better, slot_one)
+        self.drift, self.seen = drift, Counter[str]()
+
+    def decide(self, user: str, allow_tie: bool) -> str:
+        self.seen[user] += 1
+        if self.seen[user] > 1 and frame_text(user, "task") in self.drift:
+            return "A"
+        return super().decide(user, allow_tie)
+
+
+def test_two_epochs_count_every_epoch_and_import_as_two_rounds(tmp_path: Path) -> None:
+    """inspect's epochs re-run each sample. Its epoch reducers keep only the first epoch's metadata, so the
+    metrics read the unreduced scores: the log's figures are the analysis of every epoch's calls, and the import
+    keeps each epoch as a round of the same items."""
     pairs = llmbar_pairs(12)
     better = {p["input"]: p["output_1"] if p["label"] == 1 else p["output_2"] for p in pairs}
     slot_one = {p["input"] for i, p in enumerate(pairs) if i % 4 == 3}
-    with MarkedJudge(better, slot_one) as server:
+    drift = {p["input"] for i, p in enumerate(pairs) if i < 6}
+    with DriftingJudge(better, slot_one, drift) as server:
         judge = get_model(JUDGE, base_url=server.openai_url, api_key="test-key", memoize=False)
         task = Task(dataset=samples(pairs), solver=answer_from_metadata(), scorer=swap_judge(model=judge), epochs=2)
         [log] = inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", log_format="eval")
     assert log.status == "success", log.error
     assert server.total == 48  # 12 pairs x 2 orders x 2 epochs
     got = metrics(log)
-    assert got["swap_consistency"] == 0.75  # 3 of the 12 items flip toward slot 1, in both epochs
+    # epoch 1: items 3, 7, 11 flip (9 of 12 consistent); epoch 2: items 0-5, 7, 11 flip (4 of 12)
+    assert got["swap_consistency"] == pytest.approx(13 / 24)
+    assert got["gate_passed"] == 0.0 and math.isnan(got["win_rate"])  # epoch 1 alone would have passed (0.75)
 
     records = tmp_path / "records.jsonl"
     done = cli("import", "inspect", log.location, "-o", str(records))
@@ -291,7 +310,7 @@ def test_two_epochs_score_both_and_import_as_two_rounds(tmp_path: Path) -> None:
     assert len(rows) == 48 and sorted({r["round"] for r in rows}) == [0, 1]
     analysis = cli("analyze", str(records), "--a", MODEL, "--b", "baseline", "--format", "json")
     out = json.loads(analysis.stdout)
-    assert out["consistency"]["pairs"] == 24 and out["consistency"]["rate"] == got["swap_consistency"]
+    assert out["consistency"]["pairs"] == 24 and out["consistency"]["rate"] == pytest.approx(got["swap_consistency"])
     assert out["consistency"]["independent"] == "items" and out["consistency"]["clusters"] == 12
-    assert out["win_rate"]["value"] == pytest.approx(got["win_rate"])
     assert out["verdicts"]["first_slot_rate"] == pytest.approx(got["first_slot_share"])
+    assert out["gate"]["passed"] is False

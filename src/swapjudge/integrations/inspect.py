@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,16 +97,20 @@ def pair_value(calls: Sequence[dict[str, Any]], a: str, tie_policy: TiePolicy) -
 
 
 def records_from_scores(scores: Sequence[SampleScore]) -> list[dict[str, Any]]:
-    """Presentation records (two per sample) from the scorer's metadata."""
+    """Presentation records (two per sample and epoch) from the scorer's metadata. With several epochs a
+    sample's scores come once per epoch: the k-th is round k - 1 of the same item, as the log importer has it."""
     out = []
+    seen: Counter[str] = Counter()
     for s in scores:
         meta = (s.score.metadata or {}).get(METADATA_KEY)
         if not meta:
             continue
+        item = str(meta["item"])
         for call in meta["calls"]:
-            out.append({"item": str(meta["item"]), "first": call["first"], "second": call["second"],
-                        "verdict": call["verdict"], "judge": meta["judge"], "round": 0,
+            out.append({"item": item, "first": call["first"], "second": call["second"],
+                        "verdict": call["verdict"], "judge": meta["judge"], "round": seen[item],
                         "label": meta.get("label")})
+        seen[item] += 1
     return out
 
 
@@ -126,7 +131,9 @@ def _figure(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-@metric
+# The metrics read every epoch's calls (scores="unreduced"): inspect's epoch reducers keep only the first
+# epoch's metadata, so on reduced scores a run of several epochs would be judged on its first alone.
+@metric(scores="unreduced")
 def swap_consistency() -> Metric:
     """Share of complete pairs whose two verdicts name the same answer (or both say tie)."""
     def compute(scores: list[SampleScore]) -> float:
@@ -135,7 +142,7 @@ def swap_consistency() -> Metric:
     return compute
 
 
-@metric
+@metric(scores="unreduced")
 def first_slot_share() -> Metric:
     """Share of decided verdicts (over calls) that name the answer in slot 1; 0.5 means no slot preference."""
     def compute(scores: list[SampleScore]) -> float:
@@ -144,7 +151,7 @@ def first_slot_share() -> Metric:
     return compute
 
 
-@metric
+@metric(scores="unreduced")
 def win_rate() -> Metric:
     """The evaluated model's win rate over the baseline under the tie policy; NaN when the gate fails."""
     def compute(scores: list[SampleScore]) -> float:
@@ -155,7 +162,7 @@ def win_rate() -> Metric:
     return compute
 
 
-@metric
+@metric(scores="unreduced")
 def gate_passed() -> Metric:
     """1.0 when swap-consistency reaches the minimum, else 0.0."""
     def compute(scores: list[SampleScore]) -> float:
