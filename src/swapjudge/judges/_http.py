@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import os
 import ssl
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -183,35 +184,41 @@ class HttpClient:
     def _url(self, path: str) -> str:
         return path if path.startswith(("http://", "https://")) else self._base_url + path.lstrip("/")
 
-    async def request(self, method: str, path: str, backend: str, **kwargs: Any) -> Reply:
-        """One request, its whole body read. kwargs go to aiohttp (`json`, `data`, `params`, `headers`)."""
+    @contextlib.contextmanager
+    def _judge_errors(self, backend: str, step: str = "") -> Iterator[None]:
+        """The transport's failures as the judge errors the runner acts on: a connection that cannot be made is
+        `UnreachableJudgeError`, a timeout or a dropped connection is transient. `step` names the step ("download
+        ") in the message."""
         import aiohttp
 
-        url = self._url(path)
         try:
-            async with self._open().request(method, url, proxy=self._proxy, **kwargs) as response:
-                body = await response.read()
-                return Reply(response.status, response.headers, body, response.url.path)
-        except (TimeoutError, aiohttp.ServerTimeoutError):
-            raise TransientJudgeError(f"{backend}: timed out") from None
+            yield
+        except TimeoutError:  # aiohttp's own timeouts are TimeoutErrors too
+            raise TransientJudgeError(f"{backend}: {step}timed out") from None
         except aiohttp.ClientConnectorError as err:
             raise UnreachableJudgeError(f"cannot reach {self.base_url} ({connect_cause(err)})",
                                         url=self.base_url) from None
         except aiohttp.ClientError as err:
-            raise TransientJudgeError(f"{backend}: connection failed ({type(err).__name__})") from None
+            raise TransientJudgeError(f"{backend}: {step or 'connection '}failed ({type(err).__name__})") from None
+
+    async def request(self, method: str, path: str, backend: str, **kwargs: Any) -> Reply:
+        """One request, its whole body read. kwargs go to aiohttp (`json`, `data`, `params`, `headers`)."""
+        with self._judge_errors(backend):
+            async with self._open().request(method, self._url(path), proxy=self._proxy, **kwargs) as response:
+                return Reply(response.status, response.headers, await response.read(), response.url.path)
+
+    async def request_json(self, method: str, path: str, backend: str, **kwargs: Any) -> dict[str, Any]:
+        """One request whose reply must be a JSON object (`check_response`)."""
+        return check_response(await self.request(method, path, backend, **kwargs), backend)
 
     async def post_json(self, path: str, payload: dict[str, Any], backend: str) -> dict[str, Any]:
-        reply = await self.request("POST", path, backend, json=payload)
-        return check_response(reply, backend)
+        return await self.request_json("POST", path, backend, json=payload)
 
     async def lines(self, path: str, backend: str) -> AsyncGenerator[bytes, None]:
         """The non-blank lines of a GET's body as they arrive (a results file can be large). Any status but 200
         raises through `check_response`."""
-        import aiohttp
-
-        url = self._url(path)
-        try:
-            async with self._open().get(url, proxy=self._proxy) as response:
+        with self._judge_errors(backend, "download "):
+            async with self._open().get(self._url(path), proxy=self._proxy) as response:
                 if response.status != 200:
                     check_response(Reply(response.status, response.headers, await response.read(),
                                          response.url.path), backend)
@@ -227,10 +234,6 @@ class HttpClient:
                             yield line.rstrip(b"\r")
                 if pending.strip():
                     yield bytes(pending).rstrip(b"\r")
-        except (TimeoutError, aiohttp.ServerTimeoutError):
-            raise TransientJudgeError(f"{backend}: download timed out") from None
-        except aiohttp.ClientError as err:
-            raise TransientJudgeError(f"{backend}: download failed ({type(err).__name__})") from None
 
     async def aclose(self) -> None:
         if self._session is not None:

@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, Callable
 from datetime import datetime
 from typing import Any, BinaryIO
 
-from swapjudge.judges._http import HttpClient, check_response, require_http_client
+from swapjudge.judges._http import HttpClient, require_http_client
 from swapjudge.judges.anthropic import API_VERSION
 from swapjudge.runner.batch.common import WAIT, BatchState, ResultLine, fault_point, with_retries
 from swapjudge.store.batches import Submission
@@ -67,7 +67,7 @@ class AnthropicBatches:
         return json.dumps({"custom_id": cid, "params": body}, separators=(",", ":")).encode()
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        return check_response(await self._http.request(method, path, "anthropic batch", **kwargs), "anthropic batch")
+        return await self._http.request_json(method, path, "anthropic batch", **kwargs)
 
     async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         fault_point("before_upload")

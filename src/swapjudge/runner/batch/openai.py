@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, BinaryIO
 
-from swapjudge.judges._http import HttpClient, check_response, require_http_client
+from swapjudge.judges._http import HttpClient, require_http_client
 from swapjudge.runner.batch.common import BatchState, ResultLine, fault_point, with_retries
 from swapjudge.store.batches import Submission
 
@@ -66,7 +66,7 @@ class OpenAIBatches:
         return chat_line(cid, body)
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        return check_response(await self._http.request(method, path, "openai batch", **kwargs), "openai batch")
+        return await self._http.request_json(method, path, "openai batch", **kwargs)
 
     async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         file_id = sub.file_id
