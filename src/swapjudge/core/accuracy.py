@@ -76,13 +76,7 @@ class Accuracy:
                          "effective_n": self.per_call_effective_n, "interval_unit": "item"},
             "denominators": self.denominators,
         }
-        counts = {"better_first": (self.right_first, self.decided_pairs),
-                  "better_second": (self.right_second, self.decided_pairs), "both": (self.right_both, self.pairs)}
-        out["intervals"] = {}
-        for name, (k, n) in counts.items():
-            w = wilson(k, n, self.confidence)
-            low, high = self.pair_intervals.get(name, (w.low, w.high))
-            out["intervals"][name] = {"low": low, "high": high}
+        out["intervals"] = {name: {"low": low, "high": high} for name, (low, high) in self.pair_intervals.items()}
         out["intervals"]["per_call"] = {"low": per_call.low, "high": per_call.high}
         out.update((self.independence or Independence("pairs", self.pairs, 1.0)).to_dict())
         return out

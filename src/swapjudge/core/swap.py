@@ -182,9 +182,9 @@ def flip_direction_of_pairs(outcome: np.ndarray, items: np.ndarray, confidence: 
     inconsistent = toward_first | np.isin(outcome, (Outcome.FLIP_SECOND, Outcome.HALF_TIE_SECOND))
     k, n = int(toward_first.sum()), int(inconsistent.sum())
     m = proportion_interval(toward_first[inconsistent], confidence, np.asarray(items)[inconsistent])
-    design = m.independence or Independence("pairs", n, 1.0)
-    return FlipDirection(k, n - k, m.value, m.low, m.high, clustered_binomial_p(k, n, design) if n else None,
-                         round(1 - confidence, 12), independence=design)
+    return FlipDirection(k, n - k, m.value, m.low, m.high,
+                         clustered_binomial_p(k, n, m.independence) if n else None, round(1 - confidence, 12),
+                         independence=m.independence)
 
 
 @dataclass(frozen=True)
