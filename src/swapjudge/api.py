@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS
 from swapjudge.errors import InputError
-from swapjudge.ranking.choices import DEFAULT_ROUNDS
 
 if TYPE_CHECKING:
     from swapjudge.config import LoadedConfig

@@ -13,7 +13,7 @@ from typing import Any, overload
 from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.runner.outcome import RunOutcome
 
-JSON_SCHEMA_VERSION = 1  # the version of docs/json.md; the CLI writes the same (cli/core.py)
+JSON_SCHEMA_VERSION = 1  # the version of docs/json.md; the CLI writes the same (cli/app.py)
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,10 @@ class OutputFormat(enum.StrEnum):
     markdown = "markdown"
 
 
+# The options most commands share, spelled once.
+ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

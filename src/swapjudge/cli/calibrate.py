@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors
-from swapjudge.cli.core import ConfidenceOpt, FormatOpt
+from swapjudge.cli.app import ConfidenceOpt, FormatOpt, OutputFormat, app, dump_json, stdout, user_errors
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.errors import InputError, SwapjudgeError
 

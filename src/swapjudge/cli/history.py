@@ -343,7 +343,7 @@ def adaptive_command(
     """Adaptive swapping, offline: at each threshold, how many swapped calls a run would have saved by making
     the second order only when the first verdict's confidence is below it, how many flips it would have missed
     (flips in unswapped pairs, never seen), and the swap-consistency it would report on the swapped pairs."""
-    from swapjudge.drift.adaptive import adaptive_offline
+    from swapjudge.drift.adaptive_replay import adaptive_offline
     from swapjudge.report.wording import pct
 
     try:

@@ -9,11 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, app, dump_json, stderr, stdout, user_errors
-from swapjudge.cli.core import ConfidenceOpt, FormatOpt
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.cli.app import ConfidenceOpt, FormatOpt, OutputFormat, app, dump_json, stderr, stdout, user_errors
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, LengthUnit, SplitHandling, TiePolicy
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.probes.choices import LengthUnit, SplitHandling
 
 if TYPE_CHECKING:
 

@@ -9,9 +9,8 @@ import typer
 from rich.console import Console
 
 from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
 from swapjudge.errors import GateError, InputError
-from swapjudge.ranking.choices import DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
 
 if TYPE_CHECKING:
     from swapjudge.core.records import RecordSet

@@ -73,6 +73,15 @@ def classify(vx: np.ndarray, vy: np.ndarray) -> np.ndarray:
     return out
 
 
+def order_cancelled_score(outcome: np.ndarray) -> np.ndarray:
+    """1 for a consistent x win, 0 for a consistent y win, 1/2 for every other complete pair, NaN if incomplete."""
+    score = np.full(outcome.shape, 0.5)
+    score[outcome == Outcome.X_WINS] = 1.0
+    score[outcome == Outcome.Y_WINS] = 0.0
+    score[outcome == Outcome.INCOMPLETE] = np.nan
+    return score
+
+
 def build_pairs(frame: pl.DataFrame, *, keep: tuple[str, ...] = ()) -> PairTable:
     """Pair up validated records (identical-answer probe calls, first == second, are left out).
 

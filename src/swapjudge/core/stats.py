@@ -3,7 +3,7 @@
 The normal quantile and the exact binomial test behind the Wilson interval and the flip-direction test use the
 standard library (statistics.NormalDist, exact binomial terms), so `swapjudge calc` starts without numpy or
 scipy; the rest use scipy.special's distribution functions, imported when first called (importing scipy.special
-costs about 0.4 s on a command's start, scipy.stats more). tests/test_stats.py holds them equal to
+costs about 0.4 s on a command's start, scipy.stats more). tests/core/test_stats.py holds them equal to
 scipy.stats.binomtest, scipy.stats.norm and scipy.stats.t.
 """
 

@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 from scipy import special
 
-from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE
+from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, order_cancelled_score
 from swapjudge.errors import InputError
 from swapjudge.probes.logit import fit_logit
 
@@ -267,8 +267,6 @@ def rows_for_pair(pairs: pl.DataFrame, a: str, b: str, len_x: np.ndarray, len_y:
     an incomplete pair has no label). Single-order data (no pair of a and b judged in both orders): each call's
     soft label (`soft_label`). The instruction is the records' instruction_index when they carry it (AlpacaEval
     annotations imported with `import alpaca-eval`), else the item. The sources name the files in errors."""
-    from swapjudge.probes.length import order_cancelled_score  # probes/length imports this module
-
     x = pairs.get_column("x").to_numpy()
     y = pairs.get_column("y").to_numpy()
     mine = ((x == a) & (y == b)) | ((x == b) & (y == a))

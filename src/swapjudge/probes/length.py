@@ -40,7 +40,9 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from swapjudge.core.pairs import Outcome
+from swapjudge.core.choices import LengthUnit as LengthUnit  # re-exported: its home before
+from swapjudge.core.choices import SplitHandling as SplitHandling
+from swapjudge.core.pairs import Outcome, order_cancelled_score
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, WinRate, win_rate_over_pairs, withheld_copy
 from swapjudge.core.policy import gate as gate_for
 from swapjudge.core.stats import (
@@ -61,8 +63,6 @@ from swapjudge.probes.alpaca_lc import (
     fit_alpaca_lc,
     training_rows,
 )
-from swapjudge.probes.choices import LengthUnit as LengthUnit  # re-exported: its home before
-from swapjudge.probes.choices import SplitHandling as SplitHandling
 from swapjudge.probes.logit import fit_logit
 
 SWAP_CANNOT_REMOVE = ("Swapping cannot remove a length preference: the length travels with the answer, not the "
@@ -72,15 +72,6 @@ SWAP_CANNOT_REMOVE = ("Swapping cannot remove a length preference: the length tr
 
 def text_length(text: str, unit: LengthUnit | str = LengthUnit.chars) -> int:
     return len(text.split()) if LengthUnit(unit) is LengthUnit.tokens else len(text)
-
-
-def order_cancelled_score(outcome: np.ndarray) -> np.ndarray:
-    """1 for a consistent x win, 0 for a consistent y win, 1/2 for every other complete pair, NaN if incomplete."""
-    score = np.full(outcome.shape, 0.5)
-    score[outcome == Outcome.X_WINS] = 1.0
-    score[outcome == Outcome.Y_WINS] = 0.0
-    score[outcome == Outcome.INCOMPLETE] = np.nan
-    return score
 
 
 @dataclass(frozen=True)

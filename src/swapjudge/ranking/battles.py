@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from swapjudge.core.choices import OutcomeSource as OutcomeSource  # re-exported: its home before
 from swapjudge.core.pairs import Outcome as PairOutcome
 from swapjudge.core.pairs import build_pairs
 from swapjudge.core.records import RecordSet
 from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Comparisons
 from swapjudge.ranking.bradley_terry import Outcome as Battle
-from swapjudge.ranking.choices import OutcomeSource as OutcomeSource  # re-exported: its home before
 from swapjudge.ranking.order_effect import Calls
 from swapjudge.ranking.style import TEXT_FEATURES, covariate_matrix, text_feature
 

@@ -28,9 +28,9 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, ndtr, ndtri
 from threadpoolctl import threadpool_limits
 
-from swapjudge.ranking.choices import DEFAULT_ROUNDS, FEW_ITEMS, IntervalMethod, Model
+from swapjudge.core.choices import DEFAULT_ROUNDS, FEW_ITEMS, IntervalMethod, Model
 
-# defined in ranking.choices (light), used from here too
+# defined in core.choices (light), used from here too
 __all__ = ["DEFAULT_ROUNDS", "FEW_ITEMS", "IntervalMethod", "Model"]
 
 FloatArray = npt.NDArray[np.float64]

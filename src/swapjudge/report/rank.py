@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from swapjudge.ranking.choices import FEW_ITEMS
+from swapjudge.core.choices import FEW_ITEMS
 
 if TYPE_CHECKING:  # types only: rendering needs no scipy
     from swapjudge.ranking.bradley_terry import Ranking, SystemScore

@@ -21,7 +21,6 @@ from swapjudge.judges.base import (
     Judge,
 )
 from swapjudge.judges.registry import create_judge, supports_structured
-from swapjudge.runner.adaptive import second_calls_to_make
 from swapjudge.runner.batch.engine import BatchOutcome, execute_batches
 from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, identical_record, resolved_judge_config
 from swapjudge.runner.lock import Owner, RunLock, lock_path
@@ -31,6 +30,7 @@ from swapjudge.runner.plan import (
     PlannedCall,
     build_plan,
 )
+from swapjudge.runner.skip_swaps import second_calls_to_make
 from swapjudge.store import Store
 from swapjudge.store.batches import OPEN_STATUSES
 

@@ -17,7 +17,7 @@ from batch_server import BatchServer
 from runner_helpers import stored_calls, write_config, write_pairs
 
 N = 12
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 # Results are committed 5 at a time here, so `storing:2` dies with some of a batch's results stored.
 RUN = "import swapjudge.runner.batch.engine as e; e.STORE_CHUNK = 5; from swapjudge.cli import main; main()"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_report_html import console_problems, parse, render, run_cli
 
 from conftest import shared_data, shi2024_records, write_jsonl
 from runner_helpers import write_config
 from swapjudge.report.wording import interval, pct
-from test_report_html import console_problems, parse, render, run_cli
 
 MTBENCH_JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-1106", "gemini-pro")
 

@@ -22,7 +22,7 @@ from swapjudge.config import load_config
 from swapjudge.core.adaptive import verdict_confidence
 from swapjudge.core.analysis import analyze
 from swapjudge.core.records import load_records, records_from_dicts
-from swapjudge.drift.adaptive import adaptive_offline
+from swapjudge.drift.adaptive_replay import adaptive_offline
 from swapjudge.errors import ConfigError, InputError
 from swapjudge.runner.dry_run import estimate
 from swapjudge.runner.session import run

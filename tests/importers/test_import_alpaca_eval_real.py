@@ -18,7 +18,7 @@ import pytest
 from swapjudge.importers import ImportResult, import_files
 from swapjudge.importers.alpaca_eval import seed_switch
 
-REAL = Path(__file__).parent / "fixtures" / "importers" / "alpaca_eval_real"
+REAL = Path(__file__).parents[1] / "fixtures" / "importers" / "alpaca_eval_real"
 BASELINES = {"weighted_alpaca_eval_gpt4_turbo": "gpt4_1106_preview", "alpaca_eval_gpt4": "text_davinci_003",
              "alpaca_eval_gpt4_turbo_fn": "gpt4_1106_preview", "alpaca_eval_cot_gpt4_turbo_fn": "gpt4_1106_preview",
              "bedrock_claude": "text_davinci_003"}

@@ -14,7 +14,7 @@ from swapjudge.core.analysis import analyze
 from swapjudge.core.records import records_from_dicts
 from swapjudge.importers import import_files
 
-RESULTS = Path(__file__).parent / "fixtures" / "importers" / "promptfoo" / "results.json"
+RESULTS = Path(__file__).parents[1] / "fixtures" / "importers" / "promptfoo" / "results.json"
 
 
 def test_select_best_both_orders_become_pairs() -> None:

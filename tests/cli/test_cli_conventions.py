@@ -17,7 +17,7 @@ from conftest import contract_400, shared_data, write_jsonl
 from swapjudge.cli import app
 
 CLI = [sys.executable, "-m", "swapjudge"]
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # a subprocess run in another folder must still import this checkout's package
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES.parent / "src"), os.environ.get("PYTHONPATH", "")])}
 

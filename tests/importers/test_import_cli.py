@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from conftest import shared_data
 from swapjudge.cli import app
 
-FIX = Path(__file__).parent / "fixtures" / "importers"
+FIX = Path(__file__).parents[1] / "fixtures" / "importers"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from swapjudge.cli import app
 
-FIX = Path(__file__).parent / "fixtures" / "importers"
+FIX = Path(__file__).parents[1] / "fixtures" / "importers"
 CSV_ARGS = ["--item", "q", "--first", "shown_1", "--second", "shown_2", "--verdict", "outcome",
             "--map", "A=first,B=second,C=tie"]
 

@@ -7,11 +7,18 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, app, dump_json, stderr, stdout, user_errors, wide_console
+from swapjudge.cli.app import (
+    ConfidenceOpt,
+    FormatOpt,
+    OutputFormat,
+    app,
+    dump_json,
+    stderr,
+    stdout,
+    user_errors,
+    wide_console,
+)
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
-
-ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
 
 
 @app.command()

@@ -16,7 +16,7 @@ from swapjudge.importers import FORMATS, ImportOptions, ImportResult, import_fil
 from swapjudge.importers.arena_hard import label_verdict
 from swapjudge.importers.csv_table import parse_map
 
-FIX = Path(__file__).parent / "fixtures" / "importers"
+FIX = Path(__file__).parents[1] / "fixtures" / "importers"
 
 
 def calls(result: ImportResult) -> dict[tuple[str, str, str], str | None]:

@@ -174,7 +174,7 @@ def test_fallback_sync_makes_failed_requests_synchronously(tmp_path: Path) -> No
 def _cli(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import os
 
-    src = str(Path(__file__).resolve().parents[1] / "src")  # this checkout's code, whatever the cwd
+    src = str(Path(__file__).resolve().parents[2] / "src")  # this checkout's code, whatever the cwd
     return subprocess.run([sys.executable, "-m", "swapjudge", *args], cwd=tmp, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": src, **(env or {})}, timeout=120)
 

@@ -23,7 +23,7 @@ from swapjudge.runner.session import run
 from swapjudge.store import Store
 from swapjudge.store.analysis import analyze_run
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NATURAL = ROOT.parent / "shared" / "data" / "llmbar" / "dataset__LLMBar__Natural.json"
 # The six shortest of the first 40 pairs (task and both answers under 260 characters): a quick test.
 SHORT = (20, 33, 34, 35, 31, 39)

@@ -18,7 +18,7 @@ from swapjudge.judges.local import LocalJudge, from_config
 from swapjudge.judges.model_files import TEST_MODEL
 from swapjudge.judges.prompts import parse_followup, parse_reply
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # One thread: the tiny model gains little from two, and spinning threads suffer on a busy CI machine.
 THREADS = 1
 NATURAL = ROOT.parent / "shared" / "data" / "llmbar" / "dataset__LLMBar__Natural.json"

@@ -210,7 +210,7 @@ def test_inspect_finds_the_scorer_by_name_through_the_entry_point(tmp_path: Path
     import sys
     import tomllib
 
-    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
     target = project["project"]["entry-points"]["inspect_ai"]["swapjudge"]
     dist = tmp_path / "swapjudge_entry-0.dist-info"
     dist.mkdir()
@@ -231,7 +231,7 @@ def test_entry_point_registers_the_scorer_by_name() -> None:
 
     from inspect_ai._util.registry import registry_lookup
 
-    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
     target = project["project"]["entry-points"]["inspect_ai"]["swapjudge"]
     __import__(target)
     scorer_factory = registry_lookup("scorer", "swapjudge/swap_judge")

@@ -14,7 +14,7 @@ from swapjudge.runner.session import run
 from swapjudge.store import Store
 from swapjudge.store.analysis import analyze_run
 
-SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "llmbar" / "dataset__Processed__FairEval.json"
+SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "llmbar" / "dataset__Processed__FairEval.json"
 
 
 def _pairs(tmp_path: Path) -> list[dict[str, object]]:
