@@ -69,6 +69,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         # a subpackage (swapjudge.core, swapjudge.runner, ...) is found by the import system, not here
         raise AttributeError(f"module 'swapjudge' has no attribute {name!r}")
+    importlib.import_module("swapjudge.report.notebook")  # the results' notebook displays (imports no statistics)
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -1,4 +1,4 @@
-"""`swapjudge calc` and `swapjudge analyze`."""
+"""`swapjudge calc` and `swapjudge analyze`: the swap audit, from counts or from records."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from swapjudge.cli.app import (
     OutputFormat,
     app,
     dump_json,
-    stderr,
     stdout,
     user_errors,
     wide_console,
@@ -71,22 +70,15 @@ def analyze(
 ) -> None:
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
     tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
-    from swapjudge.core.analysis import analyze as run_analysis
-    from swapjudge.core.records import load_records
     from swapjudge.report import markdown, text
+    from swapjudge.workflows.audit import analyze as run_analysis
 
-    loaded = load_records(records, allow_unpaired=allow_unpaired, extras=False)
-    analyses = run_analysis(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
-                            min_consistency=min_consistency, confidence=confidence)
+    result = run_analysis(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
+                          confidence=confidence, allow_unpaired=allow_unpaired)
     if output is OutputFormat.json:
-        dicts = [x.to_dict() for x in analyses]
-        dump_json(dicts[0] if len(dicts) == 1 else {"judges": dicts})
+        dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
-        print(markdown.render_analyses(analyses), end="")
+        print(markdown.render_analyses(list(result)), end="")
     else:
-        text.print_analyses(wide_console(), analyses)
-    failed = [x for x in analyses if not x.gate.passed]
-    if failed:
-        for x in failed:
-            stderr.print(f"gate: {x.judge or '(unnamed judge)'}: {x.gate.reason}", highlight=False)
-        raise typer.Exit(1)
+        text.print_analyses(wide_console(), list(result))
+    result.raise_for_gate()

@@ -15,7 +15,8 @@ import typer.core
 from rich.console import Console
 from rich.markup import escape
 
-from swapjudge.errors import SwapjudgeError
+from swapjudge.core.documents import json_document
+from swapjudge.errors import GateError, SwapjudgeError
 
 _TYPE_WORDS = {"int": "INTEGER", "float": "NUMBER", "str": "TEXT", "Path": "PATH"}
 
@@ -89,6 +90,14 @@ FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Library arguments whose CLI flag is not `--` + the name with dashes.
+_FLAGS: dict[str, str] = {}
+
+
+def flag_of(argument: str) -> str:
+    """The flag a library argument is given by at the command line (`min_consistency` -> `--min-consistency`)."""
+    return _FLAGS.get(argument, "--" + argument.replace("_", "-"))
+
 
 def user_errors(func: F) -> F:
     """Turn a SwapjudgeError into one line on stderr and its exit code; Ctrl-C into exit 130."""
@@ -97,8 +106,11 @@ def user_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except GateError as err:  # a verdict on the judge, not a fault: its lines as they are
+            stderr.print(err.named(flag_of), markup=False, highlight=False)
+            raise typer.Exit(err.exit_code) from None
         except SwapjudgeError as err:
-            stderr.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, highlight=False)
+            stderr.print(f"[bold red]error:[/] {escape(err.named(flag_of))}", markup=True, highlight=False)
             raise typer.Exit(err.exit_code) from None
         except sqlite3.OperationalError as err:
             # e.g. a store locked by another process for longer than the write waits (30 s)
@@ -113,16 +125,6 @@ def user_errors(func: F) -> F:
             raise typer.Exit(0) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-JSON_SCHEMA_VERSION = 1  # docs/json.md: bumped when a key changes meaning; new keys do not bump it
-
-
-def json_document(payload: Any) -> Any:
-    """A `--format json` document: an object gets `schema_version` first; an array (a listing) is as it is."""
-    if isinstance(payload, dict):
-        return {"schema_version": JSON_SCHEMA_VERSION, **{k: v for k, v in payload.items() if k != "schema_version"}}
-    return payload
 
 
 def dump_json(payload: Any) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,7 +15,6 @@ from swapjudge.cli.app import (
     app,
     display_path,
     dump_json,
-    json_document,
     markdown_table,
     stderr,
     stdout,
@@ -24,13 +22,12 @@ from swapjudge.cli.app import (
     wide_console,
 )
 from swapjudge.defaults import DEFAULT_STORE
-from swapjudge.errors import SwapjudgeError
+from swapjudge.workflows.run import shown_path
 
 if TYPE_CHECKING:
+    from swapjudge.results import RunResult
     from swapjudge.runner.check import CheckResult
     from swapjudge.runner.dry_run import DryRunEstimate
-    from swapjudge.runner.outcome import RunOutcome
-    from swapjudge.store import Store
 
 StoreOpt = Annotated[
     Path | None,
@@ -91,30 +88,25 @@ def _print_estimate(est: DryRunEstimate) -> None:
     stdout.print("\n".join(lines), highlight=False)
 
 
-def _summary(outcome: RunOutcome) -> str:
-    s = outcome.stats
-    spend = f"${s.spend_usd:,.4f}" if s.spend_known else "unknown (no price for this model)"
+def _summary(result: RunResult) -> str:
+    s = result.stats
+    spend = f"${s['spend_usd']:,.4f}" if s["spend_known"] else "unknown (no price for this model)"
     return (
-        f"run {outcome.run_id}{' (resumed)' if outcome.resumed else ''}: {s.planned:,} calls planned; "
-        f"{s.already_stored:,} already stored, {s.identical:,} identical (ties, no call), "
-        f"{s.cached:,} from cache, {s.made:,} made ({s.http_attempts:,} HTTP attempts), "
-        + (f"{s.adaptive_skipped:,} swapped calls skipped (adaptive), " if s.adaptive_skipped else "")
-        + f"{s.failed:,} failed, "
-        f"{s.unparsed:,} without a parsable verdict; spend {spend}; {outcome.elapsed_s:.1f} s"
+        f"run {result.run_id}{' (resumed)' if result.resumed else ''}: {s['planned']:,} calls planned; "
+        f"{s['already_stored']:,} already stored, {s['identical']:,} identical (ties, no call), "
+        f"{s['cached']:,} from cache, {s['made']:,} made ({s['http_attempts']:,} HTTP attempts), "
+        + (f"{s['adaptive_skipped']:,} swapped calls skipped (adaptive), " if s["adaptive_skipped"] else "")
+        + f"{s['failed']:,} failed, "
+        f"{s['unparsed']:,} without a parsable verdict; spend {spend}; {result.elapsed_s:.1f} s"
     )
-
-
-def _shown(path: Path) -> str:
-    """A path as printed: normalised (no `./`, no `a/../`), as given otherwise (relative stays relative)."""
-    return os.path.normpath(path)
 
 
 def _rerun_command(config: Path, *, store: Path | None, progress: bool, output: OutputFormat, wait: bool,
                    retry_unparsed: bool = False, no_wait: bool = False) -> str:
     """The command that resumes or retries this run: the user's own options, so it acts on the same store."""
-    args = ["swapjudge", "run", _shown(config)]
+    args = ["swapjudge", "run", shown_path(config)]
     if store is not None:
-        args += ["--store", _shown(store)]
+        args += ["--store", shown_path(store)]
     if not progress:
         args.append("--no-progress")
     if output is not OutputFormat.text:
@@ -126,12 +118,6 @@ def _rerun_command(config: Path, *, store: Path | None, progress: bool, output: 
     if no_wait:
         args.append("--no-wait")
     return shlex.join(args)
-
-
-def analysis_path(store_path: Path, run_id: int) -> Path:
-    """The analysis file of a run: beside its store and named after it, so two stores in one folder never
-    overwrite each other's (swapjudge.db keeps its old name, swapjudge-run-N.analysis.json)."""
-    return store_path.parent / f"{store_path.stem}-run-{run_id}.analysis.json"
 
 
 def _print_check(result: CheckResult) -> None:
@@ -165,98 +151,62 @@ def run_command(
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached."""
-    from swapjudge.config import load_config
-    from swapjudge.core.textfiles import write_atomic
-    from swapjudge.runner.check import check_judge
-    from swapjudge.runner.dry_run import estimate
-    from swapjudge.runner.session import run
-    from swapjudge.store import Store
-    from swapjudge.store.analysis import analyze_run
+    from swapjudge.workflows import run as runs
 
-    loaded = load_config(config)
+    loaded = runs.load_run_config(config)
     if dry_run:
-        _print_estimate(estimate(loaded, store_path=store))
+        _print_estimate(runs.dry_run(loaded, store=store))
         return
     if check:
-        _print_check(check_judge(loaded))
+        _print_check(runs.check(loaded))
         return
     rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, no_wait=no_wait)
-    outcome = run(loaded, store_path=store, console=stderr, progress=progress, handle_sigint=True, wait=wait,
-                  retry_unparsed=retry_unparsed, batch_wait=not no_wait)
-    if outcome.batch_waiting:
+    result = runs.run(loaded, store=store, console=stderr, progress=progress, handle_sigint=True, wait=wait,
+                      retry_unparsed=retry_unparsed, batch_wait=not no_wait)
+    if result.batches_waiting:
         verb = "waiting for" if loaded.config.judge.batch == "files" else "submitted"
-        print(f"{verb} {outcome.batch_requests_in_flight:,} requests in {outcome.batches_in_flight:,} batches; "
+        print(f"{verb} {result.waiting:,} requests in {result.batches_waiting:,} batches; "
               "run the same command to collect")
         return
-    stderr.print(_summary(outcome), highlight=False)
-    if outcome.interrupted:
+    stderr.print(_summary(result), highlight=False)
+    if result.interrupted:
         stderr.print(
-            f"interrupted: every finished call is stored in {_shown(outcome.store_path)}. Resume with: {rerun}",
+            f"interrupted: every finished call is stored in {shown_path(result.store_path)}. Resume with: {rerun}",
             highlight=False,
         )
         raise typer.Exit(130)
-    with Store(outcome.store_path) as st:
-        analyses = analyze_run(st, outcome.run_id)
-    dicts = [a.to_dict() for a in analyses]
-    payload: dict[str, Any] = dicts[0] if len(dicts) == 1 else {"judges": dicts}
-    payload = {
-        **payload,
-        "run": {
-            "id": outcome.run_id,
-            "config_hash": loaded.config_hash,
-            "store": _shown(outcome.store_path),
-            "orders": outcome.orders,
-            "coin_seed": outcome.seed,
-            "tie_policy": loaded.config.tie_policy,
-            "stats": outcome.stats.to_dict(),
-        },
-    }
-    report = analysis_path(outcome.store_path, outcome.run_id)
-    write_atomic(report, json.dumps(json_document(payload), indent=2, allow_nan=False) + "\n")
     if output is OutputFormat.json:
-        dump_json(payload)
+        dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
         from swapjudge.report import markdown
 
-        print(markdown.render_analyses(analyses), end="")
+        print(markdown.render_analyses(result.analyses.judges), end="")
     else:
         from swapjudge.report import text
 
-        if outcome.orders == "random":
+        if result.orders == "random":
             stdout.print(
                 "[bold]random order mode[/]: one call per pair, so swap-consistency is not measured "
                 "and any preference for a slot goes straight into the figures."
             )
-        text.print_analyses(wide_console(), analyses)
-    stderr.print(f"analysis written to {_shown(report)}", highlight=False)
-    if outcome.stats.failed:
+        text.print_analyses(wide_console(), result.analyses.judges)
+    stderr.print(f"analysis written to {shown_path(runs.analysis_path(result.store_path, result.run_id))}",
+                 highlight=False)
+    if result.stats["failed"]:
         stderr.print(
-            f"{outcome.stats.failed} call(s) failed after retries (pairs incomplete). Run the same "
+            f"{result.stats['failed']} call(s) failed after retries (pairs incomplete). Run the same "
             f"command again to retry only those: {rerun}",
             highlight=False,
         )
         raise typer.Exit(2)
-    if outcome.stats.unparsed_stored:
+    if result.stats["unparsed_stored"]:
         again = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, retry_unparsed=True)
         stderr.print(
-            f"{outcome.stats.unparsed_stored} stored call(s) have no parsable verdict. To ask the judge again "
+            f"{result.stats['unparsed_stored']} stored call(s) have no parsable verdict. To ask the judge again "
             f"for exactly those: {again}",
             highlight=False,
         )
-    failed = [a for a in analyses if not a.gate.passed]
-    if failed:
-        for a in failed:
-            stderr.print(f"gate: {a.judge or '(unnamed judge)'}: {a.gate.reason}", highlight=False)
-        raise typer.Exit(1)
-
-
-def _open_existing(store: Path | None) -> Store:
-    from swapjudge.store import Store
-
-    path = store or Path.cwd() / DEFAULT_STORE
-    if not path.exists():
-        raise SwapjudgeError(f"{path}: no run store here (give --store PATH)")
-    return Store(path)
+    result.raise_for_gate()
 
 
 @app.command("runs")
@@ -266,12 +216,10 @@ def runs_command(
     output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
 ) -> None:
     """List the runs in the store, with their provider batches."""
-    with _open_existing(store) as st:
-        infos = st.runs()
-        batches = st.submissions()
-    by_run: dict[int, list[Any]] = {}
-    for b in batches:
-        by_run.setdefault(b.run_id, []).append(b)
+    from swapjudge.workflows.run import list_runs
+
+    listing = list_runs(store)
+    infos, by_run = listing.runs, listing.batches
     if output is OutputFormat.json:
         print(json.dumps([{**{k: v for k, v in i.to_dict().items() if k != "config"},
                            "batches": [b.to_dict() for b in by_run.get(i.id, [])]} for i in infos], indent=2))
@@ -319,13 +267,8 @@ def export_command(
     """Write a run's presentation records (docs/records.md; labels included when the pairs carry them) to -o
     FILE, or to stdout."""
     from swapjudge.review.queue import write_table
-    from swapjudge.store.analysis import run_records
+    from swapjudge.workflows.run import export_records
 
-    if (run_id is None) == (not latest):
-        raise SwapjudgeError("give a run id or --latest (one of them)")
-    with _open_existing(store) as st:
-        rid = st.latest_run().id if latest else run_id
-        assert rid is not None
-        rows = run_records(st, rid)
+    rid, rows = export_records(store, run_id, latest=latest)
     write_table(rows, out)
     stderr.print(f"run {rid}: {len(rows):,} records written to {display_path(out)}", highlight=False)

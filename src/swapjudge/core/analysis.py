@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from swapjudge.core import documents
 from swapjudge.core.accuracy import Accuracy, label_accuracy
 from swapjudge.core.calculator import Calculation as Calculation  # re-exported: its home before
 from swapjudge.core.calculator import calculate as calculate
 from swapjudge.core.debias import Debiased, debias
+from swapjudge.core.display import Displayable
 from swapjudge.core.identical import IdenticalProbe, identical_probe
 from swapjudge.core.pairs import (
     FIRST,
@@ -57,14 +59,14 @@ from swapjudge.core.swap import (
     flip_direction_of_pairs,
     verdict_split,
 )
-from swapjudge.errors import SwapjudgeError
+from swapjudge.errors import ArgumentError, SwapjudgeError
 
 SINGLE_ORDER_NOTE = ("every pair was judged in one order only: swap-consistency cannot be measured, and any win "
                      "rate would carry the judge's position preference; only the first-slot rate is reported")
 
 
 @dataclass(frozen=True)
-class JudgeAnalysis:
+class JudgeAnalysis(Displayable):
     """Everything measured for one judge; `to_dict()` gives the JSON of `swapjudge analyze` (docs/json.md)."""
 
     judge: str | None
@@ -130,19 +132,7 @@ class JudgeAnalysis:
 
     def to_frame(self, backend: str = "polars") -> Any:
         """One row of the flattened `to_dict()` (`consistency.rate`, `gate.passed`, ...): polars, or pandas."""
-        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
-
-        return notebook.frame([notebook.flatten(self.to_dict())], backend)
-
-    def _repr_html_(self) -> str:
-        from swapjudge.report import notebook
-
-        return notebook.analysis_html([self])
-
-    def _repr_markdown_(self) -> str:
-        from swapjudge.report import notebook
-
-        return notebook.analysis_markdown([self])
+        return documents.frame([documents.flatten(self.to_dict())], backend)
 
 
 def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,
@@ -151,9 +141,9 @@ def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: s
     """Analyse records, one result per judge (only `judge` when given)."""
     frame = records.frame if isinstance(records, RecordSet) else records
     if not 0 < confidence < 1:
-        raise SwapjudgeError(f"--confidence must be between 0 and 1, got {confidence}")
+        raise ArgumentError(f"{{confidence}} must be between 0 and 1, got {confidence}", "confidence")
     if not 0 <= min_consistency <= 1:
-        raise SwapjudgeError(f"--min-consistency must be between 0 and 1, got {min_consistency}")
+        raise ArgumentError(f"{{min_consistency}} must be between 0 and 1, got {min_consistency}", "min_consistency")
     judges = select_judges(frame, judge)
     # the policy fixed before the run wins unless one is asked for; asking for another one is said out loud
     registered = records.registered_tie_policy if isinstance(records, RecordSet) else None
@@ -200,7 +190,7 @@ def _choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str,
             raise SwapjudgeError(f"system {name!r} is not in the records; systems: " + ", ".join(systems))
     if a is not None and b is not None:
         if a == b:
-            raise SwapjudgeError("--a and --b must name two different systems")
+            raise ArgumentError("{a} and {b} must name two different systems", "a", "b")
         return a, b
     if len(systems) == 2:
         if a is not None:
@@ -209,7 +199,7 @@ def _choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str,
             return next(s for s in systems if s != b), b
         return systems[0], systems[1]
     if a is not None or b is not None:
-        raise SwapjudgeError("with more than two systems, name both --a and --b")
+        raise ArgumentError("with more than two systems, name both {a} and {b}", "a", "b")
     return None
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from swapjudge.core.display import Displayable
 from swapjudge.core.policy import Decision, decision
 from swapjudge.core.swap import Consistency, FlipDirection, consistency, flip_direction
-from swapjudge.errors import SwapjudgeError
+from swapjudge.errors import ArgumentError
 
 
 @dataclass(frozen=True)
-class Calculation:
+class Calculation(Displayable):
     """The counts-only calculator: consistency from counts, flip direction when the flips' slots are known, and
     the order-could-decide check when a margin is given."""
 
@@ -32,39 +33,30 @@ class Calculation:
 
     def to_frame(self, backend: str = "polars") -> Any:
         """One row of the flattened `to_dict()`: polars, or pandas with `backend="pandas"`."""
-        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
+        from swapjudge.core import documents  # polars, loaded only when asked: `calc` starts without it
 
-        return notebook.frame([notebook.flatten(self.to_dict())], backend)
-
-    def _repr_html_(self) -> str:
-        from swapjudge.report import notebook
-
-        return notebook.calculation_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from swapjudge.report import notebook
-
-        return notebook.calculation_markdown(self)
+        return documents.frame([documents.flatten(self.to_dict())], backend)
 
 
 def calculate(pairs: int, consistent: int, *, to_first: int | None = None, to_second: int | None = None,
               margin: float | None = None, confidence: float = 0.95) -> Calculation:
     """Swap-consistency figures from counts alone (`swapjudge calc`)."""
     if pairs <= 0:
-        raise SwapjudgeError(f"--pairs must be positive, got {pairs}")
+        raise ArgumentError(f"{{pairs}} must be positive, got {pairs}", "pairs")
     if not 0 <= consistent <= pairs:
-        raise SwapjudgeError(f"--consistent must be between 0 and --pairs ({pairs}), got {consistent}")
+        raise ArgumentError(f"{{consistent}} must be between 0 and {{pairs}} ({pairs}), got {consistent}",
+                            "consistent", "pairs")
     if not 0 < confidence < 1:
-        raise SwapjudgeError(f"--confidence must be between 0 and 1, got {confidence}")
+        raise ArgumentError(f"{{confidence}} must be between 0 and 1, got {confidence}", "confidence")
     if (to_first is None) != (to_second is None):
-        raise SwapjudgeError("give both --to-first and --to-second, or neither")
+        raise ArgumentError("give both {to_first} and {to_second}, or neither", "to_first", "to_second")
     direction = None
     if to_first is not None and to_second is not None:
         if to_first < 0 or to_second < 0 or to_first + to_second > pairs - consistent:
-            raise SwapjudgeError(f"--to-first + --to-second must be between 0 and the {pairs - consistent} "
-                                 "inconsistent pairs")
+            raise ArgumentError(f"{{to_first}} + {{to_second}} must be between 0 and the {pairs - consistent} "
+                                 "inconsistent pairs", "to_first", "to_second")
         direction = flip_direction(to_first, to_second, confidence)
     cons = consistency(consistent, pairs, confidence)
     if margin is not None and not 0 <= margin <= 1:
-        raise SwapjudgeError(f"--margin must be a share between 0 and 1, got {margin}")
+        raise ArgumentError(f"{{margin}} must be a share between 0 and 1, got {margin}", "margin")
     return Calculation(cons, direction, None if margin is None else decision(margin, cons.flip_rate_high))

@@ -384,8 +384,8 @@ def _raise_problems(frame: pl.DataFrame, path: str, allow_unpaired: bool) -> Non
         raise InputError(
             f"pair judged in one order only: no record with {row['second']!r} first and {row['first']!r} second "
             f"for item {row['item']!r} (judge {row['judge'] or '-'!r}, round {row['round']}); "
-            "pass --allow-unpaired to count it as incomplete",
-            path=path, line=row["_line"], field="second", more=lonely.height - 1)
+            "pass {allow_unpaired} to count it as incomplete",
+            path=path, line=row["_line"], field="second", more=lonely.height - 1, arguments=("allow_unpaired",))
 
 
 def _unpaired_mask(frame: pl.DataFrame) -> pl.Series:

@@ -47,8 +47,8 @@ def check_keep(keep: Sequence[str]) -> tuple[str, ...]:
     """The kept column names, each once; one that would overwrite a record field is an error."""
     clash = [c for c in keep if c in RECORD_FIELDS]
     if clash:
-        raise InputError(f"--keep {clash[0]} would overwrite the record field of that name; rename the column "
-                         "or map it with the option for that field")
+        raise InputError(f"{{keep}} {clash[0]} would overwrite the record field of that name; rename the column "
+                         "or map it with the option for that field", arguments=("keep",))
     return tuple(dict.fromkeys(keep))
 
 
@@ -60,10 +60,10 @@ def parse_map(text: str) -> dict[str, str | None]:
             continue
         value, sep, target = entry.rpartition("=")
         if not sep or target.strip().lower() not in TARGETS:
-            raise InputError(f"--map entry {entry!r} must be VALUE=first|second|tie|null")
+            raise InputError(f"{{map}} entry {entry!r} must be VALUE=first|second|tie|null", arguments=("map",))
         mapping[value.strip()] = TARGETS[target.strip().lower()]
     if not mapping:
-        raise InputError("--map is empty; give e.g. A=first,B=second,C=tie")
+        raise InputError("{map} is empty; give e.g. A=first,B=second,C=tie", arguments=("map",))
     return mapping
 
 

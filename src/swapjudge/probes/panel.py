@@ -32,7 +32,7 @@ from swapjudge.core.swap import (
     count_outcomes,
     flip_direction_of_pairs,
 )
-from swapjudge.errors import SwapjudgeError
+from swapjudge.errors import ArgumentError, SwapjudgeError
 
 SPLIT = "split"
 NO_MAJORITY = "(no majority)"
@@ -92,7 +92,7 @@ def parse_families(specs: Sequence[str]) -> dict[str, list[str]]:
         family, sep, prefixes = spec.partition("=")
         names = [p.strip() for p in prefixes.split(",") if p.strip()]
         if not sep or not family.strip() or not names:
-            raise SwapjudgeError(f"--family must look like FAMILY=PREFIX[,PREFIX...], got {spec!r}")
+            raise ArgumentError(f"{{family}} must look like FAMILY=PREFIX[,PREFIX...], got {spec!r}", "family")
         out.setdefault(family.strip(), []).extend(names)
     return out
 

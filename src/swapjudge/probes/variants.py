@@ -17,7 +17,7 @@ import polars as pl
 
 from swapjudge.core.pairs import Outcome, PairTable, build_pairs
 from swapjudge.core.stats import binomial_p
-from swapjudge.errors import SwapjudgeError
+from swapjudge.errors import ArgumentError, SwapjudgeError
 from swapjudge.probes.panel import JudgeSummary, summarize, with_holm
 
 VARIANT_FIELDS = ("judge", "round")
@@ -81,7 +81,7 @@ def compare_variants(frame: pl.DataFrame, a: str, b: str, *, field: str = "judge
     key = ["judge", "round", "item", "x", "y"]
     key.remove(field)
     if field == "round" and tagged.get_column("judge").n_unique() > 1:
-        raise SwapjudgeError("round variants need one judge: pass --judge to pick it")
+        raise ArgumentError("round variants need one judge: pass {judge} to pick it", "judge")
     tables = {}
     for name in (a, b):
         part = tagged.filter(pl.col("_variant") == name).drop("_variant")

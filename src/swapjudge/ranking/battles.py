@@ -29,7 +29,7 @@ def choose_judge(frame: pl.DataFrame, judge: str | None, source: str = "records"
     if judge is None:
         if len(judges) > 1:
             raise InputError(f"records hold {len(judges)} judges ({', '.join(judges)}); "
-                             "choose one with --judge", path=source)
+                             "choose one with {judge}", path=source, arguments=("judge",))
         return frame
     if judge not in judges:
         raise InputError(f"no records of judge {judge!r} (judges: {', '.join(judges) or '(unnamed)'})",
@@ -65,7 +65,8 @@ def comparisons_from_records(records: RecordSet | pl.DataFrame, *, judge: str | 
         if outcome is OutcomeSource.calls:
             raise InputError("no parsed calls to rank", path=source)
         raise InputError("no pair has usable verdicts in both orders, so no order-cancelled outcome exists "
-                         "(--outcome calls ranks single calls, position bias included)", path=source)
+                         "({outcome} calls ranks single calls, position bias included)", path=source,
+                         arguments=("outcome",))
     return Comparisons.from_labels(table.get_column("item").to_list(), left.to_list(), right.to_list(),
                                    battle, pairs=pair_keys)
 
@@ -89,15 +90,15 @@ def calls_from_records(records: RecordSet | pl.DataFrame, *, judge: str | None =
         if all(c in table.columns for c in columns):
             values = [table.get_column(c).cast(pl.Float64, strict=False) for c in columns]
             if any(v.null_count() for v in values):
-                raise InputError(f"--control {name}: some calls lack a number in {columns[0]} / {columns[1]}",
-                                 path=source, field=columns[values[0].null_count() == 0])
+                raise InputError(f"{{control}} {name}: some calls lack a number in {columns[0]} / {columns[1]}",
+                                 path=source, field=columns[values[0].null_count() == 0], arguments=("control",))
             firsts[name], seconds[name] = values[0].to_numpy(), values[1].to_numpy()
         elif texts is not None and name in TEXT_FEATURES:
             firsts[name], seconds[name] = _text_features(table, texts, name, source)
         else:
-            how = " or give --pairs with the answer texts" if name in TEXT_FEATURES else ""
-            raise InputError(f"--control {name}: the records carry no {columns[0]} / {columns[1]} fields{how}",
-                             path=source)
+            how = " or give {pairs} with the answer texts" if name in TEXT_FEATURES else ""
+            raise InputError(f"{{control}} {name}: the records carry no {columns[0]} / {columns[1]} fields{how}",
+                             path=source, arguments=("control", "pairs"))
     names = sorted(set(table.get_column("first").to_list()) | set(table.get_column("second").to_list()))
     index = {s: i for i, s in enumerate(names)}
     item = np.unique(table.get_column("item").to_numpy().astype(str), return_inverse=True)[1]
@@ -116,8 +117,8 @@ def _text_features(table: pl.DataFrame, texts: Mapping[tuple[str, str], str], na
         for item, system in zip(table.get_column("item").to_list(), table.get_column(column).to_list(), strict=True):
             text = texts.get((str(item), str(system)))
             if text is None:
-                raise InputError(f"--control {name}: no answer text for item {item!r}, system {system!r} in the "
-                                 "pairs file", path=source)
+                raise InputError(f"{{control}} {name}: no answer text for item {item!r}, system {system!r} in the "
+                                 "pairs file", path=source, arguments=("control",))
             values.append(text_feature(text, name))
         out.append(np.array(values, dtype=np.float64))
     return out[0], out[1]

@@ -28,7 +28,9 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, ndtr, ndtri
 from threadpoolctl import threadpool_limits
 
+from swapjudge.core import documents
 from swapjudge.core.choices import DEFAULT_ROUNDS, FEW_ITEMS, IntervalMethod, Model
+from swapjudge.core.display import Displayable
 
 # defined in core.choices (light), used from here too
 __all__ = ["DEFAULT_ROUNDS", "FEW_ITEMS", "IntervalMethod", "Model"]
@@ -489,7 +491,7 @@ class Convergence:
 
 
 @dataclass(frozen=True)
-class Ranking:
+class Ranking(Displayable):
     """Systems sorted by fitted score (best first), with bootstrap intervals and rank ranges."""
 
     model: Model
@@ -522,19 +524,7 @@ class Ranking:
     def to_frame(self, backend: str = "polars") -> Any:
         """One row per system, best first (score, interval, rating, rank range, wins/ties/losses): polars, or
         pandas with `backend="pandas"`."""
-        from swapjudge.report import notebook  # renderers sit above the statistics: loaded only when asked
-
-        return notebook.frame([row.to_dict() for row in self.rows], backend)
-
-    def _repr_html_(self) -> str:
-        from swapjudge.report import notebook
-
-        return notebook.ranking_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from swapjudge.report import notebook
-
-        return notebook.ranking_markdown(self)
+        return documents.frame([row.to_dict() for row in self.rows], backend)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -13,6 +13,7 @@ import polars as pl
 from swapjudge.core.pairs import build_pairs
 from swapjudge.core.policy import Gate, gate
 from swapjudge.core.swap import Consistency, consistency_of_pairs
+from swapjudge.errors import GateError
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,13 @@ class RankGate:
     def blocks(self) -> bool:
         """True when no ranking may be reported."""
         return self.enforced and not self.gate.passed
+
+    def raise_if_blocked(self, judge: str | None) -> None:
+        """A ranking the gate forbids ends the command with exit 1 before anything is fitted."""
+        if self.blocks:
+            reason = (self.gate.reason or "").removesuffix("; no win rate reported")
+            raise GateError(f"gate: judge {judge or '(unnamed)'}: {reason}; no ranking reported "
+                            "({min_consistency} 0 ranks anyway)", arguments=("min_consistency",))
 
     def sentence(self) -> str:
         """The line printed above the table."""

@@ -1,57 +1,30 @@
-"""Result objects in a notebook: the same audit the terminal prints, as HTML and Markdown, and as DataFrames.
+"""Result objects in a notebook: the same audit the terminal prints, as HTML and Markdown.
 
-Jupyter calls `_repr_html_` / `_repr_markdown_`; the result types forward here so the statistics modules import no
-renderer. A failed gate opens the display in red, as it does at the terminal.
+Jupyter calls `_repr_html_` / `_repr_markdown_`; the result types answer them with the renderers registered here
+(by type name, so this module imports no statistics), which `import swapjudge` loads before it hands out a result.
+A failed gate opens the display in red, as it does at the terminal.
 """
 
 from __future__ import annotations
 
 import html
 import io
-import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, RenderableType
+from swapjudge.core.display import register_display
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 FAILED_STYLE = "color:#b00020;font-weight:bold;border:2px solid #b00020;padding:4px 8px;margin:4px 0"
 HTML_WIDTH = 110  # characters: the rich render is a <pre>, so it keeps its columns at any notebook width
 
 
-def flatten(payload: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested JSON as one flat row: `consistency.rate`, `gate.passed`, ...; lists of objects become JSON text."""
-    out: dict[str, Any] = {}
-    for key, value in payload.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, name + "."))
-        elif isinstance(value, list | tuple) and any(isinstance(v, Mapping | list | tuple) for v in value):
-            out[name] = json.dumps(value)
-        elif isinstance(value, tuple):
-            out[name] = list(value)
-        else:
-            out[name] = value
-    return out
-
-
-def frame(rows: Sequence[Mapping[str, Any]], backend: str = "polars") -> Any:
-    """Rows as a polars DataFrame, or a pandas one with `backend="pandas"` (pandas must be installed)."""
-    import polars as pl
-
-    if backend not in ("polars", "pandas"):
-        raise ValueError(f"backend must be 'polars' or 'pandas', got {backend!r}")
-    out = pl.concat([pl.DataFrame([dict(r)]) for r in rows], how="diagonal_relaxed") if rows else pl.DataFrame()
-    if backend == "polars":
-        return out
-    try:
-        import pandas as pd
-    except ImportError:
-        raise ImportError("to_frame(backend='pandas') needs pandas: pip install pandas") from None
-    return pd.DataFrame(out.to_dict(as_series=False))  # column by column: no pyarrow needed
-
-
 def rich_html(renderable: RenderableType) -> str:
     """A rich renderable as the terminal shows it, in an HTML <pre> with inline colours."""
+    from rich.console import Console
+
     console = Console(record=True, width=HTML_WIDTH, file=io.StringIO(), force_terminal=True, color_system="truecolor",
                       highlight=False)
     console.print(renderable)
@@ -103,3 +76,27 @@ def calculation_markdown(calc: Any) -> str:
     from swapjudge.report.markdown import render_calculation
 
     return str(render_calculation(calc))
+
+
+def _run_head(run: Any) -> str:
+    s = run.stats
+    return (f"run {run.run_id}{' (resumed)' if run.resumed else ''}: {s.get('planned', 0):,} calls planned, "
+            f"{s.get('made', 0):,} made, {s.get('cached', 0):,} from cache")
+
+
+def run_html(run: Any) -> str:
+    return (f"<p>{html.escape(_run_head(run))}; store {html.escape(str(run.store_path))}</p>"
+            + analysis_html(run.analyses.judges))
+
+
+def run_markdown(run: Any) -> str:
+    return _run_head(run) + "\n\n" + analysis_markdown(run.analyses.judges)
+
+
+register_display("swapjudge.core.analysis.JudgeAnalysis", html=lambda a: analysis_html([a]),
+                 markdown=lambda a: analysis_markdown([a]))
+register_display("swapjudge.results.Analyses", html=lambda r: analysis_html(r.judges),
+                 markdown=lambda r: analysis_markdown(r.judges))
+register_display("swapjudge.results.RunResult", html=run_html, markdown=run_markdown)
+register_display("swapjudge.core.calculator.Calculation", html=calculation_html, markdown=calculation_markdown)
+register_display("swapjudge.ranking.bradley_terry.Ranking", html=ranking_html, markdown=ranking_markdown)

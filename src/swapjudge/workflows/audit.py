@@ -1,0 +1,25 @@
+"""`swapjudge analyze` and `swapjudge.analyze`: load the records, pair them, analyse each judge, and hand back the
+results with their gates (the caller renders them, then `raise_for_gate()` ends a failed gate with exit 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from swapjudge.core.analysis import analyze as analyse_records
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.results import Analyses
+from swapjudge.workflows.sources import load_records
+
+
+def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = None, judge: str | None = None,
+            tie_policy: TiePolicy | str | None = None, min_consistency: float = DEFAULT_MIN_CONSISTENCY,
+            confidence: float = 0.95, allow_unpaired: bool = False) -> Analyses:
+    """Analyse judge calls made in both orders, one result per judge: what `swapjudge analyze` prints.
+
+    `source` is anything `load_records` takes. The result is a sequence of `JudgeAnalysis` (index it by position
+    or judge name); a judge below `min_consistency` has its win rate withheld, as at the terminal.
+    """
+    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
+    return Analyses(tuple(analyse_records(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
+                                          min_consistency=min_consistency, confidence=confidence)))

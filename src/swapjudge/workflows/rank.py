@@ -1,0 +1,94 @@
+"""`swapjudge rank` and `swapjudge.rank`: choose the judge, gate it as `analyze` does (a ranking is many win
+rates at once), build the comparisons, and fit the tie-aware Bradley-Terry model with item-bootstrap intervals;
+or, with an order effect or style covariates, fit single calls with a first-slot term."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
+from swapjudge.errors import ArgumentError, InputError
+from swapjudge.workflows.sources import load_records
+
+if TYPE_CHECKING:
+    from swapjudge.ranking.bradley_terry import Ranking
+    from swapjudge.ranking.gate import RankGate
+    from swapjudge.ranking.order_effect import AdjustedRanking
+
+
+@dataclass(frozen=True)
+class JudgeRanking:
+    """One judge's ranking, the gate it passed and what a battle was. `adjusted` is the single-call fit with a
+    first-slot term and style covariates, when asked for (its `ranking` is then the adjusted one)."""
+
+    judge: str
+    outcome: str
+    gate: RankGate
+    ranking: Ranking
+    adjusted: AdjustedRanking | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """`swapjudge rank --format json`."""
+        fitted = self.adjusted.to_dict() if self.adjusted is not None else self.ranking.to_dict()
+        return {"judge": self.judge, "outcome": self.outcome, **self.gate.to_dict(), **fitted}
+
+
+def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
+         outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
+         confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
+         min_consistency: float = DEFAULT_MIN_CONSISTENCY, order_effect: bool = False,
+         control: Sequence[str] = (), pairs: str | Path | None = None) -> JudgeRanking:
+    """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
+
+    A judge below `min_consistency` (over all its complete pairs) gets no ranking: `GateError`. With
+    `order_effect` (a first-slot term fitted with the strengths, the honest choice for single-order data) or
+    `control` (style covariates such as `length`, `markdown`) the fit is on single calls."""
+    from swapjudge.ranking.battles import choose_judge, comparisons_from_records
+    from swapjudge.ranking.bradley_terry import rank as fit_ranking
+    from swapjudge.ranking.gate import rank_gate
+
+    if not 0.0 < confidence < 1.0:
+        raise ArgumentError("{confidence} must be between 0 and 1", "confidence")
+    if not 0.0 <= min_consistency <= 1.0:
+        raise ArgumentError("{min_consistency} must be between 0 and 1", "min_consistency")
+    source_kind = OutcomeSource(outcome)
+    controls = list(control)
+    if len(set(controls)) != len(controls):
+        raise ArgumentError("{control} names a covariate twice", "control")
+    adjusted = order_effect or bool(controls)
+    loaded = load_records(source, allow_unpaired=adjusted or source_kind is OutcomeSource.calls)
+    name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
+    checked = rank_gate(choose_judge(loaded.frame, judge, loaded.source), min_consistency, confidence)
+    if adjusted:
+        return _rank_calls(loaded, name, judge, order_effect, controls, pairs, bootstrap, seed, confidence,
+                           checked)
+    checked.raise_if_blocked(name)
+    data = comparisons_from_records(loaded, judge=judge, outcome=source_kind)
+    if len(data.systems) < 2:
+        raise InputError("fewer than two systems to rank", path=loaded.source)
+    result = fit_ranking(data, model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
+    return JudgeRanking(name, source_kind.value, checked, result)
+
+
+def _rank_calls(loaded: Any, name: str, judge: str | None, order_effect: bool, controls: list[str],
+                pairs: str | Path | None, rounds: int, seed: int, confidence: float,
+                checked: RankGate) -> JudgeRanking:
+    """Bradley-Terry on single calls with a first-slot term and covariates."""
+    from swapjudge.core.sidefiles import load_answer_texts
+    from swapjudge.ranking.battles import calls_from_records
+    from swapjudge.ranking.order_effect import fit_adjusted
+
+    texts = load_answer_texts(pairs) if pairs is not None else None
+    data = calls_from_records(loaded, judge=judge, controls=controls, texts=texts)
+    if len(data.systems) < 2:
+        raise InputError("fewer than two systems to rank", path=loaded.source)
+    # With an order effect on single-order data the fitted first-slot term stands in for the swap the data lack:
+    # there is no consistency to gate on, and the ranking says so. Checked after the inputs, so a malformed
+    # request is said as such whatever the judge.
+    if not (order_effect and checked.consistency is None):
+        checked.raise_if_blocked(name)
+    result = fit_adjusted(data, order_effect=order_effect, rounds=rounds, seed=seed, confidence=confidence)
+    return JudgeRanking(name, OutcomeSource.calls.value, checked, result.ranking, result)

@@ -1,0 +1,135 @@
+"""`swapjudge run` (with `--dry-run` and `--check`), `runs` and `export`, and their Python twins: judge the
+configured pairs in both orders through the runner, analyse what the store holds under what the run was
+registered with, and write the run's analysis file beside its store."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swapjudge.core.documents import json_document
+from swapjudge.defaults import DEFAULT_STORE
+from swapjudge.errors import SwapjudgeError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from swapjudge.config import LoadedConfig
+    from swapjudge.results import RunResult
+    from swapjudge.runner.check import CheckResult
+    from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.store import Store
+    from swapjudge.store.batches import Submission
+    from swapjudge.store.schema import RunInfo
+
+
+def load_run_config(config: str | Path | Mapping[str, Any] | LoadedConfig) -> LoadedConfig:
+    """A validated run configuration from a YAML path (`-`: stdin) or a mapping (relative paths in a mapping:
+    from the working directory)."""
+    from swapjudge.config import LoadedConfig, load_config, parse_config
+
+    if isinstance(config, LoadedConfig):
+        return config
+    if isinstance(config, Mapping):
+        return parse_config(dict(config), source=Path.cwd() / "(configuration)")
+    return load_config(config)
+
+
+def shown_path(path: Path) -> str:
+    """A path as printed: normalised (no `./`, no `a/../`), as given otherwise (relative stays relative)."""
+    return os.path.normpath(path)
+
+
+def analysis_path(store_path: Path, run_id: int) -> Path:
+    """The analysis file of a run: beside its store and named after it, so two stores in one folder never
+    overwrite each other's (swapjudge.db keeps its old name, swapjudge-run-N.analysis.json)."""
+    return store_path.parent / f"{store_path.stem}-run-{run_id}.analysis.json"
+
+
+def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | Path | None = None,
+        progress: bool = False, console: Console | None = None, handle_sigint: bool = False, wait: bool = False,
+        retry_unparsed: bool = False, batch_wait: bool = True) -> RunResult:
+    """Judge the configured pairs in both orders, store every call, and analyse the run (`swapjudge run`).
+    Running the same configuration again resumes an unfinished run; replies are cached. A finished run's analysis
+    is also written beside the store (`<store>-run-N.analysis.json`)."""
+    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.results import Analyses, RunResult
+    from swapjudge.runner.session import run as run_session
+    from swapjudge.store import Store
+    from swapjudge.store.analysis import analyze_run
+
+    loaded = load_run_config(config)
+    outcome = run_session(loaded, store_path=store, console=console, progress=progress,
+                          handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
+                          batch_wait=batch_wait)
+    with Store(outcome.store_path) as st:
+        stored = any(True for _ in st.calls(outcome.run_id))
+        # calls still in a batch or never made are pairs without two verdicts: incomplete, not left out
+        analyses = analyze_run(st, outcome.run_id) if stored else []
+    result = RunResult.from_outcome(outcome, Analyses(tuple(analyses)), config_hash=loaded.config_hash,
+                                    tie_policy=str(loaded.config.tie_policy))
+    if stored and not outcome.interrupted and not outcome.batch_waiting:
+        path = analysis_path(outcome.store_path, outcome.run_id)
+        write_atomic(path, json.dumps(json_document(result.to_dict()), indent=2, allow_nan=False) + "\n")
+    return result
+
+
+def dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *,
+            store: str | Path | None = None) -> DryRunEstimate:
+    """What a run would call and cost, calling nothing and writing nothing (`swapjudge run --dry-run`)."""
+    from swapjudge.runner.dry_run import estimate
+
+    return estimate(load_run_config(config), store_path=store)
+
+
+def check(config: str | Path | Mapping[str, Any] | LoadedConfig) -> CheckResult:
+    """One small request to prove the server, key and model (`swapjudge run --check`); stores nothing."""
+    from swapjudge.runner.check import check_judge
+
+    return check_judge(load_run_config(config))
+
+
+def open_store(path: str | Path | None) -> Store:
+    """An existing run store (default ./swapjudge.db); a missing one is an error, never created."""
+    from swapjudge.store import Store
+
+    where = Path(path) if path is not None else Path.cwd() / DEFAULT_STORE
+    if not where.exists():
+        raise SwapjudgeError(f"{where}: no run store here (give --store PATH)")
+    return Store(where)
+
+
+@dataclass(frozen=True)
+class StoredRuns:
+    """The runs of a store and their provider batches (`swapjudge runs`)."""
+
+    runs: tuple[RunInfo, ...]
+    batches: dict[int, tuple[Submission, ...]]
+
+
+def list_runs(store: str | Path | None = None) -> StoredRuns:
+    with open_store(store) as st:
+        infos = st.runs()
+        submissions = st.submissions()
+    by_run: dict[int, list[Submission]] = {}
+    for b in submissions:
+        by_run.setdefault(b.run_id, []).append(b)
+    return StoredRuns(tuple(infos), {k: tuple(v) for k, v in by_run.items()})
+
+
+def export_records(store: str | Path | None = None, run_id: int | None = None, *,
+                   latest: bool = False) -> tuple[int, list[dict[str, Any]]]:
+    """A run's presentation records (labels included when the pairs carry them), with the run's registration
+    attached: (run id, rows)."""
+    from swapjudge.store.analysis import run_records
+
+    if (run_id is None) == (not latest):
+        raise SwapjudgeError("give a run id or --latest (one of them)")
+    with open_store(store) as st:
+        rid = st.latest_run().id if latest else run_id
+        assert rid is not None
+        return rid, run_records(st, rid)
