@@ -1,5 +1,5 @@
 """Default values the CLI shows in its options and help, kept in a module with no heavy import (each is used
-from its home module too: config, report.build, drift.adaptive_replay, judges.model_files)."""
+from its home module too: config, workflows.report, drift.adaptive_replay, judges.model_files)."""
 
 from __future__ import annotations
 

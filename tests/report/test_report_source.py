@@ -9,10 +9,10 @@ import pytest
 
 from conftest import pair, write_jsonl
 from swapjudge.core.records import records_from_dicts
-from swapjudge.report.build import prepare_report
+from swapjudge.workflows.report import prepare_report
 from swapjudge.report.html import render_html
 from swapjudge.report.markdown import render_report
-from swapjudge.report.source import ReportSource, load_source
+from swapjudge.workflows.sources import ReportSource, load_source
 
 
 def rows() -> list[dict[str, object]]:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from swapjudge.cli.app import (
+    AllowUnpairedOpt,
     ConfidenceOpt,
     FormatOpt,
+    JudgeOpt,
     OutputFormat,
+    RecordsArg,
+    SystemAOpt,
+    SystemBOpt,
     app,
     dump_json,
     stdout,
@@ -51,20 +55,17 @@ def calc(
 @app.command()
 @user_errors
 def analyze(
-    records: Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
-                                            show_default=False)],
-    judge: Annotated[str | None, typer.Option("--judge", help="Analyse this judge only.")] = None,
-    a: Annotated[str | None, typer.Option("--a", help="System whose win rate is reported.")] = None,
-    b: Annotated[str | None, typer.Option("--b", help="The system it is compared against.")] = None,
+    records: RecordsArg,
+    judge: JudgeOpt = None,
+    a: SystemAOpt = None,
+    b: SystemBOpt = None,
     tie_policy: Annotated[TiePolicy | None, typer.Option(
         "--tie-policy", help="What a split pair is worth. Default: the policy the run was registered with "
                              "(exports of a stored run carry it), else half_credit.", show_default=False)] = None,
     min_consistency: Annotated[float, typer.Option(
         "--min-consistency", help="Gate: below this swap-consistency no win rate is reported (exit 1).")]
     = DEFAULT_MIN_CONSISTENCY,
-    allow_unpaired: Annotated[bool, typer.Option(
-        "--allow-unpaired", help="Count a pair judged in one order only as incomplete instead of an error.")]
-    = False,
+    allow_unpaired: AllowUnpairedOpt = False,
     confidence: ConfidenceOpt = 0.95,
     output: FormatOpt = OutputFormat.text,
 ) -> None:

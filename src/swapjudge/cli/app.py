@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
+import inspect
 import json
 import sqlite3
 import sys
+import typing
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -84,9 +88,21 @@ class OutputFormat(enum.StrEnum):
     markdown = "markdown"
 
 
-# The options most commands share, spelled once.
+# The arguments and options many commands share, spelled once.
 ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+RecordsArg = Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
+                                            show_default=False)]
+RecordsOrStoreArg = Annotated[Path, typer.Argument(
+    help="Presentation records (JSONL or CSV) or a run store (SQLite).", show_default=False)]
+RunOpt = Annotated[int | None, typer.Option("--run", help="Run id in a store (default: the latest run).")]
+PairsOpt = Annotated[Path | None, typer.Option(
+    "--pairs", help="Pairs file ({item, prompt, answers: {system: text}}) to show answer texts from.")]
+JudgeOpt = Annotated[str | None, typer.Option("--judge", help="This judge only.")]
+SystemAOpt = Annotated[str | None, typer.Option("--a", help="System whose win rate is reported.")]
+SystemBOpt = Annotated[str | None, typer.Option("--b", help="The system it is compared against.")]
+AllowUnpairedOpt = Annotated[bool, typer.Option(
+    "--allow-unpaired", help="Count a pair judged in one order only as incomplete instead of an error.")]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,6 +141,32 @@ def user_errors(func: F) -> F:
             raise typer.Exit(0) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def flag_group(cls: type, *, as_: str) -> Callable[[F], F]:
+    """Let a command take a frozen dataclass of related flags (its parameter `as_`) instead of one parameter
+    per flag: each field of `cls`, annotated with its `typer.Option`, becomes a flag of the command, and the
+    command receives one `cls` built from them. Keeps long option lists out of a command's signature."""
+    fields = dataclasses.fields(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
+
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func, eval_str=True)  # typer reads the annotations as objects
+        kept = [p for p in signature.parameters.values() if p.name != as_]
+        grouped = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                                     annotation=hints[f.name]) for f in fields]
+
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            group = cls(**{f.name: kwargs.pop(f.name) for f in fields})
+            return func(*args, **kwargs, **{as_: group})
+
+        command.__signature__ = signature.replace(parameters=[*kept, *grouped])  # type: ignore[attr-defined]
+        command.__annotations__ = {**{k: v for k, v in func.__annotations__.items() if k != as_},
+                                   **{f.name: hints[f.name] for f in fields}}
+        return command  # type: ignore[return-value]
+
+    return decorate
 
 
 def dump_json(payload: Any) -> None:

@@ -9,7 +9,6 @@ import typer
 
 from swapjudge.cli.app import ConfidenceOpt, FormatOpt, OutputFormat, app, dump_json, stdout, user_errors
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.errors import InputError, SwapjudgeError
 
 
 @app.command()
@@ -37,27 +36,11 @@ def calibrate(
     scores on every item, corrected by people's scores on the items they labelled. Valid whatever the judge's
     bias; the judge only narrows the interval, by as much as it agrees with the people (a judge unrelated to them
     gets lambda = 0 and the people-only interval)."""
-    from swapjudge.core.analysis import analyze
-    from swapjudge.core.records import load_records, select_judges
-    from swapjudge.probes.calibrate import calibrate as run_calibrate
     from swapjudge.probes.calibrate import sentences
+    from swapjudge.workflows.calibrate import calibrate as corrected
 
-    judged = load_records(judge_records, allow_unpaired=True)
-    people = load_records(human, allow_unpaired=True)
-    judges = select_judges(judged.frame, judge)
-    if judge is None and len(judges) > 1:
-        raise InputError(f"records hold {len(judges)} judges ({', '.join(judges)}); choose one with --judge",
-                         path=judged.source)
-    name = judges[0]
-    frame = judged.frame.filter(judged.frame.get_column("judge") == name)
-    try:
-        analysis = analyze(judged, judge=name, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
-                           confidence=confidence)[0]
-    except SwapjudgeError as err:
-        raise InputError(str(err), path=judged.source) from None
-    result = run_calibrate(frame, people.frame, a, b, gate=analysis.gate, judge=name or None,
-                           tie_policy=tie_policy, confidence=confidence, judge_source=judged.source,
-                           human_source=people.source)
+    result = corrected(judge_records, human, a, b, judge=judge, tie_policy=tie_policy,
+                       min_consistency=min_consistency, confidence=confidence)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:

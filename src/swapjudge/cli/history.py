@@ -17,19 +17,9 @@ from swapjudge.errors import SwapjudgeError
 if TYPE_CHECKING:
     from swapjudge.drift.history import HistoryEntry, RunComparison
     from swapjudge.drift.releases import ReleaseReport, ReleaseStep
-    from swapjudge.store import Store
 
 StoreOpt = Annotated[Path | None, typer.Option("--store", help=f"The run store (default ./{DEFAULT_STORE}).")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
-
-
-def open_store(path: Path | None) -> Store:
-    from swapjudge.store import Store
-
-    p = path or Path.cwd() / DEFAULT_STORE
-    if not p.exists():
-        raise SwapjudgeError(f"{p}: no run store here (give --store PATH)")
-    return Store(p)
 
 
 def _ci(rate: float | None, low: float | None, high: float | None) -> str:
@@ -114,11 +104,9 @@ def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.tex
     its swap-consistency, flip direction, win rate and gate verdict. A run that did not measure the swap under
     its own judge, rubric and template is flagged. Anchored scoring runs follow, each with its score
     distribution and whether its anchor check passed or flagged the run."""
-    from swapjudge.drift.history import history
+    from swapjudge.workflows.history import history
 
-    with open_store(store) as st:
-        entries = history(st)
-        anchored = st.anchor_runs()
+    entries, anchored = history(store)
     if output is OutputFormat.json:
         items = [{"kind": "pairwise", **e.to_dict()} for e in entries]
         items += [{"kind": "anchors", "anchored_run": r["id"], "started_at": r["started_at"], "judge": r["judge"],
@@ -227,10 +215,9 @@ def compare_command(
     """What changed between two runs (judge, rubric, template, pairs) and how the judge's behaviour moved
     (consistency, first-slot rate, tie rate, accuracy on labelled pairs), with intervals and McNemar's exact
     test on the pairs both runs judged."""
-    from swapjudge.drift.history import compare_runs
+    from swapjudge.workflows.history import compare
 
-    with open_store(store) as st:
-        cmp = compare_runs(st, run_a, run_b)
+    cmp = compare(run_a, run_b, store=store)
     if output is OutputFormat.json:
         dump_json(cmp.to_dict())
         return
@@ -287,27 +274,10 @@ def releases_command(
 ) -> None:
     """Release over release with a pinned baseline: each release against the previous one and against the
     baseline side by side, with answer length and formatting per release. Judge first with `swapjudge run`."""
-    from swapjudge.config import load_config
-    from swapjudge.core.pairs_file import load_pairs
-    from swapjudge.drift.releases import release_report
-    from swapjudge.store.analysis import run_record_set
+    from swapjudge.workflows.history import releases
 
-    loaded = load_config(config)
-    pcfg = loaded.config.pairs
-    if pcfg.plan != "releases" or pcfg.releases is None or pcfg.baseline is None:
-        raise SwapjudgeError(f"{config}: not a release plan (set `pairs.releases: [v1, v2, ...]`)")
-    pairs = load_pairs(loaded.pairs_path)
-    path = loaded.store_path(store)
-    with open_store(path) as st:
-        if run_id is None:
-            mine = [r for r in st.runs() if r.config_hash == loaded.config_hash and r.pairs_digest == pairs.digest]
-            if not mine:
-                raise SwapjudgeError(f"{path}: no run of {config} yet: judge first with `swapjudge run {config}`")
-            run_id = mine[-1].id
-        records = run_record_set(st, run_id)
-    cfg = loaded.config
-    rep = release_report(records, pairs, pcfg.releases, pcfg.baseline, tie_policy=cfg.tie_policy,
-                         min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
+    done = releases(config, store=store, run_id=run_id)
+    rep, run_id = done.report, done.run_id
     if html is not None:
         from swapjudge.core.textfiles import write_atomic
         from swapjudge.report.releases import render_releases_html
@@ -320,7 +290,7 @@ def releases_command(
     if output is OutputFormat.markdown:
         print(f"# Releases (run {run_id})\n\n{rep.summary}.\n\n" + _markdown_table(rows), end="")
         return
-    table = Table(box=None, header_style="bold", title=f"run {run_id}: {cfg.tie_policy} win rate of each release",
+    table = Table(box=None, header_style="bold", title=f"run {run_id}: {done.tie_policy} win rate of each release",
                   title_justify="left")
     for col in rows[0]:
         table.add_column(col, overflow="fold")
@@ -343,23 +313,14 @@ def adaptive_command(
     """Adaptive swapping, offline: at each threshold, how many swapped calls a run would have saved by making
     the second order only when the first verdict's confidence is below it, how many flips it would have missed
     (flips in unswapped pairs, never seen), and the swap-consistency it would report on the swapped pairs."""
-    from swapjudge.drift.adaptive_replay import adaptive_offline
     from swapjudge.report.wording import pct
+    from swapjudge.workflows.history import adaptive
 
     try:
         levels = [float(x) for x in thresholds.split(",") if x.strip()]
     except ValueError:
         raise SwapjudgeError(f"--thresholds: not a list of numbers: {thresholds!r}") from None
-    if not levels or any(not 0 < t <= 1 for t in levels):
-        raise SwapjudgeError("--thresholds: give numbers in (0, 1], e.g. 0.7,0.9")
-    with open_store(store) as st:
-        st.run(run_id)
-        result = adaptive_offline(st.calls(run_id), levels)
-    if result.pairs == 0:
-        raise SwapjudgeError(f"run {run_id} has no pair with both orders judged")
-    if result.without_confidence == result.pairs:
-        raise SwapjudgeError(f"run {run_id}: no call carries verdict probabilities (use a backend that returns "
-                             "them, e.g. `logprobs: true` on an OpenAI-compatible server)")
+    result = adaptive(run_id, levels, store=store)
     if output is OutputFormat.json:
         dump_json({"run": run_id, **result.to_dict()})
         return
@@ -399,9 +360,10 @@ def anchors_command(
     """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
     distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
     from swapjudge.core.textfiles import write_atomic
-    from swapjudge.drift.anchors_run import run_anchors
+    from swapjudge.drift.anchors import enforce_anchor_check
+    from swapjudge.workflows.history import anchors
 
-    res = run_anchors(config, pinned=pinned, store=store)
+    res = anchors(config, pinned=pinned, store=store)
     if out is not None:
         write_atomic(out, "".join(json.dumps({"item": k, "score": v}) + "\n" for k, v in res.scores.items()
                                    if v is not None))
@@ -431,5 +393,4 @@ def anchors_command(
             print(f"# Anchored scoring\n\n```\n{text}\n```\n", end="")
         else:
             stdout.print(text, highlight=False, markup=False)
-    if res.flagged:
-        raise typer.Exit(1)
+    enforce_anchor_check(res.flagged, res.check.reasons if res.check is not None else ())

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, display_path, stderr, user_errors, wide_console
+from swapjudge.cli.app import OutputFormat, app, display_path, flag_group, stderr, user_errors, wide_console
 from swapjudge.errors import InputError
 
 if TYPE_CHECKING:
@@ -44,13 +45,12 @@ HELP = (
 )
 
 
-def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: str | None, order: str | None,
-             item: str | None, first: str | None, second: str | None, verdict: str | None, map_: str | None,
-             judge: str | None, label: str | None, delimiter: str | None, seed: int | None = None,
-             keep: list[str] | None = None, identical_draws: bool = False) -> ImportOptions:
+def _options(fmt: str, flags: ImportFlags) -> ImportOptions:
     """CLI values -> ImportOptions; `--round` is a round choice for llmbar and a column name for csv."""
     from swapjudge.importers import ImportOptions
 
+    f = flags
+    round_, order, seed, keep, delimiter = f.round_, f.order, f.seed, f.keep, f.delimiter
     extra: dict[str, Any] = {}
     if round_ is not None:
         if fmt == "llmbar":
@@ -69,12 +69,12 @@ def _options(fmt: str, *, judge_name: str | None, baseline: str | None, round_: 
         extra["seed"] = seed
     if keep:
         extra["keep"] = tuple(keep)
-    if identical_draws:
+    if f.identical_draws:
         extra["identical_draws"] = True
     if delimiter is not None:
         extra["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
-    return ImportOptions(judge_name=judge_name, baseline=baseline, item=item, first=first, second=second,
-                         verdict=verdict, map=map_, judge=judge, label=label, **extra)
+    return ImportOptions(judge_name=f.judge_name, baseline=f.baseline, item=f.item, first=f.first, second=f.second,
+                         verdict=f.verdict, map=f.map_, judge=f.judge, label=f.label, **extra)
 
 
 def _print_report(result: ImportResult, max_listed: int | None) -> None:
@@ -126,8 +126,47 @@ def _print_per_call(result: ImportResult, output: OutputFormat) -> None:
     wide_console().print(table)
 
 
+@dataclass(frozen=True)
+class ImportFlags:
+    """The options of `swapjudge import` that belong to one format or another (what `--help` lists per format)."""
+
+    judge_name: Annotated[str | None, typer.Option(
+        "--judge-name", help="Judge name for every record (overrides what the files say).")] = None
+    baseline: Annotated[str | None, typer.Option(
+        "--baseline", help="arena-hard: baseline model for old rows without a `baseline` field.")] = None
+    round_: Annotated[str | None, typer.Option(
+        "--round", help="llmbar: which round, first or last (default last). csv: column holding the repeat "
+                        "index.")] = None
+    order: Annotated[str | None, typer.Option(
+        "--order", help="alpaca-eval: `recorded` (default) reads the presented order from the file, else "
+                        "recomputes AlpacaEval 2's seeded switch; `as-stored` says output_1 was always shown "
+                        "first.")] = None
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="alpaca-eval: the annotator's seed for the switch (default 0, as the shipped "
+                       "annotators use).")] = None
+    identical_draws: Annotated[bool, typer.Option(
+        "--identical-draws", help="alpaca-eval: write the rows whose two outputs are identical (never judged; "
+                                  "AlpacaEval counts them as draws) as ties marked identical_outputs, instead of "
+                                  "skipping them: its length-controlled win rate fits them.")] = False
+    item: Annotated[str | None, typer.Option("--item", help="csv: column with the item id.")] = None
+    first: Annotated[str | None, typer.Option("--first", help="csv: column with the identity shown first.")] = None
+    second: Annotated[str | None, typer.Option("--second", help="csv: column with the identity shown 2nd.")] = None
+    verdict: Annotated[str | None, typer.Option("--verdict", help="csv: column with the verdict.")] = None
+    map_: Annotated[str | None, typer.Option(
+        "--map", help="csv: verdict values, e.g. A=first,B=second,C=tie (targets first|second|tie|null).")] = None
+    judge: Annotated[str | None, typer.Option("--judge", help="csv: column with the judge name.")] = None
+    label: Annotated[str | None, typer.Option(
+        "--label", help="csv: column with the identity of the better answer (or tie).")] = None
+    keep: Annotated[list[str] | None, typer.Option(
+        "--keep", help="csv: also copy this column into the records under its own name (repeatable), e.g. "
+                       "a task group for `segments --by`.")] = None
+    delimiter: Annotated[str | None, typer.Option(
+        "--delimiter", help="csv: field separator (default: tab for .tsv, else comma).")] = None
+
+
 @app.command(name="import", help=HELP)
 @user_errors
+@flag_group(ImportFlags, as_="flags")
 def import_command(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="Input format (listed above).",
                                        show_default=False)],
@@ -135,41 +174,7 @@ def import_command(
                                                 show_default=False)],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Records file to write (.jsonl, or "
                                                 "CSV when it ends in .csv).")] = None,
-    judge_name: Annotated[str | None, typer.Option(
-        "--judge-name", help="Judge name for every record (overrides what the files say).")] = None,
-    baseline: Annotated[str | None, typer.Option(
-        "--baseline", help="arena-hard: baseline model for old rows without a `baseline` field.")] = None,
-    round_: Annotated[str | None, typer.Option(
-        "--round", help="llmbar: which round, first or last (default last). csv: column holding the repeat "
-                        "index.")] = None,
-    order: Annotated[str | None, typer.Option(
-        "--order", help="alpaca-eval: `recorded` (default) reads the presented order from the file, else "
-                        "recomputes AlpacaEval 2's seeded switch; `as-stored` says output_1 was always shown "
-                        "first.")] = None,
-    seed: Annotated[int | None, typer.Option(
-        "--seed", help="alpaca-eval: the annotator's seed for the switch (default 0, as the shipped "
-                       "annotators use).")] = None,
-    identical_draws: Annotated[bool, typer.Option(
-        "--identical-draws", help="alpaca-eval: write the rows whose two outputs are identical (never judged; "
-                                  "AlpacaEval counts them as draws) as ties marked identical_outputs, instead of "
-                                  "skipping them: its length-controlled win rate fits them.")] = False,
-    item: Annotated[str | None, typer.Option("--item", help="csv: column with the item id.")] = None,
-    first: Annotated[str | None, typer.Option("--first", help="csv: column with the identity shown first.")]
-    = None,
-    second: Annotated[str | None, typer.Option("--second", help="csv: column with the identity shown 2nd.")]
-    = None,
-    verdict: Annotated[str | None, typer.Option("--verdict", help="csv: column with the verdict.")] = None,
-    map_: Annotated[str | None, typer.Option(
-        "--map", help="csv: verdict values, e.g. A=first,B=second,C=tie (targets first|second|tie|null).")]
-    = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="csv: column with the judge name.")] = None,
-    label: Annotated[str | None, typer.Option(
-        "--label", help="csv: column with the identity of the better answer (or tie).")] = None,
-    keep: Annotated[list[str] | None, typer.Option(
-        "--keep", help="csv: also copy this column into the records under its own name (repeatable), e.g. "
-                       "a task group for `segments --by`.")] = None,
-    delimiter: Annotated[str | None, typer.Option(
-        "--delimiter", help="csv: field separator (default: tab for .tsv, else comma).")] = None,
+    flags: ImportFlags = ImportFlags(),
     per_call: Annotated[bool, typer.Option(
         "--per-call", help="Print per-call consistency as the Shi et al. repository logs count it (unparsed "
                            "calls dropped, a call whose twin is unparsed counted consistent) instead of, or "
@@ -189,9 +194,7 @@ def import_command(
         raise InputError(f"unknown import format {fmt!r}; known: {', '.join(FORMATS)}")
     if output is None and not per_call:
         raise InputError("give -o RECORDS.jsonl (or --per-call to print the per-call figures)")
-    options = _options(fmt, judge_name=judge_name, baseline=baseline, round_=round_, order=order, item=item,
-                       first=first, second=second, verdict=verdict, map_=map_, judge=judge, label=label,
-                       delimiter=delimiter, seed=seed, keep=keep, identical_draws=identical_draws)
+    options = _options(fmt, flags)
     result = import_files(fmt, paths, options)
     _print_report(result, max_listed)
     if report is not None:

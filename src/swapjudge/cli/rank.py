@@ -8,15 +8,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, RecordsArg, app, dump_json, stdout, user_errors
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
 
 
 @app.command()
 @user_errors
 def rank(
-    records: Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
-                                            show_default=False)],
+    records: RecordsArg,
     judge: Annotated[str | None, typer.Option("--judge", help="Rank by this judge's verdicts.")] = None,
     model: Annotated[Model, typer.Option("--model", help="Tie model fitted.")] = Model.rao_kupper,
     outcome: Annotated[OutcomeSource, typer.Option(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.stats import Proportion, wilson
-from swapjudge.errors import SwapjudgeError
+from swapjudge.errors import GateError, SwapjudgeError
 
 DEFAULT_TOLERANCE = 0.5  # levels: a mean move of half a level on the reference set flags the run
 
@@ -203,3 +203,11 @@ def check_anchors(pinned: Mapping[str, int], current: Mapping[str, int], scale: 
         pinned=score_distribution(before.tolist(), scale, confidence),
         current=score_distribution(after.tolist(), scale, confidence),
     )
+
+
+def enforce_anchor_check(flagged: bool, reasons: Sequence[str]) -> None:
+    """An anchored run that moved beyond its tolerance (or whose exemplars missed their stated scores) ends the
+    command with exit 1 (`GateError`), after it is shown; nothing when it held."""
+    if flagged:
+        detail = "; ".join(reasons) or "an exemplar did not get its stated score"
+        raise GateError(f"anchor check: the run is flagged: {detail}")

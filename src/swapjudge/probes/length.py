@@ -201,24 +201,39 @@ def length_slope(score: np.ndarray, diff: np.ndarray, *, per: int = 100, confide
                        clusters=fit.clusters)
 
 
-def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, judge: str | None = None,
+@dataclass(frozen=True)
+class LengthOptions:
+    """How the length probe measures and what it reports (the flags of `swapjudge probe length`)."""
+
+    unit: LengthUnit | str = LengthUnit.chars
+    splits: SplitHandling | str = SplitHandling.half  # splits in the slope: worth 1/2, or left out
+    threshold: int = 100  # P(prefer longer) over pairs whose lengths differ by more than this
+    tolerance: int = 20  # the length-matched slice: pairs whose lengths differ by at most this
+    per: int = 100  # the slope per this many units
+    length_controlled: bool = False
+    tie_policy: TiePolicy | str = TiePolicy.half_credit  # of the matched win rate
+    confidence: float = 0.95
+    min_consistency: float = DEFAULT_MIN_CONSISTENCY
+    regularize: float | None = None  # AlpacaEval's weight of the gamed baseline rows per instruction (None: 0.2)
+    alpaca_cv: bool = False  # also AlpacaEval's own L1 cross-validated estimate (needs scikit-learn)
+
+
+def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray,
+                 options: LengthOptions = LengthOptions(), *, judge: str | None = None,
                  x: np.ndarray | None = None, y: np.ndarray | None = None, pair: tuple[str, str] | None = None,
-                 unit: LengthUnit | str = LengthUnit.chars, splits: SplitHandling | str = SplitHandling.half,
-                 threshold: int = 100, tolerance: int = 20, per: int = 100, length_controlled: bool = False,
-                 tie_policy: TiePolicy | str = TiePolicy.half_credit, missing_texts: int = 0,
-                 confidence: float = 0.95, min_consistency: float = DEFAULT_MIN_CONSISTENCY,
-                 gate: Gate | None = None, items: np.ndarray | None = None, alpaca: LcRows | None = None,
-                 gamed: GamedRows | None = None, regularize: float = DEFAULT_REGULARIZE,
-                 alpaca_cv: bool = False) -> LengthProbe:
+                 items: np.ndarray | None = None, missing_texts: int = 0, gate: Gate | None = None,
+                 alpaca: LcRows | None = None, gamed: GamedRows | None = None) -> LengthProbe:
     """The length probe over pairs (one entry per pair: outcome code, lengths of x and y; x/y the identities,
     needed for the matched win rate and the length-controlled win rate of `pair` = (a, b)). The win rates (matched
     and length-controlled) pass the self-consistency gate: `gate` when given (a report passes the analysis'
-    own), else one at `min_consistency` over the compared pair's complete pairs (a minimum of 0 passes even when
-    consistency cannot be measured, as in `rank`); when it fails they are withheld. With `alpaca` (a's rows
-    against b, probes/alpaca_lc.py `rows_for_pair`) and `length_controlled`, the length-controlled win rate is
-    AlpacaEval's fit on those rows with their difficulties and the `gamed` baseline rows weighted `regularize`
+    own), else one at `options.min_consistency` over the compared pair's complete pairs (a minimum of 0 passes
+    even when consistency cannot be measured, as in `rank`); when it fails they are withheld. With `alpaca` (a's
+    rows against b, probes/alpaca_lc.py `rows_for_pair`) and `length_controlled`, the length-controlled win rate
+    is AlpacaEval's fit on those rows with their difficulties and the `gamed` baseline rows weighted `regularize`
     (and, with `alpaca_cv`, AlpacaEval's own L1 cross-validated estimate beside it; needs scikit-learn)."""
-    splits = SplitHandling(splits)
+    o = options
+    confidence, threshold, tolerance, tie_policy = o.confidence, o.threshold, o.tolerance, o.tie_policy
+    splits = SplitHandling(o.splits)
     complete = outcome != Outcome.INCOMPLETE
     outcome, len_x, len_y = outcome[complete], len_x[complete].astype(float), len_y[complete].astype(float)
     if x is not None and y is not None:
@@ -229,7 +244,7 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
     score = order_cancelled_score(outcome)
     decisive = (outcome == Outcome.X_WINS) | (outcome == Outcome.Y_WINS)
     fit_score = score if splits is SplitHandling.half else np.where(decisive, score, np.nan)
-    slope = length_slope(fit_score, diff, per=per, confidence=confidence, items=items)
+    slope = length_slope(fit_score, diff, per=o.per, confidence=confidence, items=items)
 
     apart = np.abs(diff) > threshold
     longer_won = (apart & (((outcome == Outcome.X_WINS) & (diff > 0)) | ((outcome == Outcome.Y_WINS) & (diff < 0))))
@@ -258,24 +273,25 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, *, j
             pair_items = None if items is None else np.asarray(items)[in_pair]
             pair_cons = (consistency_of_pairs(outcome[in_pair], pair_items, confidence) if pair_items is not None
                          else _counts_consistency(outcome[in_pair], confidence))
-            gate = gate_for(pair_cons.rate, min_consistency, pair_cons.low, pair_cons.high)
-            if min_consistency <= 0 and not gate.passed:
-                gate = Gate(min_consistency, True, None)  # no minimum: nothing to fail
+            gate = gate_for(pair_cons.rate, o.min_consistency, pair_cons.low, pair_cons.high)
+            if o.min_consistency <= 0 and not gate.passed:
+                gate = Gate(o.min_consistency, True, None)  # no minimum: nothing to fail
         if slice_.any():
             result = np.where(a_won, 1.0, np.where(b_won, 0.0, 0.5))[slice_]
             m_rate = win_rate_over_pairs(a, b, result, items=None if items is None else items[slice_],
                                          policy=tie_policy, confidence=confidence)
             m_rate = m_rate if gate.passed else withheld_copy(m_rate)
-        if length_controlled and alpaca is not None:
-            lc = _alpaca_controlled(a, b, alpaca, gamed, regularize, confidence, alpaca_cv)
-        elif length_controlled:
+        if o.length_controlled and alpaca is not None:
+            weight = DEFAULT_REGULARIZE if o.regularize is None else o.regularize
+            lc = _alpaca_controlled(a, b, alpaca, gamed, weight, confidence, o.alpaca_cv)
+        elif o.length_controlled:
             lc = _length_controlled(a, b, score[in_pair], np.where(a_is_x, diff, -diff)[in_pair],
                                     a_is_x[in_pair], confidence, None if items is None else items[in_pair])
         if lc is not None and not gate.passed:
             lc = LengthControlled(a, b, None, None, None, None, lc.pairs, withheld=True,
                                   alpaca=None if lc.alpaca is None else lc.alpaca.withheld())
     return LengthProbe(
-        judge=judge, unit=LengthUnit(unit), splits=splits, threshold=threshold, tolerance=tolerance,
+        judge=judge, unit=LengthUnit(o.unit), splits=splits, threshold=threshold, tolerance=tolerance,
         pairs=int(outcome.size), missing_texts=missing_texts,
         mean_abs_difference=float(np.abs(diff).mean()) if diff.size else None,
         slope=slope,

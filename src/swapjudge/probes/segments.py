@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis, analyze, with_holm
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy, enforce_gates
 from swapjudge.core.records import RecordSet
 from swapjudge.errors import SwapjudgeError
 
@@ -60,6 +60,10 @@ class SegmentedAnalysis:
     def to_dict(self) -> dict[str, Any]:
         return {"by": self.by, "overall": [a.to_dict() for a in self.overall],
                 "segments": [s.to_dict() for s in self.segments]}
+
+    def raise_for_gate(self) -> None:
+        """The whole file's gate decides (a segment's is shown, not enforced): `GateError` when a judge fails."""
+        enforce_gates((a.judge, a.gate) for a in self.overall)
 
 
 def segment_values(frame: pl.DataFrame, by: str) -> pl.Series:

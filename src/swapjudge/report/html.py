@@ -17,7 +17,6 @@ from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.report import plots
-from swapjudge.report.build import JudgeRanking, ReportInputs, SegmentRow
 from swapjudge.report.probe_tables import Table, length_tables, panel_tables
 from swapjudge.report.rank import limit_text, rank_range
 from swapjudge.report.rank import summary as ranking_summary
@@ -40,6 +39,7 @@ from swapjudge.report.wording import (
     pct,
     segment_gate_word,
 )
+from swapjudge.workflows.report import ReportInputs, ReportRanking, SegmentRow
 
 OUTCOME_WORDS = {
     "flip_first": "flip toward slot 1",
@@ -367,7 +367,7 @@ def _plain_table(t: Table) -> str:
     return out + "".join(f'<p class="muted">{prose(note)}</p>' for note in t.notes)
 
 
-def _ranking_section(jr: JudgeRanking) -> str:
+def _ranking_section(jr: ReportRanking) -> str:
     r = jr.ranking
     level = f"{round(r.confidence * 100)}% interval"
     lines = ranking_summary(r, outcome=jr.outcome)

@@ -1,9 +1,12 @@
-"""Everything a report shows, computed once by the library (renderers only lay it out)."""
+"""`swapjudge report`: everything a report shows, computed once here (the renderers in `swapjudge.report` only
+lay it out): each judge's analysis, per-segment analyses, the review queue, rankings, the length probe, the
+panel and the human-corrected win rates, from a records file or a stored run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,20 +14,20 @@ import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis, analyze
 from swapjudge.core.pairs import Outcome, build_pairs
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, enforce_gates
 from swapjudge.core.records import select_judges
 from swapjudge.core.sidefiles import texts_from_records
-from swapjudge.defaults import DEFAULT_REPORT_ROUNDS as DEFAULT_REPORT_ROUNDS  # re-exported: its home before
+from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import InputError
 from swapjudge.probes.calibrate import Calibration, calibrate
-from swapjudge.probes.length import LengthProbe, LengthUnit, length_probe, text_length
+from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, text_length
 from swapjudge.probes.length import with_holm as length_with_holm
 from swapjudge.probes.panel import PanelResult, panel
 from swapjudge.probes.segments import SegmentedAnalysis, segment_analyses
 from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, Ranking, rank
-from swapjudge.report.source import ReportSource
 from swapjudge.review.queue import review_queue
+from swapjudge.workflows.sources import ReportSource, load_records, report_source
 
 # one segment's value and its analysis for one judge
 SegmentRow = tuple[str, JudgeAnalysis]
@@ -35,7 +38,7 @@ LENGTH_COLUMNS = ("first_length", "second_length")
 
 
 @dataclass(frozen=True)
-class JudgeRanking:
+class ReportRanking:
     """One judge's ranking of every system in the source (order-cancelled outcomes, item bootstrap)."""
 
     judge: str | None
@@ -52,7 +55,7 @@ class ReportInputs:
     queue: pl.DataFrame
     settings: dict[str, Any]
     segmented: SegmentedAnalysis | None = None
-    rankings: tuple[JudgeRanking, ...] = ()
+    rankings: tuple[ReportRanking, ...] = ()
     lengths: tuple[LengthProbe, ...] = ()
     panel: PanelResult | None = None
     calibrations: tuple[Calibration, ...] = ()  # the human-corrected win rates, when people's labels are given
@@ -68,7 +71,7 @@ class ReportInputs:
             return []
         return [(s.value, x) for s in self.segmented.segments for x in s.analyses if x.judge == analysis.judge]
 
-    def ranking_for(self, analysis: JudgeAnalysis) -> JudgeRanking | None:
+    def ranking_for(self, analysis: JudgeAnalysis) -> ReportRanking | None:
         return next((r for r in self.rankings if r.judge == analysis.judge), None)
 
     def calibration_for(self, analysis: JudgeAnalysis) -> Calibration | None:
@@ -76,6 +79,10 @@ class ReportInputs:
 
     def length_for(self, analysis: JudgeAnalysis) -> LengthProbe | None:
         return next((p for p in self.lengths if p.judge == analysis.judge), None)
+
+    def raise_for_gate(self) -> None:
+        """`GateError` (exit 1 at the CLI, after the report is written) naming each judge below its gate."""
+        enforce_gates((x.judge, x.gate) for x in self.analyses)
 
     @property
     def policy_mismatch(self) -> str | None:
@@ -87,6 +94,22 @@ class ReportInputs:
             return (f"this report uses the {used} tie policy, but the run was registered with {registered}: "
                     "its headline differs from the one fixed before the run")
         return None
+
+
+def report(source: str | Path, *, pairs: str | Path | None = None, run: int | None = None,
+           allow_unpaired: bool = False, human: str | Path | None = None, judge: str | None = None,
+           a: str | None = None, b: str | None = None, tie_policy: TiePolicy | str | None = None,
+           min_consistency: float | None = None, confidence: float = 0.95, segment: str | None = None,
+           rank_rounds: int = DEFAULT_REPORT_ROUNDS, rank_seed: int = 0) -> ReportInputs:
+    """What `swapjudge report` shows: a records file or a stored run (`run`: its id, default the latest), with
+    the answer texts from `pairs` (or the run's own unchanged pairs file), and people's records (`human`) for
+    the human-corrected win rate. See `prepare_report` for what is computed."""
+    loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
+    people = load_records(human, allow_unpaired=True) if human is not None else None
+    return prepare_report(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
+                          confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed,
+                          human=people.frame if people is not None else None,
+                          human_source=people.source if people is not None else "human records")
 
 
 def registered_settings(source: ReportSource) -> dict[str, Any]:
@@ -149,7 +172,7 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
 
 
 def judge_ranking(source: ReportSource, judge: str, rounds: int, seed: int, model: Model | str,
-                  confidence: float) -> JudgeRanking | None:
+                  confidence: float) -> ReportRanking | None:
     """The judge's ranking when its pairs compare more than two systems (None otherwise)."""
     try:
         data = comparisons_from_records(source.frame, judge=judge)
@@ -157,7 +180,7 @@ def judge_ranking(source: ReportSource, judge: str, rounds: int, seed: int, mode
         return None
     if len(data.systems) <= 2:
         return None
-    return JudgeRanking(judge or None, rank(data, model, rounds=rounds, seed=seed, confidence=confidence))
+    return ReportRanking(judge or None, rank(data, model, rounds=rounds, seed=seed, confidence=confidence))
 
 
 def answer_lengths(frame: pl.DataFrame, unit: LengthUnit = LengthUnit.chars) -> dict[tuple[str, str], float]:
@@ -188,11 +211,11 @@ def judge_length(source: ReportSource, lengths: dict[tuple[str, str], float], ju
     if not (found & complete).any():  # e.g. single-order imports that carry their texts
         return None
     keep = np.flatnonzero(found)
-    return length_probe(table.get_column("outcome").to_numpy()[keep], lx[keep], ly[keep], judge=judge or None,
-                        x=np.asarray(x, dtype=object)[keep], y=np.asarray(y, dtype=object)[keep], pair=pair,
-                        length_controlled=pair is not None, tie_policy=policy,
-                        missing_texts=int((~found).sum()), confidence=confidence, gate=gate,
-                        items=np.asarray(items, dtype=object)[keep])
+    options = LengthOptions(length_controlled=pair is not None, tie_policy=policy, confidence=confidence)
+    return length_probe(table.get_column("outcome").to_numpy()[keep], lx[keep], ly[keep], options,
+                        judge=judge or None, x=np.asarray(x, dtype=object)[keep],
+                        y=np.asarray(y, dtype=object)[keep], pair=pair, missing_texts=int((~found).sum()),
+                        gate=gate, items=np.asarray(items, dtype=object)[keep])
 
 
 def judges_panel(source: ReportSource, judges: list[str], confidence: float,
