@@ -20,8 +20,8 @@ _LAZY = {
     "dry_run": "swapjudge.api",
     "rank": "swapjudge.api",
     "calculate": "swapjudge.core.calculator",
-    "Analyses": "swapjudge.results",
-    "RunResult": "swapjudge.results",
+    "Analyses": "swapjudge.core.analysis",
+    "RunResult": "swapjudge.workflows.judging",
     "JudgeAnalysis": "swapjudge.core.analysis",
     "Calculation": "swapjudge.core.calculator",
     "RecordSet": "swapjudge.core.records",
@@ -54,14 +54,14 @@ __all__ = [
 
 if TYPE_CHECKING:
     from swapjudge.api import analyze, dry_run, load_records, rank, run
-    from swapjudge.core.analysis import JudgeAnalysis
+    from swapjudge.core.analysis import Analyses, JudgeAnalysis
     from swapjudge.core.calculator import Calculation, calculate
     from swapjudge.core.policy import TiePolicy
     from swapjudge.core.records import RecordSet
     from swapjudge.errors import InputError, SwapjudgeError
     from swapjudge.ranking.bradley_terry import Ranking
-    from swapjudge.results import Analyses, RunResult
     from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.workflows.judging import RunResult
 
 
 def __getattr__(name: str) -> Any:

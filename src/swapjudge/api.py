@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import swapjudge.report.notebook  # noqa: F401  # the results' notebook displays
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
+from swapjudge.core.records import load_records
 from swapjudge.workflows.audit import analyze
-from swapjudge.workflows.run import dry_run, run
-from swapjudge.workflows.sources import load_records
+from swapjudge.workflows.judging import dry_run, run
 
 if TYPE_CHECKING:
     from swapjudge.ranking.bradley_terry import Ranking
@@ -31,7 +31,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
 
     Gated as `analyze` is: a judge whose swap-consistency is below `min_consistency` gets no ranking
     (`GateError`); `min_consistency=0` ranks anyway."""
-    from swapjudge.workflows.rank import rank as rank_judge
+    from swapjudge.workflows.standings import rank as rank_judge
 
     return rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                       confidence=confidence, interval=interval, min_consistency=min_consistency).ranking

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "swapjudge"
@@ -67,6 +69,7 @@ def part(module: str) -> str:
     return pieces[1] if len(pieces) > 1 else ""
 
 
+@functools.cache
 def edges() -> list[tuple[str, str, int]]:
     return [(source, target, line) for source in MODULES for target, line in imported(source) if target != source]
 
@@ -77,7 +80,7 @@ def violations(sources: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str
 
 def test_the_reader_finds_imports_inside_functions_and_skips_type_checking_blocks() -> None:
     found = dict(imported("swapjudge.api"))
-    assert "swapjudge.workflows.rank" in found  # imported inside `rank`
+    assert "swapjudge.workflows.standings" in found  # imported inside `rank`
     assert "swapjudge.ranking.bradley_terry" not in found  # under TYPE_CHECKING only
 
 
@@ -98,7 +101,8 @@ def test_core_imports_no_other_part() -> None:
 
 
 def test_nothing_imports_the_cli() -> None:
-    assert [f"{s}:{line}" for s, t, line in edges() if part(t) == "cli" and part(s) != "cli"] == []
+    entry = "swapjudge.__main__"  # `python -m swapjudge` is the CLI
+    assert [f"{s}:{line}" for s, t, line in edges() if part(t) == "cli" and part(s) != "cli" and s != entry] == []
 
 
 def test_no_import_cycle_among_the_modules() -> None:

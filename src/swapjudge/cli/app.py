@@ -7,6 +7,7 @@ import enum
 import functools
 import inspect
 import json
+import os
 import sqlite3
 import sys
 import typing
@@ -178,6 +179,11 @@ def wide_console() -> Console:
     """stdout for a table: at a terminal its width; piped, wide enough that no cell is split mid-word (a CI log
     has no width to fit)."""
     return stdout if stdout.is_terminal else Console(width=1000, soft_wrap=False)
+
+
+def shown_path(path: Path) -> str:
+    """A path as printed: normalised (no `./`, no `a/../`), as given otherwise (relative stays relative)."""
+    return os.path.normpath(path)
 
 
 def display_path(path: Any) -> str:

@@ -104,7 +104,7 @@ def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.tex
     its swap-consistency, flip direction, win rate and gate verdict. A run that did not measure the swap under
     its own judge, rubric and template is flagged. Anchored scoring runs follow, each with its score
     distribution and whether its anchor check passed or flagged the run."""
-    from swapjudge.workflows.history import history
+    from swapjudge.workflows.tracking import history
 
     entries, anchored = history(store)
     if output is OutputFormat.json:
@@ -215,7 +215,7 @@ def compare_command(
     """What changed between two runs (judge, rubric, template, pairs) and how the judge's behaviour moved
     (consistency, first-slot rate, tie rate, accuracy on labelled pairs), with intervals and McNemar's exact
     test on the pairs both runs judged."""
-    from swapjudge.workflows.history import compare
+    from swapjudge.workflows.tracking import compare
 
     cmp = compare(run_a, run_b, store=store)
     if output is OutputFormat.json:
@@ -274,7 +274,7 @@ def releases_command(
 ) -> None:
     """Release over release with a pinned baseline: each release against the previous one and against the
     baseline side by side, with answer length and formatting per release. Judge first with `swapjudge run`."""
-    from swapjudge.workflows.history import releases
+    from swapjudge.workflows.tracking import releases
 
     done = releases(config, store=store, run_id=run_id)
     rep, run_id = done.report, done.run_id
@@ -314,7 +314,7 @@ def adaptive_command(
     the second order only when the first verdict's confidence is below it, how many flips it would have missed
     (flips in unswapped pairs, never seen), and the swap-consistency it would report on the swapped pairs."""
     from swapjudge.report.wording import pct
-    from swapjudge.workflows.history import adaptive
+    from swapjudge.workflows.tracking import adaptive
 
     try:
         levels = [float(x) for x in thresholds.split(",") if x.strip()]
@@ -361,7 +361,7 @@ def anchors_command(
     distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
     from swapjudge.core.textfiles import write_atomic
     from swapjudge.drift.anchors import enforce_anchor_check
-    from swapjudge.workflows.history import anchors
+    from swapjudge.workflows.tracking import anchors
 
     res = anchors(config, pinned=pinned, store=store)
     if out is not None:

@@ -60,7 +60,7 @@ def report_command(
     """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a
     Markdown summary. Exits 1 (after writing) when a judge fails the self-consistency gate."""
     from swapjudge.core.textfiles import write_atomic
-    from swapjudge.workflows.report import report
+    from swapjudge.workflows.reporting import report
 
     if html_out is None and markdown_out is None:
         raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")

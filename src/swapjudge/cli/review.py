@@ -40,7 +40,7 @@ def queue_command(
 ) -> None:
     """The pairs that flipped or half-tied, with both answers (when known) and both raw judge replies."""
     from swapjudge.review.queue import QUEUE_FIELDS, write_table
-    from swapjudge.workflows.review import queue
+    from swapjudge.workflows.reviewing import queue
 
     pending = queue(source, judge=judge, a=a, b=b, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
     write_table(pending, output, QUEUE_FIELDS)
@@ -67,7 +67,7 @@ def sheet_command(
 ) -> None:
     """A blind review sheet: each pair twice (the second time swapped), shuffled, no system names."""
     from swapjudge.review.sheet import write_sheet
-    from swapjudge.workflows.review import sheet as blind_sheet
+    from swapjudge.workflows.reviewing import sheet as blind_sheet
 
     made, only = blind_sheet(pairs, seed=seed, a=a, b=b, flipped=flipped, judge=judge)
     if made is None:
@@ -103,7 +103,7 @@ def tally_command(
     """Turn filled sheets into presentation records with each reviewer as a judge (analyse them like any
     judge's: `swapjudge analyze records.jsonl --allow-unpaired`). Every problem is listed at once, by row."""
     from swapjudge.review.queue import write_table
-    from swapjudge.workflows.review import tally
+    from swapjudge.workflows.reviewing import tally
 
     result = tally(filled, key, reviewer=reviewer, allow_partial=allow_partial)
     for warning in result.warnings:

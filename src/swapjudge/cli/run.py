@@ -16,18 +16,18 @@ from swapjudge.cli.app import (
     display_path,
     dump_json,
     markdown_table,
+    shown_path,
     stderr,
     stdout,
     user_errors,
     wide_console,
 )
 from swapjudge.defaults import DEFAULT_STORE
-from swapjudge.workflows.run import shown_path
 
 if TYPE_CHECKING:
-    from swapjudge.results import RunResult
     from swapjudge.runner.check import CheckResult
     from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.workflows.judging import RunResult
 
 StoreOpt = Annotated[
     Path | None,
@@ -151,7 +151,7 @@ def run_command(
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached."""
-    from swapjudge.workflows import run as runs
+    from swapjudge.workflows import judging as runs
 
     loaded = runs.load_run_config(config)
     if dry_run:
@@ -216,7 +216,7 @@ def runs_command(
     output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
 ) -> None:
     """List the runs in the store, with their provider batches."""
-    from swapjudge.workflows.run import list_runs
+    from swapjudge.workflows.judging import list_runs
 
     listing = list_runs(store)
     infos, by_run = listing.runs, listing.batches
@@ -267,7 +267,7 @@ def export_command(
     """Write a run's presentation records (docs/records.md; labels included when the pairs carry them) to -o
     FILE, or to stdout."""
     from swapjudge.review.queue import write_table
-    from swapjudge.workflows.run import export_records
+    from swapjudge.workflows.judging import export_records
 
     rid, rows = export_records(store, run_id, latest=latest)
     write_table(rows, out)

@@ -7,9 +7,9 @@ imported judgments, live runs and human review sheets go through the same code.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import polars as pl
@@ -39,6 +39,7 @@ from swapjudge.core.policy import (
     TiePolicy,
     WinRate,
     decision,
+    enforce_gates,
     gate,
     two_order_decision,
     win_rate,
@@ -133,6 +134,51 @@ class JudgeAnalysis(Displayable):
     def to_frame(self, backend: str = "polars") -> Any:
         """One row of the flattened `to_dict()` (`consistency.rate`, `gate.passed`, ...): polars, or pandas."""
         return documents.frame([documents.flatten(self.to_dict())], backend)
+
+
+@dataclass(frozen=True)
+class Analyses(Displayable):
+    """One `JudgeAnalysis` per judge, in judge-name order. Index by position or by judge name."""
+
+    judges: tuple[JudgeAnalysis, ...]
+
+    def __iter__(self) -> Iterator[JudgeAnalysis]:
+        return iter(self.judges)
+
+    def __len__(self) -> int:
+        return len(self.judges)
+
+    @overload
+    def __getitem__(self, key: int) -> JudgeAnalysis: ...
+    @overload
+    def __getitem__(self, key: str) -> JudgeAnalysis: ...
+    def __getitem__(self, key: int | str) -> JudgeAnalysis:
+        if isinstance(key, str):
+            for analysis in self.judges:
+                if (analysis.judge or "") == key:
+                    return analysis
+            raise KeyError(f"no judge {key!r}; judges: " + ", ".join(repr(a.judge or "") for a in self.judges))
+        return self.judges[key]
+
+    @property
+    def passed(self) -> bool:
+        """True when there is a judge and every judge passed the self-consistency gate (no analysis passes
+        nothing)."""
+        return bool(self.judges) and all(a.gate.passed for a in self.judges)
+
+    def raise_for_gate(self) -> None:
+        """`GateError` (exit 1 at the CLI) naming each judge below its gate; nothing when every judge passed."""
+        enforce_gates((a.judge, a.gate) for a in self.judges)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CLI's JSON: one judge's object, or `{"judges": [...]}` for several."""
+        dicts = [a.to_dict() for a in self.judges]
+        document: dict[str, Any] = documents.json_document(dicts[0] if len(dicts) == 1 else {"judges": dicts})
+        return document
+
+    def to_frame(self, backend: str = "polars") -> Any:
+        """One row per judge of the flattened analysis: polars, or pandas with `backend="pandas"`."""
+        return documents.frame([documents.flatten(a.to_dict()) for a in self.judges], backend)
 
 
 def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,

@@ -95,8 +95,8 @@ def run_markdown(run: Any) -> str:
 
 register_display("swapjudge.core.analysis.JudgeAnalysis", html=lambda a: analysis_html([a]),
                  markdown=lambda a: analysis_markdown([a]))
-register_display("swapjudge.results.Analyses", html=lambda r: analysis_html(r.judges),
+register_display("swapjudge.core.analysis.Analyses", html=lambda r: analysis_html(r.judges),
                  markdown=lambda r: analysis_markdown(r.judges))
-register_display("swapjudge.results.RunResult", html=run_html, markdown=run_markdown)
+register_display("swapjudge.workflows.judging.RunResult", html=run_html, markdown=run_markdown)
 register_display("swapjudge.core.calculator.Calculation", html=calculation_html, markdown=calculation_markdown)
 register_display("swapjudge.ranking.bradley_terry.Ranking", html=ranking_html, markdown=ranking_markdown)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from swapjudge.core.analysis import Analyses
 from swapjudge.core.analysis import analyze as analyse_records
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.results import Analyses
-from swapjudge.workflows.sources import load_records
+from swapjudge.core.records import load_records
 
 
 def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = None, judge: str | None = None,

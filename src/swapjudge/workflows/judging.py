@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swapjudge.core.analysis import Analyses
+from swapjudge.core.display import Displayable
 from swapjudge.core.documents import json_document
 from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import SwapjudgeError
@@ -19,12 +21,60 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from swapjudge.config import LoadedConfig
-    from swapjudge.results import RunResult
     from swapjudge.runner.check import CheckResult
     from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.runner.outcome import RunOutcome
     from swapjudge.store import Store
     from swapjudge.store.batches import Submission
     from swapjudge.store.schema import RunInfo
+
+
+@dataclass(frozen=True)
+class RunResult(Displayable):
+    """A finished (or interrupted, or still waiting) run and the analysis of what it stored.
+
+    `waiting` counts the requests still in provider batches (or offline batch files): their pairs are incomplete,
+    and `passed` is False until they are in."""
+
+    run_id: int
+    store_path: Path
+    resumed: bool
+    interrupted: bool
+    orders: str
+    coin_seed: str
+    config_hash: str
+    tie_policy: str
+    stats: dict[str, Any]
+    elapsed_s: float
+    analyses: Analyses
+    waiting: int = 0
+    batches_waiting: int = 0
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def from_outcome(cls, outcome: RunOutcome, analyses: Analyses, *, config_hash: str,
+                     tie_policy: str) -> RunResult:
+        return cls(outcome.run_id, outcome.store_path, outcome.resumed, outcome.interrupted, outcome.orders,
+                   outcome.seed, config_hash, tie_policy, outcome.stats.to_dict(), outcome.elapsed_s, analyses,
+                   outcome.batch_requests_in_flight, outcome.batches_in_flight, outcome.warnings)
+
+    @property
+    def passed(self) -> bool:
+        """True when the run is in (nothing waiting, not interrupted) and every judge passed its gate."""
+        return not self.waiting and not self.interrupted and bool(self.analyses.judges) and self.analyses.passed
+
+    def raise_for_gate(self) -> None:
+        """`GateError` (exit 1 at the CLI) naming each judge below its gate; nothing when every judge passed."""
+        self.analyses.raise_for_gate()
+
+    def to_dict(self) -> dict[str, Any]:
+        """`swapjudge run --format json`: the analysis, plus the run under `run`."""
+        return {**self.analyses.to_dict(), "run": {
+            "id": self.run_id, "config_hash": self.config_hash, "store": os.path.normpath(self.store_path),
+            "orders": self.orders, "coin_seed": self.coin_seed, "tie_policy": self.tie_policy, "stats": self.stats}}
+
+    def to_frame(self, backend: str = "polars") -> Any:
+        return self.analyses.to_frame(backend)
 
 
 def load_run_config(config: str | Path | Mapping[str, Any] | LoadedConfig) -> LoadedConfig:
@@ -37,11 +87,6 @@ def load_run_config(config: str | Path | Mapping[str, Any] | LoadedConfig) -> Lo
     if isinstance(config, Mapping):
         return parse_config(dict(config), source=Path.cwd() / "(configuration)")
     return load_config(config)
-
-
-def shown_path(path: Path) -> str:
-    """A path as printed: normalised (no `./`, no `a/../`), as given otherwise (relative stays relative)."""
-    return os.path.normpath(path)
 
 
 def analysis_path(store_path: Path, run_id: int) -> Path:
@@ -57,7 +102,6 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     Running the same configuration again resumes an unfinished run; replies are cached. A finished run's analysis
     is also written beside the store (`<store>-run-N.analysis.json`)."""
     from swapjudge.core.textfiles import write_atomic
-    from swapjudge.results import Analyses, RunResult
     from swapjudge.runner.session import run as run_session
     from swapjudge.store import Store
     from swapjudge.store.analysis import analyze_run

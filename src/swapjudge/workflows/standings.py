@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
+from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, InputError
-from swapjudge.workflows.sources import load_records
 
 if TYPE_CHECKING:
     from swapjudge.ranking.bradley_terry import Ranking

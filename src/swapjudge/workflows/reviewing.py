@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, SwapjudgeError
-from swapjudge.workflows.sources import load_records, report_source
+from swapjudge.workflows.sources import report_source
 
 if TYPE_CHECKING:
     import polars as pl

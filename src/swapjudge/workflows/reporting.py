@@ -15,7 +15,7 @@ import polars as pl
 from swapjudge.core.analysis import JudgeAnalysis, analyze
 from swapjudge.core.pairs import Outcome, build_pairs
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, enforce_gates
-from swapjudge.core.records import select_judges
+from swapjudge.core.records import load_records, select_judges
 from swapjudge.core.sidefiles import texts_from_records
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import InputError
@@ -27,7 +27,7 @@ from swapjudge.probes.segments import SegmentedAnalysis, segment_analyses
 from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, Ranking, rank
 from swapjudge.review.queue import review_queue
-from swapjudge.workflows.sources import ReportSource, load_records, report_source
+from swapjudge.workflows.sources import ReportSource, report_source
 
 # one segment's value and its analysis for one judge
 SegmentRow = tuple[str, JudgeAnalysis]

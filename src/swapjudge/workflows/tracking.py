@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.errors import ArgumentError, SwapjudgeError
-from swapjudge.workflows.run import load_run_config, open_store
+from swapjudge.workflows.judging import load_run_config, open_store
 
 if TYPE_CHECKING:
     from swapjudge.drift.adaptive_replay import AdaptiveAnalysis

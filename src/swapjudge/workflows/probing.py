@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
-from swapjudge.workflows.sources import load_records
 
 if TYPE_CHECKING:
     import polars as pl
@@ -202,6 +202,6 @@ def variants(sources: Sequence[str | Path], *, judges: Sequence[str] = (), round
 def identical(config: str | Path | Any, *, sample: int | None = None, seed: str = "") -> IdenticalRun:
     """The identical-answer probe, live: each sampled answer against itself through the configured judge."""
     from swapjudge.probes.identical_live import run_identical
-    from swapjudge.workflows.run import load_run_config
+    from swapjudge.workflows.judging import load_run_config
 
     return run_identical(load_run_config(config), sample=sample, seed=seed)

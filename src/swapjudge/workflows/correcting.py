@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.records import load_records
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.workflows.sources import load_records
 
 if TYPE_CHECKING:
     from swapjudge.probes.calibrate import Calibration
