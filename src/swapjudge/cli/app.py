@@ -108,7 +108,7 @@ AllowUnpairedOpt = Annotated[bool, typer.Option(
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Library arguments whose CLI flag is not `--` + the name with dashes.
-_FLAGS: dict[str, str] = {}
+_FLAGS = {"round_choice": "--round"}
 
 
 def flag_of(argument: str) -> str:

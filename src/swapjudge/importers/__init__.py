@@ -91,9 +91,9 @@ def _csv(paths: Sequence[Path], o: ImportOptions) -> ImportResult:
     from swapjudge.importers.csv_table import CsvColumns, check_keep, import_csv, parse_map
 
     needed = {"item": o.item, "first": o.first, "second": o.second, "verdict": o.verdict, "map": o.map}
-    missing = [f"--{name}" for name, value in needed.items() if not value]
+    missing = [name for name, value in needed.items() if not value]
     if missing:
-        raise InputError(f"format csv needs {', '.join(missing)}")
+        raise InputError("format csv needs " + ", ".join("{" + name + "}" for name in missing), arguments=missing)
     assert o.item and o.first and o.second and o.verdict and o.map  # narrowed by the check above
     columns = CsvColumns(item=o.item, first=o.first, second=o.second, verdict=o.verdict, judge=o.judge,
                          label=o.label, round=o.round, keep=check_keep(o.keep))
@@ -167,9 +167,9 @@ def import_files(name: str, paths: Sequence[Path], options: ImportOptions | None
     options = options or ImportOptions()
     stray = sorted(options.given() - set(fmt.options))
     if stray:
-        flags = ", ".join("--" + s.replace("_choice", "").replace("_", "-") for s in stray)
-        raise InputError(f"option{'s' if len(stray) > 1 else ''} {flags} do{'' if len(stray) > 1 else 'es'} "
-                         f"not apply to format {name}")
+        names = ", ".join("{" + s + "}" for s in stray)
+        raise InputError(f"option{'s' if len(stray) > 1 else ''} {names} do{'' if len(stray) > 1 else 'es'} "
+                         f"not apply to format {name}", arguments=stray)
     for path in paths:
         if str(path) != "-" and not Path(path).is_file():  # `-`: stdin
             raise InputError("no such file", path=str(path))

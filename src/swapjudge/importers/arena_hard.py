@@ -42,6 +42,21 @@ def label_verdict(label: Any) -> tuple[str, str | None] | None:
     return ("first" if winner == "A" else "second", strength)
 
 
+def read_game(imp: FileImport, where: str, number: int, game: Any, field: str, unit: str,
+              failed: str) -> tuple[dict[str, Any], Any, tuple[str, str | None] | None]:
+    """Game `number` of a two-game row (arena-hard's `games`, JudgeBench's `judgments`): its dict (empty when the
+    call failed, which is flagged), the raw label in `field`, and that label as (slot, strength); None, flagged,
+    when the label is not one of the known forms."""
+    if not isinstance(game, dict):
+        imp.flag(where, "null_verdict", f"{unit} {number} is null ({failed})")
+        game = {}
+    label = game.get(field)
+    mapped = label_verdict(label)
+    if game and mapped is None:
+        imp.flag(where, "null_verdict", f"{unit} {number}: {field} is {label!r}")
+    return game, label, mapped
+
+
 def _judgment_text(game: dict[str, Any]) -> str | None:
     text = game.get("judgment")
     if isinstance(text, dict):  # v2 stores the API output object; its text is under "answer"
@@ -59,7 +74,7 @@ def read_file(imp: FileImport, *, baseline: str | None = None, judge_name: str |
             imp.flag(where, "error", f"missing field {', '.join(missing)}")
             continue
         if base is None:
-            imp.flag(where, "error", "no `baseline` field in the row and no --baseline given")
+            imp.flag(where, "error", "no `baseline` field in the row and no baseline given (--baseline)")
             continue
         games = row["games"]
         if not isinstance(games, list) or not games:
@@ -71,15 +86,9 @@ def read_file(imp: FileImport, *, baseline: str | None = None, judge_name: str |
         model, base = str(row["model"]), str(base)
         judge = judge_name if judge_name is not None else str(row.get("judge") or "")
         slots = [(base, model), (model, base)]  # game 1: baseline in A; game 2: swapped
-        for index, game in enumerate(games):
+        for index, raw_game in enumerate(games):
             first, second = slots[index]
-            if not isinstance(game, dict):
-                imp.flag(where, "null_verdict", f"game {index + 1} is null (the judge call failed)")
-                game = {}
-            label = game.get("score")
-            mapped = label_verdict(label)
-            if game and mapped is None:
-                imp.flag(where, "null_verdict", f"game {index + 1}: score is {label!r}")
+            game, label, mapped = read_game(imp, where, index + 1, raw_game, "score", "game", "the judge call failed")
             imp.add(make_record(
                 item=item, first=first, second=second, verdict=mapped[0] if mapped else None, judge=judge,
                 raw=_judgment_text(game), strength=mapped[1] if mapped else None,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from swapjudge.importers.arena_hard import label_verdict
+from swapjudge.importers.arena_hard import read_game
 from swapjudge.importers.base import FileImport, ImportResult, finish, make_record, pair_key, read_jsonl, read_paths
 
 FORMAT = "judgebench"
@@ -64,15 +64,10 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
         if gold is not None and label is None:
             imp.flag(where, "warning", f"label {gold!r} is not A>B, B>A or A=B; written without a label")
         slots = [(RESPONSE_A, RESPONSE_B), (RESPONSE_B, RESPONSE_A)]
-        for index, game in enumerate(games):
+        for index, raw_game in enumerate(games):
             first, second = slots[index]
-            if not isinstance(game, dict):
-                imp.flag(where, "null_verdict", f"judgment {index + 1} is null (the judge call raised)")
-                game = {}
-            decision = game.get("decision")
-            mapped = label_verdict(decision)
-            if game and mapped is None:
-                imp.flag(where, "null_verdict", f"judgment {index + 1}: decision is {decision!r}")
+            game, decision, mapped = read_game(imp, where, index + 1, raw_game, "decision", "judgment",
+                                               "the judge call raised")
             imp.add(make_record(
                 item=row["pair_id"], first=first, second=second, verdict=mapped[0] if mapped else None,
                 judge=judge, label=label, raw=_raw(game),
