@@ -86,14 +86,13 @@ def write_html_report(loaded: LoadedConfig, stem: Path) -> str | None:
     except ImportError:
         stderr.print("  (no HTML report: pip install 'swapjudge[report]')", highlight=False)
         return None
-    from swapjudge.report.build import prepare_report
     from swapjudge.report.html import render_html
-    from swapjudge.report.source import report_source
+    from swapjudge.workflows.reporting import report
 
     cfg = loaded.config
-    source = report_source(stem.with_suffix(".records.jsonl"), pairs=loaded.pairs_path)
-    inputs = prepare_report(source, a=cfg.pairs.a, b=cfg.pairs.b, tie_policy=cfg.tie_policy,
-                            min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
+    inputs = report(stem.with_suffix(".records.jsonl"), pairs=loaded.pairs_path, a=cfg.pairs.a, b=cfg.pairs.b,
+                    tie_policy=cfg.tie_policy, min_consistency=cfg.gates.min_self_consistency,
+                    confidence=cfg.confidence)
     path = stem.with_suffix(".report.html")
     write_atomic(path, render_html(inputs))
     return str(path)

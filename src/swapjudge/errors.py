@@ -26,7 +26,7 @@ class SwapjudgeError(Exception):
 
     def named(self, name_of: Callable[[str], str]) -> str:
         """The message with each argument called by `name_of(argument)` (the CLI: its flag)."""
-        return _with_names(self.template, self.arguments, name_of)
+        return _with_names(self.template, self.arguments, name_of) if self.arguments else str(self)
 
 
 class InputError(SwapjudgeError):

@@ -251,9 +251,9 @@ def test_csv_round_trip_equals_analysing_the_native_records(tmp_path: Path) -> N
 def test_parse_map_rejects_bad_targets() -> None:
     assert parse_map("A=first, B=second,C=tie,D=null") == {"A": "first", "B": "second", "C": "tie", "D": None}
     assert parse_map("x=y=first") == {"x=y": "first"}
-    with pytest.raises(InputError, match="^map entry 'A=winner'"):
+    with pytest.raises(InputError, match=r"^map entry 'A=winner'"):
         parse_map("A=winner")
-    with pytest.raises(InputError, match="^map is empty"):
+    with pytest.raises(InputError, match=r"^map is empty"):
         parse_map(" , ")
 
 

@@ -10,7 +10,7 @@ from swapjudge.cli import app
 from swapjudge.core.pairs import FIRST, SECOND, Outcome, classify
 from swapjudge.core.sidefiles import load_answer_texts
 from swapjudge.errors import InputError
-from swapjudge.probes.length import length_probe, length_slope, order_cancelled_score
+from swapjudge.probes.length import LengthOptions, length_probe, length_slope, order_cancelled_score
 
 runner = CliRunner()
 
@@ -76,7 +76,7 @@ def test_prefer_longer_matched_slice_and_splits_by_hand():
                         Outcome.FLIP_FIRST, Outcome.TIE, Outcome.INCOMPLETE])
     x = np.array(["a"] * 8)
     y = np.array(["b"] * 8)
-    r = length_probe(outcome, lx, ly, x=x, y=y, pair=("a", "b"), threshold=100, tolerance=20)
+    r = length_probe(outcome, lx, ly, LengthOptions(threshold=100, tolerance=20), x=x, y=y, pair=("a", "b"))
     assert r.pairs == 7  # the incomplete pair is left out
     # |d| > 100: pairs 0-3; the longer answer won pairs 0, 1, 3 (y longer and y won), not 2
     assert (r.prefer_longer.k, r.prefer_longer.n, r.prefer_longer_splits) == (3, 4, 0)
@@ -95,8 +95,8 @@ def test_length_controlled_win_rate_moves_toward_half_when_the_winner_is_just_lo
     lb = rng.integers(100, 1000, n) - 150
     a_wins = rng.random(n) < 1 / (1 + np.exp(-(la - lb) / 200))
     outcome = np.where(a_wins, Outcome.X_WINS, Outcome.Y_WINS)
-    r = length_probe(outcome, la, lb, x=np.array(["a"] * n), y=np.array(["b"] * n), pair=("a", "b"),
-                     length_controlled=True)
+    r = length_probe(outcome, la, lb, LengthOptions(length_controlled=True), x=np.array(["a"] * n),
+                     y=np.array(["b"] * n), pair=("a", "b"))
     lc = r.length_controlled
     assert lc.raw > 0.6
     assert lc.low < 0.5 < lc.high and abs(lc.value - 0.5) < abs(lc.raw - 0.5)
@@ -154,7 +154,7 @@ def test_pairs_file_errors_name_line_and_field(tmp_path):
 def test_splits_can_be_left_out_of_the_slope():
     outcome, lx, ly = planted(0.4)
     half = length_probe(outcome, lx, ly)
-    excluded = length_probe(outcome, lx, ly, splits="exclude")
+    excluded = length_probe(outcome, lx, ly, LengthOptions(splits="exclude"))
     # flips carry no length signal here, so leaving them out removes their pull toward zero
     assert excluded.slope.slope > half.slope.slope > 0
     assert excluded.slope.pairs < half.slope.pairs

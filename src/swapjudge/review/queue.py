@@ -117,7 +117,7 @@ def unsettled_pairs(records: RecordSet, *, judge: str | None = None, a: str | No
     the pairs a blind human review sheet most often needs."""
     judges = records.judges
     if judge is None and len(judges) > 1:
-        raise InputError(f"records hold {len(judges)} judges ({', '.join(judges)}); choose one with {judge}",
+        raise InputError(f"records hold {len(judges)} judges ({', '.join(judges)}); choose one with {{judge}}",
                          path=records.source, arguments=("judge",))
     if judge is not None and judge not in judges:
         raise InputError(f"no records of judge {judge!r} (judges: {', '.join(judges) or '(unnamed)'})",

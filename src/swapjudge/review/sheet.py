@@ -81,7 +81,7 @@ def make_sheet(items: Sequence[PairItem], *, seed: int | None = None, a: str | N
         elif len(it.answers) == 2:
             x, y = sorted(it.answers)
         else:
-            raise InputError(f"item {it.item!r} has {len(it.answers)} answers: name the two systems with {a} and "
+            raise InputError(f"item {it.item!r} has {len(it.answers)} answers: name the two systems with {{a}} and "
                              "{b}", path=source, line=it.line, field="answers", arguments=("a", "b"))
         chosen.append((it, x, y))
     if not chosen:
