@@ -6,7 +6,6 @@ unknown batch is recognised only from its results."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 from collections.abc import AsyncGenerator, Callable
 from datetime import datetime
@@ -71,35 +70,28 @@ class AnthropicBatches(HttpBatches):
     async def find(self, sub: BatchSubmission, known: set[str]) -> str | None:
         """The batch holding this submission's requests, if one was created: among recent batches no ledger knows,
         of the submission's size, the one whose results carry its key. WAIT while such a batch is still running."""
-        after: str | None = None
+        def too_old(b: dict[str, Any]) -> bool:
+            return _epoch(b.get("created_at")) < sub.planned_at - CLOCK_SLACK_S
+
         waiting = False
-        while True:
-            params: dict[str, Any] = {"limit": 100}
-            if after:
-                params["after_id"] = after
-            page = await self._retry(functools.partial(self._json, "GET", "v1/messages/batches", params=dict(params)))
-            data = page.get("data") or []
-            for b in data:
-                bid = str(b["id"])
-                if bid in known or bid in self._not_ours:
-                    continue
-                if _epoch(b.get("created_at")) < sub.planned_at - CLOCK_SLACK_S:
-                    continue
-                if sum(int(v) for v in (b.get("request_counts") or {}).values()) != sub.requests:
-                    continue
-                if b.get("processing_status") != "ended":
-                    waiting = True
-                    continue
-                async with contextlib.aclosing(self.results(bid, BatchState(True, "ended", raw=b))) as lines:
-                    async for res in lines:
-                        if res.custom_id.startswith(sub.key + "-"):
-                            return bid
-                        break  # one line tells: every custom_id of a batch carries the same key
-                self._not_ours.add(bid)
-            too_old = data and _epoch(data[-1].get("created_at")) < sub.planned_at - CLOCK_SLACK_S
-            if not page.get("has_more") or not data or too_old:
-                return WAIT if waiting else None
-            after = str(page.get("last_id") or data[-1]["id"])
+        async with contextlib.aclosing(self._listing("v1/messages/batches", "after_id", too_old)) as pages:
+            async for data in pages:
+                for b in data:
+                    bid = str(b["id"])
+                    if bid in known or bid in self._not_ours or too_old(b):
+                        continue
+                    if sum(int(v) for v in (b.get("request_counts") or {}).values()) != sub.requests:
+                        continue
+                    if b.get("processing_status") != "ended":
+                        waiting = True
+                        continue
+                    async with contextlib.aclosing(self.results(bid, BatchState(True, "ended", raw=b))) as lines:
+                        async for res in lines:
+                            if res.custom_id.startswith(sub.key + "-"):
+                                return bid
+                            break  # one line tells: every custom_id of a batch carries the same key
+                    self._not_ours.add(bid)
+        return WAIT if waiting else None
 
     async def status(self, batch_id: str) -> BatchState:
         b = await self._retry(lambda: self._json("GET", f"v1/messages/batches/{batch_id}"))

@@ -5,7 +5,8 @@ beside its judge (`openai_batch`, `anthropic_batch`); the engine owns the ledger
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import functools
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, ClassVar, Protocol, Self
 
@@ -115,6 +116,22 @@ class HttpBatches:
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         return await self._http.request_json(method, path, self.label, **kwargs)
+
+    async def _listing(self, path: str, cursor: str, too_old: Callable[[dict[str, Any]], bool]
+                       ) -> AsyncGenerator[list[dict[str, Any]], None]:
+        """The pages of the provider's list of batches, newest first (each page request retried as the engine
+        says), until the last page or one whose last batch is `too_old` to be a submission's."""
+        after: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": 100}
+            if after:
+                params[cursor] = after
+            page = await self._retry(functools.partial(self._json, "GET", path, params=params))
+            data = page.get("data") or []
+            yield data
+            if not page.get("has_more") or not data or too_old(data[-1]):
+                return
+            after = str(page.get("last_id") or data[-1]["id"])
 
     async def _results(self, path: str, parse: Callable[[bytes], ResultLine | None]) -> AsyncIterator[ResultLine]:
         """The parsed lines of a results file, as they arrive (lines that are no result are skipped)."""

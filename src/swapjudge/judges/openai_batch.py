@@ -5,7 +5,7 @@ what vLLM's run_batch reads and writes (runner/batch/files)."""
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, BinaryIO
@@ -78,20 +78,15 @@ class OpenAIBatches(HttpBatches):
 
     async def find(self, sub: BatchSubmission, known: set[str]) -> str | None:
         """The batch tagged with this submission's key, if one was created (newest first, one page at a time)."""
-        after: str | None = None
-        while True:
-            params: dict[str, Any] = {"limit": 100}
-            if after:
-                params["after"] = after
-            page = await self._retry(functools.partial(self._json, "GET", "batches", params=dict(params)))
-            data = page.get("data") or []
-            for b in data:
-                if (b.get("metadata") or {}).get(METADATA_KEY) == sub.key:
-                    return str(b["id"])
-            too_old = data and float(data[-1].get("created_at") or 0) < sub.planned_at - LOOKBACK_S
-            if not page.get("has_more") or not data or too_old:
-                return None
-            after = str(page.get("last_id") or data[-1]["id"])
+        def too_old(b: dict[str, Any]) -> bool:
+            return float(b.get("created_at") or 0) < sub.planned_at - LOOKBACK_S
+
+        async with contextlib.aclosing(self._listing("batches", "after", too_old)) as pages:
+            async for data in pages:
+                for b in data:
+                    if (b.get("metadata") or {}).get(METADATA_KEY) == sub.key:
+                        return str(b["id"])
+        return None
 
     async def status(self, batch_id: str) -> BatchState:
         b = await self._retry(lambda: self._json("GET", f"batches/{batch_id}"))
