@@ -165,3 +165,34 @@ def test_provenance_is_filled_by_the_opener_that_can_compute_it(tmp_path: Path) 
     assert len(seen) == 2
     with Store(db) as st:
         assert st.run(_run(st, "c3")).rubric_hash is None  # bare: registered as given
+
+
+def _open_at_once(path: str, barrier: object, results: object) -> None:
+    from swapjudge.errors import SwapjudgeError
+    from swapjudge.store import Store
+
+    barrier.wait()  # type: ignore[attr-defined]
+    try:
+        Store(path).close()
+        results.put("ok")  # type: ignore[attr-defined]
+    except SwapjudgeError as err:
+        results.put(str(err))  # type: ignore[attr-defined]
+
+
+def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path: Path) -> None:
+    """Two `swapjudge run`s started together on a store that does not exist yet: each waits for the other's
+    creation and migration instead of failing (switching to WAL does not wait for a lock by itself)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    said: list[str] = []
+    for attempt in range(4):
+        barrier, results = context.Barrier(4), context.Queue()
+        workers = [context.Process(target=_open_at_once, args=(str(tmp_path / f"s{attempt}.db"), barrier, results))
+                   for _ in range(4)]
+        for w in workers:
+            w.start()
+        said += [results.get(timeout=60) for _ in workers]
+        for w in workers:
+            w.join(timeout=60)
+    assert said == ["ok"] * 16

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -254,42 +255,63 @@ class StoreFile:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise SwapjudgeError(f"{self.path}: cannot create the store's folder: {err.strerror}") from None
-        try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a committed transaction survives a killed process (not a power cut).
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-            self._migrate()
-        except sqlite3.DatabaseError as err:
-            if "locked" in str(err):
-                raise SwapjudgeError(f"{self.path}: the store is locked by another process ({err}) for more than "
-                                     f"{BUSY_TIMEOUT_S:g} s; run again when it is free") from None
-            raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            db: sqlite3.Connection | None = None
+            try:
+                self._db = db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+                self._open()
+                return
+            except sqlite3.DatabaseError as err:
+                if db is not None:
+                    db.close()
+                if "locked" in str(err) and time.monotonic() < deadline:
+                    # Another process is creating or migrating the file; switching to WAL does not wait for it.
+                    time.sleep(0.05)
+                    continue
+                if "locked" in str(err):
+                    raise SwapjudgeError(f"{self.path}: the store is locked by another process ({err}) for more "
+                                         f"than {BUSY_TIMEOUT_S:g} s; run again when it is free") from None
+                raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
 
-    def _migrate(self) -> None:
-        """Bring a store of an older schema up to this one, in one transaction (a kill leaves the old file)."""
+    def _open(self) -> None:
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a committed transaction survives a killed process (not a power cut).
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(_SCHEMA)
+        self._migrate()
+
+    def _to_migrate(self) -> tuple[str, list[str], bool] | None:
+        """What this file lacks: (its schema version, provenance columns missing, runs to fill), or None."""
         row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = SCHEMA_VERSION if row is None else row[0]
         have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
         missing = [c for c in PROVENANCE_COLUMNS if c not in have]
         # Runs registered by an older swapjudge in a current file still get their provenance filled in.
-        unfilled = (self._provenance_of is not None and not missing
-                    and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone())
+        unfilled = bool(self._provenance_of is not None and not missing
+                        and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone())
         if not missing and not unfilled and row is not None and version == SCHEMA_VERSION:
-            return
+            return None
         if version not in (*OLDER_SCHEMAS, SCHEMA_VERSION):
             raise SwapjudgeError(f"{self.path}: store schema {version} is newer than this swapjudge ({SCHEMA_VERSION})")
+        return version, missing, unfilled
+
+    def _migrate(self) -> None:
+        """Bring a store of an older schema up to this one, in one transaction (a kill leaves the old file). What
+        is missing is read again under the write lock: another process may have migrated the file meanwhile."""
+        if self._to_migrate() is None:
+            return
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            for col in missing:
+            todo = self._to_migrate()
+            for col in [] if todo is None else todo[1]:
                 db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
             derive = self._provenance_of
-            todo = [] if derive is None else db.execute(
+            rows = [] if derive is None or todo is None else db.execute(
                 "SELECT id, config_json FROM runs WHERE rubric_hash IS NULL").fetchall()
-            for run_id, config_json in todo:
+            for run_id, config_json in rows:
                 assert derive is not None
                 prov = derive(json.loads(config_json))
                 if not prov:
