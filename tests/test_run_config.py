@@ -138,3 +138,51 @@ def test_pairs_file_unreadable_is_one_line(tmp_path: Path) -> None:
     p.write_bytes(b'{"item": 1}\xff\n')
     with pytest.raises(InputError, match=r"p.jsonl: not UTF-8 text \(byte 11\)$"):
         load_pairs(p)
+
+
+# Hashes of these configurations as swapjudge computed them before the judges/config/store untie (commit e7ec466,
+# `load_config(...).config_hash` / `.judge_hash`): a changed hash would orphan every user's cache and runs.
+PINNED_CONFIGS = {
+    "openai.yaml": ("judge: {backend: openai, model: gpt-4o-mini, max_concurrency: 4, base_url: "
+                    "'http://127.0.0.1:8080/v1/', extra_body: {seed: 1}, version: '2024'}\n"
+                    "pairs: {path: pairs.jsonl, a: v1, b: v2}\nrubric: rubric.md\n",
+                    "cee03c901fb9e8a90c6cbad5e8a9a4fe53fa14deeaf580d47dff264604f497f4",
+                    "4e843f50614dbdc14cb3b0aeaa990005e1d548b595496fdb24b7f84c83abb439"),
+    "anthropic.yaml": ("judge: {backend: anthropic, model: claude-x, batch: true, requests_per_minute: 50}\n"
+                       "pairs: {path: pairs.jsonl}\nschema: allow_tie\ntie_policy: exclude\nchain_of_thought: true\n",
+                       "178cb0ade1c25af23225a5119bc06b065b6193186ed47e4725cf74bc5ead7286",
+                       "2d946d817d110964f9f1edb3e82e4c293eb81b6264eb6053af92786b5790340d"),
+    "local.yaml": ("judge: {backend: local, model: m.gguf, mode: generate, n_ctx: 4096}\n"
+                   "pairs: {path: pairs.jsonl, releases: [r1, r2]}\n",
+                   "60c299722b7cac59d90a07f8fab7dce7f276980ec54b19bccf635fa4c00a2089",
+                   "6a61723559f752a81489095acf70e371bb5fac9165b69a244c6261ca2e4426fc"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_CONFIGS))
+def test_a_configuration_hashes_as_it_always_did(tmp_path: Path, name: str) -> None:
+    (tmp_path / "rubric.md").write_text("Prefer correct answers.\n", encoding="utf-8")
+    text, config_hash, judge_hash = PINNED_CONFIGS[name]
+    loaded = load_config(_write(tmp_path, text, name))
+    assert (loaded.config_hash, loaded.judge_hash) == (config_hash, judge_hash)
+
+
+def test_a_prompt_hashes_as_it_always_did() -> None:
+    """The cache key's other half: the prompt hash of a rendered request (built-in rubrics, both schemas), and the
+    template and rubric hashes runs record."""
+    import hashlib
+
+    from swapjudge.judges.prompts import ALLOW_TIE_RUBRIC, FORCED_CHOICE_RUBRIC, render_request, template_hash
+
+    request = render_request(task="What is 2+2?", first="4", second="5", rubric=None, allow_tie=True,
+                             chain_of_thought=False, structured=True)
+    assert request.prompt_hash == "fcf9a0607bf9585b0b8af8f870ab967c8b7b6dba312de5bda0ec40d1ceefd7f9"
+    forced = render_request(task="What is 2+2?", first="4", second="5", rubric=None, allow_tie=False,
+                            chain_of_thought=True, structured=False)
+    assert forced.prompt_hash == "46ad7fa9cb22f3651e7e9c98ca0814b890c770b26d9659db8775c967516ddf2f"
+    assert hashlib.sha256(FORCED_CHOICE_RUBRIC.encode()).hexdigest() == (
+        "4c6c167528b8e454cbf0663cc2802e47b13b76ed5f4ed7fb527987de6b89c053")
+    assert hashlib.sha256(ALLOW_TIE_RUBRIC.encode()).hexdigest() == (
+        "b11a6517d0a1a16fb3670bf22f6dc98b085563c70d017df1985beed5320b54b5")
+    assert template_hash(allow_tie=True, chain_of_thought=False, structured=True) == (
+        "68a752108b026b6ebb24acd8c9dbc7ea685864ffc52d1c2c19c0183f4eaac5b7")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -284,10 +284,6 @@ class LoadedConfig:
             data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         return data
 
-    def provenance(self, *, structured: bool) -> dict[str, Any]:
-        """What a run records so that later runs stay comparable (judge, rubric, template, schema, policy)."""
-        return run_provenance(self.normalised(), structured=structured)
-
     @property
     def config_hash(self) -> str:
         return canonical_hash(self.normalised())
@@ -305,29 +301,6 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def run_provenance(config: dict[str, Any], *, structured: bool) -> dict[str, Any]:
-    """Judge model and version, the rubric in effect (the built-in one when none is configured) and its hash,
-    the prompt template's hash, the schema and the tie policy, from a normalised configuration."""
-    from swapjudge.judges.prompts import default_rubric, template_hash
-
-    judge = config.get("judge") or {}
-    schema = str(config.get("schema") or "forced_choice")
-    allow_tie = schema == "allow_tie"
-    rubric = (config.get("rubric") or {}).get("text") or default_rubric(allow_tie)
-    version = judge.get("version")
-    return {
-        "judge_model": judge.get("model"),
-        "judge_version": None if version is None else str(version),
-        "rubric_text": rubric,
-        "rubric_hash": text_hash(rubric),
-        "template_hash": template_hash(
-            allow_tie=allow_tie, chain_of_thought=bool(config.get("chain_of_thought")), structured=structured
-        ),
-        "schema": schema,
-        "tie_policy": str(config.get("tie_policy") or "half_credit"),
-    }
-
-
 def canonical_hash(data: Any) -> str:
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -337,28 +310,10 @@ def canonical_hash(data: Any) -> str:
 COMMON_JUDGE_OPTIONS = frozenset({"version"})
 
 
-def _closest(word: str, choices: Iterable[str]) -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """ "; did you mean `x`?" for the valid key closest to a misspelt one, or nothing when none is close."""
     match = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f"; did you mean `{match[0]}`?" if match else ""
-
-
-def _check_judge_options(judge: JudgeConfig, source: Path) -> None:
-    """Every key under `judge:` is a common setting or an option its backend declares: a misspelt key is an
-    error, never silently ignored."""
-    from swapjudge.judges.registry import backend_options
-
-    extra = set(judge.extra()) - COMMON_JUDGE_OPTIONS
-    if not extra:
-        return
-    options = backend_options(judge.backend)
-    if options is None:
-        return
-    unknown = sorted(extra - options)
-    if unknown:
-        valid = set(JudgeConfig.model_fields) | options | COMMON_JUDGE_OPTIONS
-        raise ConfigError(f"{source}: key `judge.{unknown[0]}`: not a setting of the {judge.backend} backend"
-                          f"{_closest(unknown[0], valid)}")
 
 
 def _model_keys(loc: tuple[int | str, ...]) -> set[str]:
@@ -392,11 +347,10 @@ def parse_config(data: Any, *, source: Path) -> LoadedConfig:
         key = _key_of(tuple(first["loc"]))
         msg = str(first["msg"]).removeprefix("Value error, ")
         if first["type"] == "extra_forbidden" and first["loc"]:
-            msg += _closest(str(first["loc"][-1]), _model_keys(tuple(first["loc"])))
+            msg += did_you_mean(str(first["loc"][-1]), _model_keys(tuple(first["loc"])))
         more = len(err.errors()) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise ConfigError(f"{source}: key `{key}`: {msg}{tail}") from None
-    _check_judge_options(config.judge, source)
     loaded = LoadedConfig(config, source=source, rubric_text=None)
     rubric_text: str | None = None
     if config.rubric is not None:
@@ -405,20 +359,23 @@ def parse_config(data: Any, *, source: Path) -> LoadedConfig:
         else:
             assert config.rubric.path is not None
             rpath = loaded.resolve(config.rubric.path)
-            try:
-                rubric_text = rpath.read_text(encoding="utf-8")
-            except OSError as err:
-                raise ConfigError(f"{source}: key `rubric`: cannot read {rpath}: {err.strerror}") from None
-            except UnicodeDecodeError as err:
-                raise ConfigError(f"{source}: key `rubric`: {rpath} is not UTF-8 text ({_bad_byte(err)})") from None
+            rubric_text = _read_text(lambda: rpath.read_text(encoding="utf-8"), f"{source}: key `rubric`", str(rpath))
         if not rubric_text.strip():
             raise ConfigError(f"{source}: key `rubric`: the rubric is empty")
     loaded.rubric_text = rubric_text
     return loaded
 
 
-def _bad_byte(err: UnicodeDecodeError) -> str:
-    return f"byte 0x{err.object[err.start]:02x} at offset {err.start}"
+def _read_text(read: Callable[[], str], where: str, what: str) -> str:
+    """`read()`'s text; an unreadable file or one that is not UTF-8 is a one-line ConfigError that says `where`
+    and names `what`."""
+    try:
+        return read()
+    except OSError as err:
+        raise ConfigError(f"{where}: cannot read {what}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{where}: {what} is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset "
+                          f"{err.start})") from None
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -448,17 +405,9 @@ def load_config(path: str | Path) -> LoadedConfig:
     """A YAML configuration file (`-`: stdin, its relative paths then read from the working directory)."""
     from swapjudge.core.textfiles import is_stdio, read_stdin
 
-    source = Path(path)
-    try:
-        if is_stdio(path):
-            source = Path.cwd() / "<stdin>"
-            text = read_stdin().decode("utf-8-sig", errors="replace")
-        else:
-            text = source.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{source}: cannot read the configuration: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{source}: the configuration is not UTF-8 text ({_bad_byte(err)})") from None
+    source = Path.cwd() / "<stdin>" if is_stdio(path) else Path(path)
+    text = _read_text(lambda: read_stdin().decode("utf-8-sig", errors="replace") if is_stdio(path)
+                      else source.read_text(encoding="utf-8"), str(source), "the configuration")
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader that refuses duplicate keys
     except yaml.YAMLError as err:

@@ -3,21 +3,12 @@ flagged, a stable one is not), the rubric renderer and the strict score parser."
 
 from __future__ import annotations
 
-import json
 import random
-import re
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 from scipy import stats
-from typer.testing import CliRunner
 
-from conftest import write_jsonl
-from judge_server import JudgeServer, frame_text
-from swapjudge.cli import app
 from swapjudge.drift.anchors import (
     Exemplar,
     Level,
@@ -27,9 +18,7 @@ from swapjudge.drift.anchors import (
     render_rubric,
     score_distribution,
 )
-from swapjudge.drift.anchors_run import run_anchors
 from swapjudge.errors import SwapjudgeError
-from swapjudge.store import Store
 
 SCALE = Scale((
     Level(1, "ignores the task or is wrong throughout"),
@@ -114,130 +103,3 @@ def test_a_stable_judge_is_not_flagged() -> None:
     assert off.flagged and len(off.reasons) == 2
     same = check_anchors(pinned, pinned, SCALE)
     assert same.p_value is None and same.mean_shift == 0 and not same.flagged
-
-
-# ---- through a real HTTP server on 127.0.0.1 (OpenAI wire format) --------------------------------------
-
-
-class ScoringServer(JudgeServer):
-    """Grades an answer by the quality level written in it (`quality: N`), plus `offset` levels (capped to the
-    scale): offset 0 is a stable judge, offset 1 a judge that drifted up by one level."""
-
-    def __init__(self, offset: int = 0) -> None:
-        super().__init__()
-        self.offset = offset
-
-    def handle(self, path: str, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
-        user = body["messages"][1]["content"]
-        answer = frame_text(user, "answer")
-        assert answer is not None
-        level = int(re.search(r"quality: (\d)", answer).group(1))  # type: ignore[union-attr]
-        with self.lock:
-            self.total += 1
-        text = f"Score: {min(5, max(1, level + self.offset))}"
-        payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
-        return 200, {}, json.dumps(payload).encode()
-
-
-def _anchors_setup(directory: Path, url: str) -> Path:
-    rng = random.Random(11)
-    levels = [rng.choice([1, 2, 2, 3, 3, 3, 4, 4, 5]) for _ in range(40)]
-    write_jsonl(directory / "reference.jsonl", [
-        {"item": f"r{i:02d}", "prompt": f"Task {i}", "answer": f"An answer, quality: {lv}"}
-        for i, lv in enumerate(levels)])
-    cfg = {"judge": {"backend": "openai", "model": "grader", "base_url": url, "max_concurrency": 4},
-           "criteria": "Judge correctness first.", "scale": {lv.score: lv.description for lv in SCALE.levels},
-           "exemplars": [{"name": "low", "task": "Add 2 and 3.", "answer": "It is 6. quality: 1", "score": 1},
-                         {"name": "mid", "task": "Add 2 and 3.", "answer": "5, I think. quality: 3", "score": 3}],
-           "reference": "reference.jsonl", "pinned": "pinned.jsonl", "tolerance": 0.5, "store": "runs.db"}
-    path = directory / "anchors.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
-def test_anchors_through_a_judge_server(tmp_path: Path) -> None:
-    cli = CliRunner()
-    with ScoringServer(offset=0) as server:
-        cfg = _anchors_setup(tmp_path, server.openai_url)
-        missing = cli.invoke(app, ["anchors", str(cfg)])
-        assert missing.exit_code == 2 and "pinned.jsonl" in missing.stderr  # a missing pinned file: one clear line
-        # the first run sets the pin: no pinned scores yet, this run's scores are written out
-        cfg_text = cfg.read_text().replace("pinned: pinned.jsonl\n", "")
-        cfg.write_text(cfg_text)
-        out = cli.invoke(app, ["anchors", str(cfg), "-o", str(tmp_path / "pinned.jsonl")], catch_exceptions=False)
-        assert out.exit_code == 0, out.output
-        # 40 answers + 2 exemplars; the failed run made no call
-        assert "no pinned scores" in out.stdout and server.total == 42
-        stable = cli.invoke(app, ["anchors", str(cfg), "--pinned", str(tmp_path / "pinned.jsonl"), "-f", "json"],
-                            catch_exceptions=False)
-    assert stable.exit_code == 0, stable.output
-    data = json.loads(stable.stdout)
-    assert data["flagged"] is False and data["check"]["mean_shift"] == 0 and data["unparsed"] == 0
-    assert sum(data["distribution"]["counts"].values()) == 40
-    assert data["exemplars"] == {"low": {"stated": 1, "scored": 1}, "mid": {"stated": 3, "scored": 3}}
-    with ScoringServer(offset=1) as drifted:
-        cfg.write_text(cfg_text.replace(server.openai_url, drifted.openai_url))
-        res = run_anchors(cfg, pinned=tmp_path / "pinned.jsonl")
-        moved = cli.invoke(app, ["anchors", str(cfg), "--pinned", str(tmp_path / "pinned.jsonl")],
-                           catch_exceptions=False)
-    assert res.flagged and res.check is not None and res.check.mean_shift is not None
-    pinned = [json.loads(line)["score"] for line in (tmp_path / "pinned.jsonl").read_text().splitlines()]
-    assert res.check.mean_shift == pytest.approx(sum(p < 5 for p in pinned) / len(pinned))
-    assert moved.exit_code == 1  # flagged
-    assert "FLAG: the reference set's mean score moved +" in moved.stdout
-    assert "FLAG: exemplar 'low' scored 2, its stated score is 1" in moved.stdout
-    # every run went to the store with its scores; history lists them with the check's outcome
-    db = tmp_path / "runs.db"
-    with Store(db) as st:
-        runs = st.anchor_runs()
-        first_scores = st.anchor_scores(runs[0]["id"])
-    assert [r["flagged"] for r in runs] == [False, False, True, True]
-    assert first_scores == {json.loads(line)["item"]: json.loads(line)["score"]
-                            for line in (tmp_path / "pinned.jsonl").read_text().splitlines()}
-    assert runs[0]["result"]["check"] is None and runs[1]["result"]["check"]["mean_shift"] == 0
-    assert runs[2]["result"]["check"]["mean_shift"] == pytest.approx(res.check.mean_shift)
-    assert len({r["rubric_hash"] for r in runs}) == 1 and runs[0]["pinned_path"] is None
-    hist = cli.invoke(app, ["history", "--store", str(db), "-f", "json"], catch_exceptions=False)
-    assert hist.exit_code == 0, hist.output
-    rows = json.loads(hist.stdout)
-    assert [(r["kind"], r["anchored_run"], r["flagged"]) for r in rows] == [
-        ("anchors", 1, False), ("anchors", 2, False), ("anchors", 3, True), ("anchors", 4, True)]
-    assert rows[1]["distribution"]["n"] == 40 and rows[3]["check"]["up"] == sum(p < 5 for p in pinned)
-    text = " ".join(cli.invoke(app, ["history", "--store", str(db)], catch_exceptions=False).stdout.split())
-    assert "anchored run 2" in text and "anchor check: passed (mean shift +0.00 levels, 0 of 40 items moved" in text
-    assert f"anchor check: FLAGGED (mean shift +{res.check.mean_shift:.2f} levels" in text
-    assert "anchor check: no pinned scores; exemplars reproduced" in text
-
-
-class AnthropicScoringServer(ScoringServer):
-    """The same grader speaking the Anthropic Messages wire format."""
-
-    def handle(self, path: str, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
-        assert path.endswith("/v1/messages") and "Rubric:" in body["system"]
-        status, headers, payload = super().handle(path, {"messages": [None, body["messages"][0]]}, auth)
-        text = json.loads(payload)["choices"][0]["message"]["content"]
-        return status, headers, json.dumps({"content": [{"type": "text", "text": text}]}).encode()
-
-
-def test_anchors_through_the_anthropic_wire_format(tmp_path: Path) -> None:
-    with AnthropicScoringServer(offset=0) as server:
-        cfg = _anchors_setup(tmp_path, server.anthropic_url)
-        cfg.write_text(cfg.read_text().replace("backend: openai", "backend: anthropic").replace(
-            "pinned: pinned.jsonl\n", ""))
-        res = run_anchors(cfg)
-    assert server.total == 42 and res.unparsed == 0 and not res.flagged and res.run_id == 1
-    levels = [int(re.search(r"quality: (\d)", json.loads(line)["answer"]).group(1))  # type: ignore[union-attr]
-              for line in (tmp_path / "reference.jsonl").read_text().splitlines()]
-    assert sorted(res.scores.values()) == sorted(levels)  # type: ignore[type-var]
-
-
-def test_anchors_config_errors(tmp_path: Path) -> None:
-    cfg = _anchors_setup(tmp_path, "http://127.0.0.1:9/v1")
-    cfg.write_text(cfg.read_text().replace("backend: openai", "backend: replay\n  path: judge.jsonl"))
-    res = CliRunner().invoke(app, ["anchors", str(cfg)])
-    assert res.exit_code == 2 and "judge.backend" in res.stderr and "cannot score one answer" in res.stderr
-    assert len(res.stderr.strip().splitlines()) == 1
-    cfg.write_text(cfg.read_text().replace("backend: replay", "backend: openai").replace("tolerance: 0.5",
-                                                                                          "tolerance: -1"))
-    res = CliRunner().invoke(app, ["anchors", str(cfg)])
-    assert res.exit_code == 2 and "tolerance" in res.stderr

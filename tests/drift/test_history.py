@@ -28,8 +28,9 @@ from swapjudge.drift.history import (  # mcnemar: variants' McNemar
     newcombe_paired,
 )
 from swapjudge.judges.prompts import FORCED_CHOICE_RUBRIC, template_hash
+from swapjudge.runner.provenance import open_store as Store  # the store as the runner opens it: provenance filled
 from swapjudge.runner.session import run
-from swapjudge.store import PROVENANCE_COLUMNS, SCHEMA_VERSION, Store
+from swapjudge.store import PROVENANCE_COLUMNS, SCHEMA_VERSION
 from swapjudge.store.schema import _SCHEMA
 
 cli = CliRunner()

@@ -101,8 +101,8 @@ def test_batch_price_halves_every_token_class() -> None:
 @pytest.mark.parametrize("backend", ["openai", "anthropic"])
 def test_a_batch_over_the_documented_limit_is_split(tmp_path: Path, backend: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from swapjudge.runner.batch.anthropic import AnthropicBatches
-    from swapjudge.runner.batch.openai import OpenAIBatches
+    from swapjudge.judges.anthropic_batch import AnthropicBatches
+    from swapjudge.judges.openai_batch import OpenAIBatches
 
     cls = AnthropicBatches if backend == "anthropic" else OpenAIBatches
     monkeypatch.setattr(cls, "max_requests", 5)  # the fake server enforces the same limit and refuses more
@@ -116,7 +116,7 @@ def test_a_batch_over_the_documented_limit_is_split(tmp_path: Path, backend: str
 
 
 def test_a_byte_limit_splits_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from swapjudge.runner.batch.openai import OpenAIBatches
+    from swapjudge.judges.openai_batch import OpenAIBatches
 
     monkeypatch.setattr(OpenAIBatches, "max_bytes", 6000)
     with BatchServer(max_bytes=6000) as server:
@@ -328,7 +328,7 @@ class _Crash(BaseException):
 
 def test_anthropic_resume_adopts_its_own_batch_not_another_runs_batch_of_the_same_size(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import swapjudge.runner.batch.anthropic as anthropic_batches
+    import swapjudge.runner.batch.engine as engine  # where the batch path's fault points are placed
     from swapjudge.store import Store
 
     other, mine = tmp_path / "other", tmp_path / "mine"
@@ -342,7 +342,7 @@ def test_anthropic_resume_adopts_its_own_batch_not_another_runs_batch_of_the_sam
             if step == "after_create":
                 raise _Crash
 
-        monkeypatch.setattr(anthropic_batches, "fault_point", crash_after_create)
+        monkeypatch.setattr(engine, "fault_point", crash_after_create)
         with pytest.raises(_Crash):
             run(cfg, progress=False)
         monkeypatch.undo()

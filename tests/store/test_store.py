@@ -117,3 +117,82 @@ def test_not_a_store(tmp_path: Path) -> None:
         Store(bad)
     with Store(tmp_path / "s.db") as st, pytest.raises(SwapjudgeError, match="no run 7"):
         st.run(7)
+
+
+def _schema_1_store(db: Path, config: dict[str, object]) -> None:
+    """A store as swapjudge 1 left it: no provenance columns, one run."""
+    import json
+
+    from swapjudge.store.schema import _SCHEMA
+
+    con = sqlite3.connect(db)
+    con.executescript(_SCHEMA)
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.execute("INSERT INTO runs (config_hash, judge_hash, judge, config_json, config_path, pairs_digest, seed, "
+                "orders, total_calls, started_at, status) VALUES ('c', 'j', 'openai:m', ?, NULL, 'd', 's', 'both', 2,"
+                " '2026-01-01T00:00:00+00:00', 'done')", (json.dumps(config),))
+    con.commit()
+    con.close()
+
+
+def test_provenance_is_filled_by_the_opener_that_can_compute_it(tmp_path: Path) -> None:
+    """The store knows no prompt template or backend: opened bare it migrates the schema and leaves an old run's
+    provenance unknown; opened with `provenance_of` it fills it in from the stored configuration, once."""
+    db = tmp_path / "old.db"
+    _schema_1_store(db, {"tie_policy": "exclude", "judge": {"model": "m"}})
+    with Store(db) as st:
+        (bare,) = st.runs()
+    assert bare.rubric_hash is None and bare.tie_policy is None and bare.config["tie_policy"] == "exclude"
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    con.close()
+    seen: list[dict[str, object]] = []
+
+    def derive(config: dict[str, object]) -> dict[str, object]:
+        seen.append(config)
+        judge = config.get("judge") or {}
+        assert isinstance(judge, dict)
+        return {"judge_model": judge.get("model"), "rubric_hash": "r", "tie_policy": config["tie_policy"]}
+
+    with Store(db, provenance_of=derive) as st:
+        (filled,) = st.runs()
+        new = _run(st, "c2")  # registered without provenance: derived from its configuration too
+        assert st.run(new).tie_policy == "exclude" and st.run(new).rubric_hash == "r"
+    assert (filled.judge_model, filled.rubric_hash, filled.tie_policy) == ("m", "r", "exclude")
+    assert len(seen) == 2
+    with Store(db, provenance_of=derive) as st:  # nothing left to fill: not asked again
+        assert [r.rubric_hash for r in st.runs()] == ["r", "r"]
+    assert len(seen) == 2
+    with Store(db) as st:
+        assert st.run(_run(st, "c3")).rubric_hash is None  # bare: registered as given
+
+
+def _open_at_once(path: str, barrier: object, results: object) -> None:
+    from swapjudge.errors import SwapjudgeError
+    from swapjudge.store import Store
+
+    barrier.wait()  # type: ignore[attr-defined]
+    try:
+        Store(path).close()
+        results.put("ok")  # type: ignore[attr-defined]
+    except SwapjudgeError as err:
+        results.put(str(err))  # type: ignore[attr-defined]
+
+
+def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path: Path) -> None:
+    """Two `swapjudge run`s started together on a store that does not exist yet: each waits for the other's
+    creation and migration instead of failing (switching to WAL does not wait for a lock by itself)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    said: list[str] = []
+    for attempt in range(4):
+        barrier, results = context.Barrier(4), context.Queue()
+        workers = [context.Process(target=_open_at_once, args=(str(tmp_path / f"s{attempt}.db"), barrier, results))
+                   for _ in range(4)]
+        for w in workers:
+            w.start()
+        said += [results.get(timeout=60) for _ in workers]
+        for w in workers:
+            w.join(timeout=60)
+    assert said == ["ok"] * 16

@@ -1,4 +1,4 @@
-"""The one small protocol every judge backend implements.
+"""The one small protocol every judge backend implements, and the plain completion some of them offer beside it.
 
 A backend never learns which system sits in which slot: it gets messages that name the answers only by slot
 and returns a positional verdict (`first`, `second`, `tie` or None). The runner alone maps slots to identities.
@@ -6,6 +6,7 @@ and returns a positional verdict (`first`, `second`, `tie` or None). The runner 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -92,4 +93,34 @@ class Judge(Protocol):
 
     async def aclose(self) -> None:
         """Release connections, models, threads."""
+        ...
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a plain completion returned: the reply text, what the call took, and (when the backend reads them)
+    the probability of each of the `choices` the caller named."""
+
+    text: str
+    latency_s: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    probabilities: dict[str, float] | None = None
+
+
+@runtime_checkable
+class Completer(Protocol):
+    """A judge that also answers a plain system + user prompt (the anchored pointwise scorer asks for a score
+    this way). Failures raise the same error classes as `judge`, so the runner retries them the same way."""
+
+    name: str
+
+    async def complete(self, system: str, user: str, *, max_tokens: int, prefix: str = "",
+                       choices: Sequence[str] = ()) -> Completion:
+        """One reply. `max_tokens` is the limit when the configuration sets none. A backend that reads token
+        probabilities may answer `prefix` + the most likely of `choices` with each one's probability; the
+        others ignore both and reply freely."""
+        ...
+
+    async def aclose(self) -> None:
         ...

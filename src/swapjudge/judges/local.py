@@ -13,24 +13,26 @@ model is not thread-safe and CPU-bound, so calls run one at a time on one worker
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
 from swapjudge.errors import ConfigError, SwapjudgeError
-from swapjudge.judges.base import JudgeReply, JudgeRequest, Verdict
+from swapjudge.judges.base import Completion, JudgeReply, JudgeRequest, PermanentJudgeError, Verdict
 from swapjudge.judges.model_files import DEFAULT_MODEL, Progress, resolve_model
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
+T = TypeVar("T")
 Mode = Literal["logprobs", "generate"]
 MODES: tuple[Mode, ...] = ("logprobs", "generate")
 SUPPORTS_STRUCTURED = False
@@ -345,50 +347,55 @@ class LocalJudge:
             output_tokens=n_out, cached_input_tokens=n_cached, cost_usd=0.0, settings=self._settings(),
         )
 
-    # ---- pointwise scoring (anchored scores) -----------------------------------------------------------
+    # ---- a plain completion (anchored pointwise scores) ------------------------------------------------
 
-    def score_sync(self, system: str, user: str, levels: Sequence[str],
-                   prefix: str = "Score: ") -> tuple[str, dict[str, float] | None, str | None]:
-        """One answer scored on a scale: (reply text, probability of each level or None, error or None). In
-        `logprobs` mode the level is read from the next-token distribution after `prefix`, as verdicts are; in
-        `generate` mode the reply is decoded greedily and left to the caller's strict parser."""
+    def complete_sync(self, system: str, user: str, *, max_tokens: int, prefix: str = "",
+                      choices: Sequence[str] = ()) -> Completion:
+        """A reply to `system` + `user`, synchronously. In `logprobs` mode with `choices` (e.g. a scale's levels)
+        the reply is `prefix` + the most likely choice, read from the next-token distribution after `prefix` as
+        verdicts are, with every choice's probability; otherwise it is decoded greedily (up to `max_tokens`
+        unless the configuration sets max_tokens). A prompt that does not fit the context is a PermanentJudgeError."""
         with self._lock:
             llm = self._load_locked()
+            started = time.perf_counter()
             prompt = self.chat_tokens([("system", system), ("user", user)])
-            if self.mode == "generate":
-                max_new = self.max_tokens or 16
+            if self.mode == "generate" or not choices:
+                max_new = self.max_tokens or max_tokens
                 if len(prompt) > llm.n_ctx() - max_new:
-                    return "", None, f"prompt of {len(prompt)} tokens does not fit the context of {llm.n_ctx()}"
+                    raise PermanentJudgeError(f"prompt of {len(prompt)} tokens does not fit the context of "
+                                              f"{llm.n_ctx()}")
                 logits, _ = self._evaluate(prompt)
-                text, _ = self._greedy(logits, max_new)
-                return text, None, None
-            seqs = [self._tokenize(prefix + level, special=False) for level in levels]
+                text, n_out = self._greedy(logits, max_new)
+                return Completion(text, time.perf_counter() - started, len(prompt), n_out)
+            seqs = [self._tokenize(prefix + choice, special=False) for choice in choices]
             k = min(_common_prefix(seqs[0], s) for s in seqs[1:])
             if any(len(s) <= k for s in seqs) or len({s[k] for s in seqs}) != len(seqs):
-                raise SwapjudgeError(f"scale levels {tuple(levels)} cannot be told apart by one token after "
+                raise SwapjudgeError(f"scale levels {tuple(choices)} cannot be told apart by one token after "
                                      f"{prefix!r}")
             full = prompt + seqs[0][:k]
             if len(full) > llm.n_ctx() - 1:
-                return "", None, f"prompt of {len(full)} tokens does not fit the context of {llm.n_ctx()}"
+                raise PermanentJudgeError(f"prompt of {len(full)} tokens does not fit the context of {llm.n_ctx()}")
             logits, _ = self._evaluate(full)
             logp = _softmax_log(logits)
-            probs = {level: float(np.exp(logp[seq[k]])) for level, seq in zip(levels, seqs, strict=True)}
-            best = max(levels, key=lambda lv: probs[lv])
-            return f"{prefix}{best}", probs, None
+            probs = {choice: float(np.exp(logp[seq[k]])) for choice, seq in zip(choices, seqs, strict=True)}
+            best = max(choices, key=lambda c: probs[c])
+            return Completion(f"{prefix}{best}", time.perf_counter() - started, len(full), 0, probs)
 
-    async def score(self, system: str, user: str, levels: Sequence[str],
-                    prefix: str = "Score: ") -> tuple[str, dict[str, float] | None, str | None]:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="swapjudge-local")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.score_sync, system, user,
-                                                                levels, prefix)
+    async def complete(self, system: str, user: str, *, max_tokens: int, prefix: str = "",
+                       choices: Sequence[str] = ()) -> Completion:
+        return await self._in_worker(functools.partial(self.complete_sync, system, user, max_tokens=max_tokens,
+                                                       prefix=prefix, choices=tuple(choices)))
 
     # ---- Judge protocol --------------------------------------------------------------------------------
 
-    async def judge(self, request: JudgeRequest) -> JudgeReply:
+    async def _in_worker(self, work: Callable[[], T]) -> T:
+        """Run `work` on the model's one worker thread (llama.cpp is not reentrant; calls queue in order)."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="swapjudge-local")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.judge_sync, request)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    async def judge(self, request: JudgeRequest) -> JudgeReply:
+        return await self._in_worker(functools.partial(self.judge_sync, request))
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)

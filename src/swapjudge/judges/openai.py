@@ -1,23 +1,26 @@
 """OpenAI Chat Completions backend, for OpenAI itself and any compatible server (`base_url`: vLLM, Ollama,
 llama.cpp's server, LM Studio). JSON-schema verdicts where supported; token log-probabilities recorded as the
-verdict's probabilities when the server returns them; temperature pinned (0 by default)."""
+verdict's probabilities when the server returns them; temperature pinned (0 by default). Its batch wire format
+is `openai_batch`, on a client from the same `PROVIDER`."""
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from typing import Any
 
 from swapjudge.config import JudgeConfig
-from swapjudge.judges._http import HttpClient, api_key, require_http_client
-from swapjudge.judges.base import JudgeReply, JudgeRequest, TransientJudgeError
-from swapjudge.judges.prompts import ParsedVerdict, followup_prompt, parse_followup, parse_reply, verdict_schema
+from swapjudge.judges._http import HttpClient
+from swapjudge.judges.base import JudgeRequest
+from swapjudge.judges.chat import ChatJudge, Provider, Read, Usage
+from swapjudge.judges.prompts import ParsedVerdict, followup_prompt, verdict_schema
 
 SUPPORTS_STRUCTURED = True
 # Keys under `judge:` this backend reads beyond the common ones (JudgeConfig's fields).
 OPTIONS = frozenset({"extra_body"})
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEY_ENV = "OPENAI_API_KEY"  # where the key is read from unless `api_key_env` names another variable
+PROVIDER = Provider("openai", DEFAULT_BASE_URL, KEY_ENV,
+                    lambda key: {"Authorization": f"Bearer {key}"} if key else {})
 
 
 def default_max_tokens(request: JudgeRequest) -> int:
@@ -54,68 +57,29 @@ def label_probabilities(logprobs: Any, span: tuple[int, int] | None, request: Ju
     return None
 
 
-class OpenAIJudge:
-    def __init__(
-        self,
-        *,
-        name: str,
-        model: str,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key: str | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        structured: bool = True,
-        logprobs: bool = False,
-        timeout_s: float = 60.0,
-        max_connections: int = 64,
-        extra_body: dict[str, Any] | None = None,
-    ) -> None:
-        require_http_client("openai")
-        self.name = name
-        self.model = model
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.structured = structured
-        self.logprobs = logprobs
-        self.extra_body = dict(extra_body or {})
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = HttpClient(
-            base_url=base_url,
-            headers=headers,
-            timeout_s=timeout_s,
-            concurrency=max_connections,
-        )
+class OpenAIJudge(ChatJudge):
+    provider = PROVIDER
+    path = "chat/completions"
+    malformed = "no choices[0].message.content"
 
-    @classmethod
-    def from_config(cls, cfg: JudgeConfig) -> OpenAIJudge:
-        base_url = cfg.base_url or DEFAULT_BASE_URL
-        # A self-hosted compatible server usually needs no key; OpenAI itself always does.
-        key = api_key(cfg.api_key_env or "OPENAI_API_KEY", required=base_url == DEFAULT_BASE_URL)
-        assert cfg.model is not None
-        return cls(
-            name=cfg.judge_name,
-            model=cfg.model,
-            base_url=base_url,
-            api_key=key,
-            temperature=cfg.temperature,
-            max_tokens=cfg.max_tokens,
-            structured=cfg.structured_output,
-            logprobs=cfg.logprobs,
-            timeout_s=cfg.timeout_s,
-            max_connections=cfg.max_concurrency,
-            extra_body=cfg.extra().get("extra_body"),
-        )
+    def __init__(self, cfg: JudgeConfig, client: HttpClient | None) -> None:
+        super().__init__(cfg, client)
+        self.logprobs = cfg.logprobs
+        self.extra_body: dict[str, Any] = dict(cfg.extra().get("extra_body") or {})
+
+    def default_max_tokens(self, request: JudgeRequest) -> int:
+        return default_max_tokens(request)
 
     def settings(self, request: JudgeRequest) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens or default_max_tokens(request),
-            "structured": request.structured,
-            "logprobs": self.logprobs,
-        }
+        return {**super().settings(request), "logprobs": self.logprobs}
 
-    def _payload(self, messages: list[dict[str, str]], request: JudgeRequest, *, followup: bool) -> dict[str, Any]:
+    def opening(self, request: JudgeRequest) -> list[dict[str, Any]]:
+        return [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}]
+
+    def followup(self, text: str, request: JudgeRequest) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": text}, {"role": "user", "content": followup_prompt(request)}]
+
+    def payload(self, request: JudgeRequest, messages: list[dict[str, Any]], *, followup: bool) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -133,89 +97,28 @@ class OpenAIJudge:
         payload.update(self.extra_body)
         return payload
 
-    async def _complete(self, payload: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
-        body = await self._client.post_json("chat/completions", payload, "openai")
+    def completion_payload(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
+        return {"model": self.model, "temperature": self.temperature, "max_tokens": max_tokens,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+
+    def read(self, body: dict[str, Any]) -> Read:
         try:
             choice = body["choices"][0]
             content = choice["message"].get("content") or ""
             if not isinstance(content, str):
                 raise TypeError
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise TransientJudgeError("openai: malformed reply (no choices[0].message.content)") from None
-        raw_usage = body.get("usage")
-        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        return content, usage, choice.get("logprobs")
-
-    async def judge(self, request: JudgeRequest) -> JudgeReply:
-        start = time.perf_counter()
-        messages = [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}]
-        text, usage, logprobs = await self._complete(self._payload(messages, request, followup=False))
-        parsed: ParsedVerdict = parse_reply(text, request)
-        raw = text
-        in_tok = int(usage.get("prompt_tokens") or 0)
-        out_tok = int(usage.get("completion_tokens") or 0)
+            return Read(None)
+        usage = body.get("usage")
+        if not isinstance(usage, dict) or not usage:
+            return Read(content, None, choice.get("logprobs"))
         cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-        if parsed.verdict is None:
-            # One follow-up asking only for the label; still unparsable: verdict None, raw text kept.
-            messages += [
-                {"role": "assistant", "content": text},
-                {"role": "user", "content": followup_prompt(request)},
-            ]
-            text2, usage2, logprobs = await self._complete(self._payload(messages, request, followup=True))
-            parsed = parse_followup(text2, request)
-            raw = f"{text}\n\n[follow-up]\n{text2}"
-            in_tok += int(usage2.get("prompt_tokens") or 0)
-            out_tok += int(usage2.get("completion_tokens") or 0)
-            cached += int((usage2.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-            text = text2
-        probs = label_probabilities(logprobs, parsed.span, request) if self.logprobs else None
-        return JudgeReply(
-            verdict=parsed.verdict,
-            raw=raw,
-            latency_s=time.perf_counter() - start,
-            input_tokens=in_tok if usage else None,
-            output_tokens=out_tok if usage else None,
-            cached_input_tokens=cached if usage else None,
-            probabilities=probs,
-            settings=self.settings(request),
-        )
+        return Read(content, Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                                   cached), choice.get("logprobs"))
 
-    # ---- the batch path (runner/batch): the same request body, the same parser, one request per call ----
-
-    def request_body(self, request: JudgeRequest) -> dict[str, Any]:
-        """The Chat Completions body of a call's first request, exactly as `judge` sends it."""
-        messages = [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}]
-        return self._payload(messages, request, followup=False)
-
-    def reply_from_body(self, body: dict[str, Any], request: JudgeRequest) -> JudgeReply:
-        """A JudgeReply from a Chat Completions response body (a batch result): parsed as `judge` parses it. A
-        batch has no follow-up turn, so an unparsable reply keeps its raw text with verdict None."""
-        try:
-            choice = body["choices"][0]
-            text = choice["message"].get("content") or ""
-            if not isinstance(text, str):
-                raise TypeError
-        except (KeyError, IndexError, TypeError, AttributeError):
-            return JudgeReply(verdict=None, raw=json.dumps(body)[:2000], error="openai: malformed batch result",
-                              settings=self.settings(request))
-        parsed = parse_reply(text, request)
-        raw_usage = body.get("usage")
-        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-        probs = label_probabilities(choice.get("logprobs"), parsed.span, request) if self.logprobs else None
-        return JudgeReply(
-            verdict=parsed.verdict,
-            raw=text,
-            input_tokens=int(usage.get("prompt_tokens") or 0) if usage else None,
-            output_tokens=int(usage.get("completion_tokens") or 0) if usage else None,
-            cached_input_tokens=cached if usage else None,
-            probabilities=probs,
-            settings=self.settings(request),
-        )
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
+    def probabilities(self, read: Read, parsed: ParsedVerdict, request: JudgeRequest) -> dict[str, float] | None:
+        return label_probabilities(read.logprobs, parsed.span, request) if self.logprobs else None
 
 
 def from_config(cfg: JudgeConfig) -> OpenAIJudge:
-    return OpenAIJudge.from_config(cfg)
+    return OpenAIJudge(cfg, PROVIDER.client(cfg))

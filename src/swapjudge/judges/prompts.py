@@ -26,20 +26,18 @@ TIE_LABEL = "tie"
 VERDICT_PREFIX = "Verdict: "
 PROMPT_VERSION = "swapjudge-pairwise-v2"
 
-FORCED_CHOICE_RUBRIC = """\
+# What both built-in rubrics ask, word for word; they differ only in what they say about ties.
+_CRITERIA = """\
 Decide which of the two answers better completes the task. Judge, in this order of importance:
 1. Instruction following: does the answer do exactly what the task asks, respecting every constraint?
 2. Correctness: is what it says accurate, and is its reasoning sound?
 3. Helpfulness: is it complete, clear and useful to the person who asked?
-Length is not a merit in itself: prefer the better answer, not the longer one. Style matters only when the
+Length is not a merit in itself: prefer the better answer, not the longer one."""
+
+FORCED_CHOICE_RUBRIC = _CRITERIA + """ Style matters only when the
 answers are otherwise equal. You must choose one answer, even when they are close."""
 
-ALLOW_TIE_RUBRIC = """\
-Decide which of the two answers better completes the task. Judge, in this order of importance:
-1. Instruction following: does the answer do exactly what the task asks, respecting every constraint?
-2. Correctness: is what it says accurate, and is its reasoning sound?
-3. Helpfulness: is it complete, clear and useful to the person who asked?
-Length is not a merit in itself: prefer the better answer, not the longer one. If neither answer is better
+ALLOW_TIE_RUBRIC = _CRITERIA + """ If neither answer is better
 under these criteria (they are equally good, or equally flawed), answer tie; do not use tie to avoid a hard
 decision when one answer is better."""
 

@@ -1,14 +1,17 @@
-"""Backend names to modules. Each backend module exposes `from_config(JudgeConfig) -> Judge` and, when its API
-can return a JSON verdict, `SUPPORTS_STRUCTURED = True`. Modules are imported only when used, so a backend's
-optional dependencies (aiohttp, llama-cpp-python) are needed only by the runs that use it."""
+"""Backend names to modules. Each backend module exposes `from_config(JudgeConfig) -> Judge` (the replay
+backend alone is built by the runner, which reads its records), `OPTIONS` (the keys under `judge:` it reads
+beyond the common ones) and, when its API can return a JSON verdict, `SUPPORTS_STRUCTURED = True`. Modules are
+imported only when used, so a backend's optional dependencies (aiohttp, llama-cpp-python) are needed only by
+the runs that use it."""
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from types import ModuleType
 from typing import cast
 
-from swapjudge.config import JudgeConfig
+from swapjudge.config import COMMON_JUDGE_OPTIONS, JudgeConfig, did_you_mean
 from swapjudge.errors import ConfigError
 from swapjudge.judges.base import Judge
 
@@ -43,6 +46,22 @@ def backend_options(backend: str) -> frozenset[str] | None:
     return None if options is None else frozenset(options)
 
 
+def check_options(judge: JudgeConfig, source: Path) -> None:
+    """Every key under `judge:` is a common setting or an option its backend declares: a misspelt key is an
+    error, never silently ignored. Called where a configuration is loaded for use (the runner's `prepare`)."""
+    extra = set(judge.extra()) - COMMON_JUDGE_OPTIONS
+    if not extra:
+        return
+    options = backend_options(judge.backend)
+    if options is None:
+        return
+    unknown = sorted(extra - options)
+    if unknown:
+        valid = set(JudgeConfig.model_fields) | options | COMMON_JUDGE_OPTIONS
+        raise ConfigError(f"{source}: key `judge.{unknown[0]}`: not a setting of the {judge.backend} backend"
+                          f"{did_you_mean(unknown[0], valid)}")
+
+
 def supports_structured(backend: str) -> bool:
     return bool(getattr(backend_module(backend), "SUPPORTS_STRUCTURED", False))
 
@@ -52,5 +71,6 @@ def create_judge(cfg: JudgeConfig) -> Judge:
     module = backend_module(cfg.backend)
     factory = getattr(module, "from_config", None)
     if factory is None:
-        raise ConfigError(f"backend module {module.__name__} has no from_config(JudgeConfig)")
+        raise ConfigError(f"backend {cfg.backend!r} is built by swapjudge.runner.backend.create_judge, which reads "
+                          "its input")
     return cast(Judge, factory(cfg))

@@ -1,48 +1,29 @@
 """A records file acting as the judge: re-analysis, tests, and judgments imported from other harnesses.
 
 Unlike the other backends it must know which identities sit in which slot, so it reads the runner's request
-`metadata` (item, round, first, second); nothing is ever sent anywhere.
+`metadata` (item, round, first, second); nothing is ever sent anywhere. The records are read by the runner
+(`runner.backend`, through the record format's own reader) and handed in as a verdict table.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any
 
-from swapjudge.config import JudgeConfig
-from swapjudge.errors import ConfigError
 from swapjudge.judges.base import JudgeReply, JudgeRequest, Verdict
 
 SUPPORTS_STRUCTURED = False
 # Keys under `judge:` this backend reads beyond the common ones (JudgeConfig's fields).
 OPTIONS = frozenset({"replay_judge"})
 
+ReplayKey = tuple[int, str, str, str]  # (round, item, first, second)
+VerdictTable = Mapping[ReplayKey, tuple[Verdict | None, str | None]]  # -> (verdict, raw reply)
+
 
 class ReplayJudge:
-    def __init__(self, *, name: str, path: str | Path, judge: str | None = None) -> None:
-        from swapjudge.core.records import load_records
-
+    def __init__(self, *, name: str, verdicts: VerdictTable) -> None:
         self.name = name
-        frame = load_records(path).frame
-        judges = sorted(set(frame["judge"].to_list()))
-        if judge is None and len(judges) > 1:
-            raise ConfigError(f"{path}: holds several judges ({', '.join(judges)}); set judge.replay_judge")
-        if judge is not None:
-            if judge not in judges:
-                raise ConfigError(f"{path}: no records of judge {judge!r}")
-            frame = frame.filter(frame["judge"] == judge)
-        self._verdicts: dict[tuple[int, str, str, str], tuple[Verdict | None, str | None]] = {}
-        has_raw = "raw" in frame.columns
-        for row in frame.iter_rows(named=True):
-            key = (int(row["round"]), str(row["item"]), str(row["first"]), str(row["second"]))
-            raw = row["raw"] if has_raw else None
-            self._verdicts[key] = (cast(Verdict | None, row["verdict"]), raw)
-
-    @classmethod
-    def from_config(cls, cfg: JudgeConfig) -> ReplayJudge:
-        assert cfg.path is not None
-        extra = cfg.extra()
-        return cls(name=cfg.judge_name, path=cfg.path, judge=extra.get("replay_judge"))
+        self._verdicts = verdicts
 
     async def judge(self, request: JudgeRequest) -> JudgeReply:
         meta: dict[str, Any] = request.metadata
@@ -59,7 +40,3 @@ class ReplayJudge:
 
     async def aclose(self) -> None:
         return None
-
-
-def from_config(cfg: JudgeConfig) -> ReplayJudge:
-    return ReplayJudge.from_config(cfg)

@@ -14,11 +14,11 @@ from typing import Any
 from swapjudge.config import LoadedConfig
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.base import FatalJudgeError
-from swapjudge.judges.registry import create_judge
+from swapjudge.judges.registry import backend_module
 from swapjudge.redact import redact
-from swapjudge.runner.execute import Control, call_with_retries, resolved_judge_config
+from swapjudge.runner.backend import open_judge
 from swapjudge.runner.plan import estimated_tokens, expected_output_tokens
-from swapjudge.runner.ratelimit import RateLimiter
+from swapjudge.runner.retry import Control, Pacing, RetryPolicy, call_with_retries
 from swapjudge.runner.session import prepare
 
 
@@ -38,8 +38,6 @@ def judge_url(loaded: LoadedConfig) -> str:
     jc = loaded.config.judge
     if jc.base_url:
         return jc.base_url
-    from swapjudge.judges.registry import backend_module
-
     default = getattr(backend_module(jc.backend), "DEFAULT_BASE_URL", None)
     return str(default or jc.path or jc.model or jc.backend)
 
@@ -51,13 +49,14 @@ async def _check(loaded: LoadedConfig) -> CheckResult:
         raise SwapjudgeError("check: the run plans no judge call (every pair has identical answers)")
     head = calls[0].request
     jc = loaded.config.judge
-    judge = create_judge(resolved_judge_config(loaded))
+    judge = open_judge(loaded)
     started = time.perf_counter()
     try:
+        # one attempt, no retry: the check proves the setup, it does not wait it out
         reply, error, _ = await call_with_retries(
-            judge, head, timeout_s=jc.timeout_s, max_retries=0, backoff_s=0.0, max_backoff_s=0.0,
-            limiter=RateLimiter(None, None), est_tokens=estimated_tokens(head, expected_output_tokens(head)),
-            control=Control(stop=asyncio.Event()),
+            lambda: judge.judge(head), RetryPolicy(0, 0.0, 0.0, jc.timeout_s),
+            Pacing(control=Control(stop=asyncio.Event())),
+            est_tokens=estimated_tokens(head, expected_output_tokens(head)),
         )
     except FatalJudgeError as err:
         raise SwapjudgeError(f"check failed: {redact(str(err))}") from None

@@ -13,8 +13,8 @@ from swapjudge.runner.plan import (
     expected_output_tokens,
 )
 from swapjudge.runner.pricing import batch_price, call_cost, min_cacheable_tokens, price_for
+from swapjudge.runner.provenance import open_store
 from swapjudge.runner.session import prepare
-from swapjudge.store import Store
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
     cache: dict[str, Any] = {}
     stored_firsts: list[dict[str, Any]] = []
     if path.exists():
-        with Store(path) as store:
+        with open_store(path) as store:
             run_id = store.resumable_run(loaded.config_hash, pairs.digest)
             if run_id is not None:
                 done = store.done_keys(run_id)

@@ -5,30 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import signal
 import sqlite3
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 
 from swapjudge.config import LoadedConfig, Price
 from swapjudge.errors import SwapjudgeError
-from swapjudge.judges.base import (
-    FatalJudgeError,
-    Judge,
-    JudgeReply,
-    JudgeRequest,
-    PermanentJudgeError,
-    TransientJudgeError,
-    UnreachableJudgeError,
-)
-from swapjudge.judges.registry import create_judge
+from swapjudge.judges.base import FatalJudgeError, Judge, JudgeReply
 from swapjudge.redact import redact
+from swapjudge.runner.backend import open_judge
 from swapjudge.runner.outcome import RunStats
 from swapjudge.runner.plan import (
     PlannedCall,
@@ -38,52 +29,11 @@ from swapjudge.runner.plan import (
 from swapjudge.runner.pricing import call_cost, price_for
 from swapjudge.runner.progress import CallProgress
 from swapjudge.runner.ratelimit import RateLimiter
+from swapjudge.runner.retry import Abandoned, Control, Pacing, RetryPolicy, call_with_retries
 from swapjudge.store import CallRecord, Store
 
 AfterCall = Callable[[PlannedCall], Awaitable[None]]
 
-
-class Abandoned(Exception):
-    """The run is stopping: this call sends nothing more (it stays missing and a resumed run makes it)."""
-
-
-class ServerUnreachableError(SwapjudgeError):
-    """The judge's server refused the connection (or its host does not resolve) before ever answering."""
-
-
-class ProviderBackoffError(SwapjudgeError):
-    """The provider asked to wait longer than the configured ceiling: the run stops, resumable."""
-
-
-@dataclass
-class Control:
-    """What the workers share about the run as a whole: stopping, whether the server has ever answered, and
-    the notes they print (each distinct note at most once every few seconds, not once per worker)."""
-
-    stop: asyncio.Event
-    console: Console | None = None
-    answered: bool = False
-    max_retry_after_s: float | None = None
-    last_said: dict[str, float] = field(default_factory=dict)
-
-    def note(self, text: str) -> None:
-        if self.console is None:
-            return
-        now = time.monotonic()
-        if now - self.last_said.get(text, -1e9) >= 5.0:
-            self.last_said[text] = now
-            self.console.print(text, highlight=False, markup=False)
-
-
-def resolved_judge_config(loaded: LoadedConfig) -> Any:
-    """The judge config with its file paths (replay records, local .gguf model) resolved against the config file."""
-    cfg = loaded.config.judge
-    updates: dict[str, Any] = {}
-    if cfg.path:
-        updates["path"] = str(loaded.resolve(cfg.path))
-    if cfg.backend == "local" and cfg.model and cfg.model.endswith(".gguf"):
-        updates["model"] = str(loaded.resolve(cfg.model))
-    return cfg.model_copy(update=updates) if updates else cfg
 
 def _stored(call: PlannedCall, **outcome: Any) -> CallRecord:
     """The stored record of a planned call: its identity (round, item, slots, order, label, prompt) and `outcome`."""
@@ -128,79 +78,6 @@ def _record_from_reply(
     )
 
 
-async def call_with_retries(
-    judge: Judge,
-    request: JudgeRequest,
-    *,
-    timeout_s: float,
-    max_retries: int,
-    backoff_s: float,
-    max_backoff_s: float,
-    limiter: RateLimiter,
-    est_tokens: float,
-    on_attempt: Callable[[], None] | None = None,
-    control: Control | None = None,
-) -> tuple[JudgeReply | None, str | None, int]:
-    """One judge call with retries on transient failures. Returns (reply, error, attempts).
-
-    With `control`: nothing is sent once the run is stopping (raises Abandoned); a server that refuses the
-    connection before it has ever answered stops the run (FatalJudgeError) instead of being retried; waits a
-    server asks for are capped at `max_backoff_s` and said on the terminal, and a wait above the control's
-    ceiling stops the run (ProviderBackoffError)."""
-    last = ""
-    for attempt in range(max_retries + 1):
-        await limiter.acquire(est_tokens)
-        if control is not None and control.stop.is_set():
-            raise Abandoned
-        if on_attempt is not None:
-            on_attempt()
-        retry_after: float | None = None
-        try:
-            async with asyncio.timeout(timeout_s):  # no extra task per call, unlike wait_for in 3.11
-                reply = await judge.judge(request)
-            if control is not None:
-                control.answered = True
-            return reply, None, attempt + 1
-        except TimeoutError:
-            last = f"timed out after {timeout_s:g} s"
-        except UnreachableJudgeError as err:
-            if control is not None and not control.answered:
-                # Nothing listening, or no such host: every call would wait out its retries for nothing.
-                raise ServerUnreachableError(f"{err}: is the server running?") from None
-            last = str(err)
-        except TransientJudgeError as err:
-            last, retry_after = str(err), err.retry_after
-        except PermanentJudgeError as err:
-            return None, str(err), attempt + 1
-        except (FatalJudgeError, SwapjudgeError):
-            raise
-        except Exception as err:
-            # A backend bug or a library error on this one prompt (e.g. a context overflow): recorded, run goes on.
-            return None, f"{type(err).__name__}: {err}", attempt + 1
-        if attempt == max_retries:
-            break
-        if retry_after is not None and control is not None:
-            ceiling = control.max_retry_after_s
-            if ceiling is not None and retry_after > ceiling:
-                raise ProviderBackoffError(
-                    f"the server asks to wait {retry_after:,.0f} s before the next request ({last}), more than "
-                    f"max_retry_after_s = {ceiling:g} s: stopped; every finished call is stored, run the same "
-                    "command again later to resume"
-                )
-        # Exponential backoff with full jitter; a server's Retry-After wins when it gives one, up to max_backoff_s.
-        if retry_after is not None:
-            delay = min(retry_after, max_backoff_s)
-            if control is not None:
-                capped = f", capped at max_backoff_s = {max_backoff_s:g} s" if retry_after > max_backoff_s else ""
-                control.note(f"waiting {delay:g} s as the server asks ({last}: Retry-After {retry_after:g} s{capped})")
-        else:
-            delay = min(max_backoff_s, backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
-        await asyncio.sleep(delay)
-        if control is not None and control.stop.is_set():
-            raise Abandoned
-    return None, f"gave up after {max_retries + 1} attempts: {last}", max_retries + 1
-
-
 @dataclass
 class _Context:
     store: Store
@@ -225,16 +102,10 @@ async def _process(
         ctx.stats.http_attempts += 1
 
     reply, error, attempts = await call_with_retries(
-        judge,
-        head.request,
-        timeout_s=jc.timeout_s,
-        max_retries=jc.max_retries,
-        backoff_s=jc.backoff_s,
-        max_backoff_s=jc.max_backoff_s,
-        limiter=limiter,
+        lambda: judge.judge(head.request),
+        RetryPolicy.of(jc),
+        Pacing(limiter, ctx.control, count_attempt),
         est_tokens=estimated_tokens(head.request, expected_output_tokens(head.request)),
-        on_attempt=count_attempt,
-        control=ctx.control,
     )
     if error is not None:
         error = redact(error)  # an echoed header in an error body must not reach the store
@@ -320,7 +191,7 @@ async def execute_groups(
     waits for the calls in flight (each up to its timeout) to store their replies; a second one abandons them."""
     jc = loaded.config.judge
     own_judge = judge is None
-    active = judge if judge is not None else create_judge(resolved_judge_config(loaded))
+    active = judge if judge is not None else open_judge(loaded)
     limiter = RateLimiter(jc.requests_per_minute, jc.tokens_per_minute)
     queue = deque(groups)
     total = sum(len(g) for g in groups)

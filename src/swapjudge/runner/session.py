@@ -17,12 +17,10 @@ from rich.console import Console
 from swapjudge.config import LoadedConfig
 from swapjudge.core.pairs_file import PairsFile, load_pairs
 from swapjudge.errors import SwapjudgeError
-from swapjudge.judges.base import (
-    Judge,
-)
-from swapjudge.judges.registry import create_judge, supports_structured
+from swapjudge.judges.base import Judge
+from swapjudge.runner.backend import check_judge_options, open_judge, structured_output
 from swapjudge.runner.batch.engine import BatchOutcome, execute_batches
-from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, identical_record, resolved_judge_config
+from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, identical_record
 from swapjudge.runner.lock import Owner, RunLock, lock_path
 from swapjudge.runner.outcome import RunOutcome, RunStats
 from swapjudge.runner.plan import (
@@ -30,15 +28,16 @@ from swapjudge.runner.plan import (
     PlannedCall,
     build_plan,
 )
+from swapjudge.runner.provenance import open_store, run_provenance
 from swapjudge.runner.skip_swaps import second_calls_to_make
-from swapjudge.store import Store
 from swapjudge.store.batches import OPEN_STATUSES
 
 
 def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
+    """The configuration checked for use, the pairs read and the calls planned (run, dry run and check)."""
+    check_judge_options(loaded)
     pairs = load_pairs(loaded.pairs_path)
-    structured = loaded.config.judge.structured_output and supports_structured(loaded.config.judge.backend)
-    return pairs, build_plan(loaded, pairs, structured=structured)
+    return pairs, build_plan(loaded, pairs, structured=structured_output(loaded.config.judge))
 
 
 async def run_async(
@@ -66,7 +65,7 @@ async def run_async(
     pairs, plan = prepare(loaded)
     path = loaded.store_path(store_path)
     stats = RunStats(planned=len(plan.calls))
-    store = Store(path)
+    store = open_store(path)
     lock = RunLock(lock_path(path, f"{loaded.config_hash}:{pairs.digest}"))
     try:
         _own_run(lock, wait=wait, console=console)
@@ -88,7 +87,8 @@ async def run_async(
                 seed=plan.seed,
                 orders=cfg.orders,
                 total_calls=len(plan.calls),
-                provenance={**loaded.provenance(structured=plan.structured), "pair_set_hash": plan.pair_set_hash},
+                provenance={**run_provenance(loaded.normalised(), structured=plan.structured),
+                            "pair_set_hash": plan.pair_set_hash},
             )
         else:
             store.mark_running(run_id)
@@ -123,7 +123,7 @@ async def run_async(
         active = judge
         try:
             if own_judge:
-                active = create_judge(resolved_judge_config(loaded))
+                active = open_judge(loaded)
             for phase, calls in enumerate(phases):
                 if interrupted:
                     break

@@ -9,6 +9,8 @@ from typing import Any
 from swapjudge.errors import SwapjudgeError
 from swapjudge.store.schema import PROVENANCE_COLUMNS, CachedReply, RunInfo, StoreFile, _loads
 
+_CACHED_COLUMNS = tuple(CachedReply.__dataclass_fields__)  # the cache table's reply columns, by the same names
+
 
 class StoreReader(StoreFile):
     """Reads: nothing here writes."""
@@ -33,36 +35,22 @@ class StoreReader(StoreFile):
         ).fetchone()
         return int(row[0])
 
-    def _run_from_row(self, row: Sequence[Any]) -> RunInfo:
-        return RunInfo(
-            id=row[0],
-            config_hash=row[1],
-            judge_hash=row[2],
-            judge=row[3],
-            config=json.loads(row[4]),
-            config_path=row[5],
-            pairs_digest=row[6],
-            seed=row[7],
-            orders=row[8],
-            total_calls=row[9],
-            started_at=row[10],
-            ended_at=row[11],
-            status=row[12],
-            stored_calls=row[13] or 0,
-            failed_calls=row[14] or 0,
-            cost_usd=row[15] or 0.0,
-            **dict(zip(PROVENANCE_COLUMNS, row[16:], strict=True)),
-        )
-
+    # runs' own columns, then provenance, then what the run's calls add up to
+    _RUN_COLUMNS = ("id", "config_hash", "judge_hash", "judge", "config_json", "config_path", "pairs_digest", "seed",
+                    "orders", "total_calls", "started_at", "ended_at", "status", *PROVENANCE_COLUMNS)
     _RUN_SELECT = (
-        "SELECT r.id, r.config_hash, r.judge_hash, r.judge, r.config_json, r.config_path, r.pairs_digest,"
-        " r.seed, r.orders, r.total_calls, r.started_at, r.ended_at, r.status,"
+        "SELECT " + ", ".join(f"r.{c}" for c in _RUN_COLUMNS) + ","
         " (SELECT COUNT(*) FROM calls c WHERE c.run_id=r.id AND c.error IS NULL),"
         " (SELECT COUNT(*) FROM calls c WHERE c.run_id=r.id AND c.error IS NOT NULL),"
-        " (SELECT SUM(c.cost_usd) FROM calls c WHERE c.run_id=r.id AND c.source='api'), "
-        + ", ".join(f"r.{c}" for c in PROVENANCE_COLUMNS)
-        + " FROM runs r"
+        " (SELECT SUM(c.cost_usd) FROM calls c WHERE c.run_id=r.id AND c.source='api')"
+        " FROM runs r"
     )
+
+    def _run_from_row(self, row: Sequence[Any]) -> RunInfo:
+        data = dict(zip(self._RUN_COLUMNS, row, strict=False))
+        stored, failed, cost = row[len(self._RUN_COLUMNS):]
+        config = json.loads(data.pop("config_json"))
+        return RunInfo(**data, config=config, stored_calls=stored or 0, failed_calls=failed or 0, cost_usd=cost or 0.0)
 
     def runs(self) -> list[RunInfo]:
         return [self._run_from_row(r) for r in self._db.execute(self._RUN_SELECT + " ORDER BY r.id")]
@@ -113,23 +101,15 @@ class StoreReader(StoreFile):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
-                "SELECT prompt_hash, verdict, raw, input_tokens, output_tokens, cached_input_tokens,"
-                " latency_s, cost_usd, probabilities, settings FROM cache"
+                f"SELECT prompt_hash, {', '.join(_CACHED_COLUMNS)} FROM cache"
                 f" WHERE judge_hash=? AND prompt_hash IN ({marks})",
                 (judge_hash, *chunk),
             )
-            for r in rows:
-                out[r[0]] = CachedReply(
-                    verdict=r[1],
-                    raw=r[2],
-                    input_tokens=r[3],
-                    output_tokens=r[4],
-                    cached_input_tokens=r[5],
-                    latency_s=r[6],
-                    cost_usd=r[7],
-                    probabilities=_loads(r[8]),
-                    settings=_loads(r[9]) or {},
-                )
+            for prompt, *values in rows:
+                reply = dict(zip(_CACHED_COLUMNS, values, strict=True))
+                reply["probabilities"] = _loads(reply["probabilities"])
+                reply["settings"] = _loads(reply["settings"]) or {}
+                out[prompt] = CachedReply(**reply)
         return out
 
     def calls(self, run_id: int) -> Iterator[dict[str, Any]]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,8 +36,37 @@ PROVENANCE_COLUMNS: tuple[str, ...] = (
     "tie_policy",
     "pair_set_hash",
 )
+# A run's provenance from its stored configuration (all columns but pair_set_hash), supplied by whoever opens
+# the store for use (`runner.provenance.stored_provenance`): the store knows no prompt template or backend.
+ProvenanceOf = Callable[[dict[str, Any]], dict[str, Any]]
 
-_SCHEMA = """
+# The columns of a stored call, in one order for `calls` and `superseded_calls` (set aside by
+# `INSERT INTO superseded_calls SELECT *, ? FROM calls`); only `calls` checks the verdict.
+_CALL_COLUMNS = """\
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    round INTEGER NOT NULL DEFAULT 0,
+    item TEXT NOT NULL,
+    first TEXT NOT NULL,
+    second TEXT NOT NULL,
+    order_index INTEGER NOT NULL,
+    label TEXT,
+    prompt_hash TEXT,
+    verdict TEXT{verdict_check},
+    raw TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cached_input_tokens INTEGER,
+    latency_s REAL,
+    cost_usd REAL,
+    error TEXT,
+    probabilities TEXT,
+    settings TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL,
+    created_at TEXT NOT NULL"""
+_VERDICT_CHECK = " CHECK (verdict IN ('first', 'second', 'tie') OR verdict IS NULL)"
+
+_SCHEMA_TEMPLATE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -54,51 +85,11 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_hash ON runs (config_hash, pairs_digest);
 CREATE TABLE IF NOT EXISTS calls (
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    round INTEGER NOT NULL DEFAULT 0,
-    item TEXT NOT NULL,
-    first TEXT NOT NULL,
-    second TEXT NOT NULL,
-    order_index INTEGER NOT NULL,
-    label TEXT,
-    prompt_hash TEXT,
-    verdict TEXT CHECK (verdict IN ('first', 'second', 'tie') OR verdict IS NULL),
-    raw TEXT,
-    input_tokens INTEGER,
-    output_tokens INTEGER,
-    cached_input_tokens INTEGER,
-    latency_s REAL,
-    cost_usd REAL,
-    error TEXT,
-    probabilities TEXT,
-    settings TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    source TEXT NOT NULL,
-    created_at TEXT NOT NULL,
+{calls_columns},
     PRIMARY KEY (run_id, round, item, first, second)
 );
 CREATE TABLE IF NOT EXISTS superseded_calls (
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    round INTEGER NOT NULL DEFAULT 0,
-    item TEXT NOT NULL,
-    first TEXT NOT NULL,
-    second TEXT NOT NULL,
-    order_index INTEGER NOT NULL,
-    label TEXT,
-    prompt_hash TEXT,
-    verdict TEXT,
-    raw TEXT,
-    input_tokens INTEGER,
-    output_tokens INTEGER,
-    cached_input_tokens INTEGER,
-    latency_s REAL,
-    cost_usd REAL,
-    error TEXT,
-    probabilities TEXT,
-    settings TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    source TEXT NOT NULL,
-    created_at TEXT NOT NULL,
+{superseded_columns},
     superseded_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS cache (
@@ -167,6 +158,8 @@ CREATE TABLE IF NOT EXISTS anchor_scores (
     PRIMARY KEY (run_id, item)
 );
 """
+_SCHEMA = _SCHEMA_TEMPLATE.format(calls_columns=_CALL_COLUMNS.format(verdict_check=_VERDICT_CHECK),
+                                  superseded_columns=_CALL_COLUMNS.format(verdict_check=""))
 
 
 def _now() -> str:
@@ -242,26 +235,6 @@ class RunInfo:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _provenance_of_stored(config: dict[str, Any]) -> dict[str, Any]:
-    """Provenance derived from a stored configuration; whether the verdict was asked for as JSON follows the
-    backend's support, as the runner decides it (plain text when the backend cannot be loaded here)."""
-    from swapjudge.config import run_provenance
-
-    if not config:
-        return {}
-    judge = config.get("judge") or {}
-    structured = False
-    if judge.get("structured_output", True) and judge.get("backend"):
-        from swapjudge.errors import ConfigError
-        from swapjudge.judges.registry import supports_structured
-
-        try:
-            structured = supports_structured(str(judge["backend"]))
-        except ConfigError:
-            structured = False
-    return run_provenance(config, structured=structured)
-
-
 def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True)
 
@@ -271,48 +244,76 @@ def _loads(value: str | None) -> Any:
 
 
 class StoreFile:
-    """A SQLite store file. One connection, used from one thread (the runner's event loop)."""
+    """A SQLite store file. One connection, used from one thread (the runner's event loop). With `provenance_of`,
+    runs registered without provenance get theirs derived from their stored configuration (at open, and when
+    `create_run` is given none); without it they keep what they were registered with."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, provenance_of: ProvenanceOf | None = None) -> None:
         self.path = Path(path)
+        self._provenance_of = provenance_of
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise SwapjudgeError(f"{self.path}: cannot create the store's folder: {err.strerror}") from None
-        try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a committed transaction survives a killed process (not a power cut).
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-            self._migrate()
-        except sqlite3.DatabaseError as err:
-            if "locked" in str(err):
-                raise SwapjudgeError(f"{self.path}: the store is locked by another process ({err}) for more than "
-                                     f"{BUSY_TIMEOUT_S:g} s; run again when it is free") from None
-            raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            db: sqlite3.Connection | None = None
+            try:
+                self._db = db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+                self._open()
+                return
+            except sqlite3.DatabaseError as err:
+                if db is not None:
+                    db.close()
+                if "locked" in str(err) and time.monotonic() < deadline:
+                    # Another process is creating or migrating the file; switching to WAL does not wait for it.
+                    time.sleep(0.05)
+                    continue
+                if "locked" in str(err):
+                    raise SwapjudgeError(f"{self.path}: the store is locked by another process ({err}) for more "
+                                         f"than {BUSY_TIMEOUT_S:g} s; run again when it is free") from None
+                raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
 
-    def _migrate(self) -> None:
-        """Bring a store of an older schema up to this one, in one transaction (a kill leaves the old file)."""
+    def _open(self) -> None:
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a committed transaction survives a killed process (not a power cut).
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(_SCHEMA)
+        self._migrate()
+
+    def _to_migrate(self) -> tuple[str, list[str], bool] | None:
+        """What this file lacks: (its schema version, provenance columns missing, runs to fill), or None."""
         row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = SCHEMA_VERSION if row is None else row[0]
         have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
         missing = [c for c in PROVENANCE_COLUMNS if c not in have]
         # Runs registered by an older swapjudge in a current file still get their provenance filled in.
-        unfilled = not missing and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone()
+        unfilled = bool(self._provenance_of is not None and not missing
+                        and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone())
         if not missing and not unfilled and row is not None and version == SCHEMA_VERSION:
-            return
+            return None
         if version not in (*OLDER_SCHEMAS, SCHEMA_VERSION):
             raise SwapjudgeError(f"{self.path}: store schema {version} is newer than this swapjudge ({SCHEMA_VERSION})")
+        return version, missing, unfilled
+
+    def _migrate(self) -> None:
+        """Bring a store of an older schema up to this one, in one transaction (a kill leaves the old file). What
+        is missing is read again under the write lock: another process may have migrated the file meanwhile."""
+        if self._to_migrate() is None:
+            return
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            for col in missing:
+            todo = self._to_migrate()
+            for col in [] if todo is None else todo[1]:
                 db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
-            todo = db.execute("SELECT id, config_json FROM runs WHERE rubric_hash IS NULL").fetchall()
-            for run_id, config_json in todo:
-                prov = _provenance_of_stored(json.loads(config_json))
+            derive = self._provenance_of
+            rows = [] if derive is None or todo is None else db.execute(
+                "SELECT id, config_json FROM runs WHERE rubric_hash IS NULL").fetchall()
+            for run_id, config_json in rows:
+                assert derive is not None
+                prov = derive(json.loads(config_json))
                 if not prov:
                     continue
                 sets = ", ".join(f"{k}=?" for k in prov)

@@ -13,7 +13,6 @@ from swapjudge.store.schema import (
     StoreFile,
     _dumps,
     _now,
-    _provenance_of_stored,
 )
 
 
@@ -35,10 +34,10 @@ class StoreWriter(StoreFile):
         provenance: dict[str, Any] | None = None,
     ) -> int:
         """Register a run. `provenance` holds PROVENANCE_COLUMNS values; those left out are derived from the
-        configuration (the pair set's hash then stays unknown)."""
+        configuration when the store was opened with `provenance_of` (the pair set's hash then stays unknown)."""
         prov = dict(provenance or {})
-        if set(PROVENANCE_COLUMNS) - {"pair_set_hash"} - set(prov):
-            prov = {**_provenance_of_stored(config), **prov}
+        if set(PROVENANCE_COLUMNS) - {"pair_set_hash"} - set(prov) and self._provenance_of is not None:
+            prov = {**self._provenance_of(config), **prov}
         unknown = set(prov) - set(PROVENANCE_COLUMNS)
         if unknown:
             raise ValueError(f"unknown provenance field(s): {', '.join(sorted(unknown))}")

@@ -1,20 +1,19 @@
-"""What every batch provider shares: call identities (custom_id), submission keys, splitting by the documented
-per-batch limits, HTTP with retries, the provider protocol, and the test hook that kills the process at a step."""
+"""What the batch engine does the same for every provider: call identities (custom_id), submission keys,
+splitting by the documented per-batch limits, and the test hook that kills the process at a step. The
+providers' wire formats and the protocol they implement are in `judges/` (`batch`, `openai_batch`,
+`anthropic_batch`)."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
-import random
 import signal
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from swapjudge.judges.base import TransientJudgeError
-from swapjudge.store.batches import CallKey, Submission
+from swapjudge.judges.batch import BatchProvider
+from swapjudge.store.batches import CallKey
 
 FAULT_ENV = "SWAPJUDGE_BATCH_FAULT"
 _fault_hits: dict[str, int] = {}
@@ -22,7 +21,8 @@ _fault_hits: dict[str, int] = {}
 
 def fault_point(step: str) -> None:
     """Crash tests: `SWAPJUDGE_BATCH_FAULT=step[:n]` kills this process with SIGKILL the n-th time (default the
-    first) it reaches `step` (before_upload, after_upload, after_create, polling, download, storing)."""
+    first) it reaches `step` (before_upload, after_upload, after_create, polling, download, storing). The engine
+    places every step around the provider's calls, so the providers' wire code holds no test hook."""
     spec = os.environ.get(FAULT_ENV)
     if not spec:
         return
@@ -48,47 +48,6 @@ def custom_id(key: str, call: CallKey) -> str:
 
 def key_of(cid: str) -> str:
     return cid.rpartition("-")[0]
-
-
-@dataclass(frozen=True)
-class BatchState:
-    ended: bool
-    provider_status: str
-    counts: dict[str, int] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ResultLine:
-    """One request's outcome: the response body when it succeeded, else why not (errored, expired, canceled)."""
-
-    custom_id: str
-    body: dict[str, Any] | None
-    failure: str | None = None
-
-
-WAIT = "wait"  # `find`: an unknown recent batch may be this submission; wait for it to end before deciding
-
-
-class BatchProvider(Protocol):
-    name: str
-    max_requests: int
-    max_bytes: int
-    line_overhead: int  # bytes a request adds to the batch beyond its line (separators)
-
-    def line(self, cid: str, body: dict[str, Any]) -> bytes: ...
-
-    async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
-        """Send a batch; `payload` holds its request lines, one per line (JSONL)."""
-        ...
-
-    async def find(self, sub: Submission, known: set[str]) -> str | None: ...
-
-    async def status(self, batch_id: str) -> BatchState: ...
-
-    def results(self, batch_id: str, state: BatchState) -> AsyncIterator[ResultLine]: ...
-
-    async def aclose(self) -> None: ...
 
 
 def split(entries: Iterable[tuple[CallKey, dict[str, Any]]], provider: BatchProvider,
@@ -118,16 +77,3 @@ def split(entries: Iterable[tuple[CallKey, dict[str, Any]]], provider: BatchProv
     if chunk:
         out.append((key, chunk))
     return out
-
-
-async def with_retries(make: Callable[[], Any], *, attempts: int = 6, backoff_s: float = 0.5) -> Any:
-    """An idempotent provider request (poll, list, download), retried on transient failures."""
-    for attempt in range(attempts):
-        try:
-            return await make()
-        except TransientJudgeError as err:
-            if attempt == attempts - 1:
-                raise
-            delay = err.retry_after if err.retry_after is not None else backoff_s * 2**attempt * random.uniform(0.5, 1)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")

@@ -22,12 +22,14 @@ from rich.console import Console
 
 from swapjudge.config import LoadedConfig, Price
 from swapjudge.errors import SwapjudgeError
-from swapjudge.judges.base import JudgeReply, JudgeRequest
-from swapjudge.runner.batch.common import WAIT, BatchProvider, ResultLine, fault_point, key_of, split
-from swapjudge.runner.execute import _record_from_reply, _stored, resolved_judge_config
+from swapjudge.judges.batch import WAIT, BatchJudge, BatchProvider, ResultLine
+from swapjudge.runner.backend import resolved_judge_config
+from swapjudge.runner.batch.common import fault_point, key_of, split
+from swapjudge.runner.execute import _record_from_reply, _stored
 from swapjudge.runner.outcome import RunStats
 from swapjudge.runner.plan import PlannedCall
 from swapjudge.runner.pricing import batch_price, price_for
+from swapjudge.runner.retry import idempotent
 from swapjudge.store import CallRecord, Store
 from swapjudge.store.batches import OPEN_STATUSES, CallKey, Submission
 
@@ -43,34 +45,10 @@ class BatchOutcome:
     to_sync: list[PlannedCall] = field(default_factory=list)  # batch_fallback: sync
 
 
-class BodyJudge:
-    """The synchronous backend used for its request bodies and its parser only (no HTTP from here)."""
-
-    def __init__(self, loaded: LoadedConfig) -> None:
-        cfg = resolved_judge_config(loaded)
-        assert cfg.model is not None
-        if cfg.backend == "anthropic":
-            from swapjudge.judges.anthropic import AnthropicJudge
-
-            self.judge: Any = AnthropicJudge(name=cfg.judge_name, model=cfg.model, temperature=cfg.temperature,
-                                             max_tokens=cfg.max_tokens, max_connections=1)
-        else:
-            from swapjudge.judges.openai import OpenAIJudge
-
-            self.judge = OpenAIJudge(name=cfg.judge_name, model=cfg.model, temperature=cfg.temperature,
-                                     max_tokens=cfg.max_tokens, structured=cfg.structured_output,
-                                     logprobs=cfg.logprobs, max_connections=1,
-                                     extra_body=cfg.extra().get("extra_body"))
-
-    def body(self, request: JudgeRequest) -> dict[str, Any]:
-        return dict(self.judge.request_body(request))
-
-    def reply(self, body: dict[str, Any], request: JudgeRequest) -> JudgeReply:
-        reply: JudgeReply = self.judge.reply_from_body(body, request)
-        return reply
-
-    async def aclose(self) -> None:
-        await self.judge.aclose()
+def body_judge(loaded: LoadedConfig, provider: BatchProvider) -> BatchJudge:
+    """The configured judge's wire format, for its request bodies and its parser only: it makes no request and
+    reads no key (an offline engine needs none)."""
+    return provider.judge(resolved_judge_config(loaded), None)
 
 
 def make_provider(loaded: LoadedConfig) -> BatchProvider:
@@ -80,21 +58,13 @@ def make_provider(loaded: LoadedConfig) -> BatchProvider:
 
         assert jc.batch_dir is not None
         return FileBatches(loaded.resolve(jc.batch_dir))
-    from swapjudge.judges._http import api_key
-
     if jc.backend == "anthropic":
-        from swapjudge.judges.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
-        from swapjudge.runner.batch.anthropic import AnthropicBatches
+        from swapjudge.judges.anthropic_batch import AnthropicBatches
 
-        base = jc.base_url or ANTHROPIC_URL
-        key = api_key(jc.api_key_env or "ANTHROPIC_API_KEY", required=base == ANTHROPIC_URL)
-        return AnthropicBatches(base_url=base, api_key=key, timeout_s=jc.timeout_s)
-    from swapjudge.judges.openai import DEFAULT_BASE_URL as OPENAI_URL
-    from swapjudge.runner.batch.openai import OpenAIBatches
+        return AnthropicBatches.from_config(jc, retry=idempotent)
+    from swapjudge.judges.openai_batch import OpenAIBatches
 
-    base = jc.base_url or OPENAI_URL
-    key = api_key(jc.api_key_env or "OPENAI_API_KEY", required=base == OPENAI_URL)
-    return OpenAIBatches(base_url=base, api_key=key, timeout_s=jc.timeout_s)
+    return OpenAIBatches.from_config(jc, retry=idempotent)
 
 
 def batch_call_price(loaded: LoadedConfig) -> Price | None:
@@ -107,7 +77,7 @@ def batch_call_price(loaded: LoadedConfig) -> Price | None:
 
 class _Run:
     def __init__(self, loaded: LoadedConfig, store: Store, run_id: int, plan: dict[CallKey, PlannedCall],
-                 stats: RunStats, provider: BatchProvider, bodies: BodyJudge, console: Console | None,
+                 stats: RunStats, provider: BatchProvider, bodies: BatchJudge, console: Console | None,
                  progress: bool) -> None:
         self.loaded, self.store, self.run_id, self.plan, self.stats = loaded, store, run_id, plan, stats
         self.provider, self.bodies, self.console, self.progress = provider, bodies, console, progress
@@ -127,7 +97,7 @@ class _Run:
 
         def measured() -> Iterator[tuple[CallKey, dict[str, Any]]]:
             for h in heads:
-                yield h.key, self.bodies.body(h.request)
+                yield h.key, self.bodies.request_body(h.request)
 
         def sink(key: str, line: bytes) -> None:
             if key not in self.payloads:
@@ -151,7 +121,7 @@ class _Run:
             call = self.plan.get(keys[0])
             if call is None:
                 raise SwapjudgeError(f"batch {sub.key}: a planned call is no longer in this run's plan")
-            yield self.provider.line(cid, self.bodies.body(call.request))
+            yield self.provider.line(cid, self.bodies.request_body(call.request))
 
     async def settle(self, sub: Submission) -> bool:
         """Make sure a planned submission exists at the provider exactly once. False: wait (Anthropic: a recent
@@ -167,8 +137,15 @@ class _Run:
                     payload.write(line if line.endswith(b"\n") else line + b"\n")
             with payload:  # streamed from disk: a batch can be hundreds of MB
                 payload.seek(0)
-                found = await self.provider.submit(
-                    sub, payload, lambda fid: self.store.update_submission(sub.key, file_id=fid))
+                if sub.file_id is None:
+                    fault_point("before_upload")
+
+                def uploaded(file_id: str) -> None:
+                    fault_point("after_upload")
+                    self.store.update_submission(sub.key, file_id=file_id)
+
+                found = await self.provider.submit(sub, payload, uploaded)
+                fault_point("after_create")
         elif sub.key in self.payloads:
             self.payloads.pop(sub.key).close()
         self.store.update_submission(sub.key, batch_id=found, status="submitted", provider_status="submitted")
@@ -182,7 +159,7 @@ class _Run:
             return []
         head = calls[0]
         assert res.body is not None
-        reply = self.bodies.reply(res.body, head.request)
+        reply = self.bodies.reply_from_body(res.body, head.request)
         reply.settings["batch"] = self.provider.name  # a fresh dict per reply: provenance of the call
         records = [_record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
         records += [_record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
@@ -196,6 +173,7 @@ class _Run:
         seen: set[str] = set()
         retry: list[str] = []
         chunk: list[CallRecord] = []
+        fault_point("download")
         async for res in self.provider.results(sub.batch_id or "", state):
             if key_of(res.custom_id) != sub.key or res.custom_id not in requests or res.custom_id in seen:
                 continue  # never trust a line that names another submission
@@ -260,7 +238,7 @@ async def execute_batches(
     jc = loaded.config.judge
     plan = {c.key: c for c in plan_calls}
     provider = make_provider(loaded)
-    bodies = BodyJudge(loaded)
+    bodies = body_judge(loaded, provider)
     run = _Run(loaded, store, run_id, plan, stats, provider, bodies, console, progress)
     outcome = BatchOutcome()
     poll_s = jc.batch_poll_s

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from swapjudge.runner.batch.common import BatchState, ResultLine, fault_point
-from swapjudge.runner.batch.openai import chat_line, parse_output_line
-from swapjudge.store.batches import Submission
+from swapjudge.judges.batch import BatchState, BatchSubmission, ResultLine
+from swapjudge.judges.openai import OpenAIJudge
+from swapjudge.judges.openai_batch import chat_line, parse_output_line
 
 
 def request_file(directory: Path, key: str) -> Path:
@@ -32,6 +32,7 @@ def error_file(directory: Path, key: str) -> Path:
 
 class FileBatches:
     name = "files"
+    judge = OpenAIJudge  # the engine serves an OpenAI-compatible API: its bodies, its parser
     max_requests = 50_000  # one file per 50,000 requests keeps files a worker can hold
     max_bytes = 200 * 1024 * 1024
     line_overhead = 0
@@ -42,18 +43,16 @@ class FileBatches:
     def line(self, cid: str, body: dict[str, Any]) -> bytes:
         return chat_line(cid, body)
 
-    async def submit(self, sub: Submission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
-        fault_point("before_upload")
+    async def submit(self, sub: BatchSubmission, payload: BinaryIO, on_uploaded: Callable[[str], None]) -> str:
         self.directory.mkdir(parents=True, exist_ok=True)
         target = request_file(self.directory, sub.key)
         partial = target.with_suffix(".partial")
         with partial.open("wb") as out:  # the engine sees the whole file or none (rename is atomic)
             shutil.copyfileobj(payload, out)
         os.replace(partial, target)
-        fault_point("after_create")
         return request_file(self.directory, sub.key).name
 
-    async def find(self, sub: Submission, known: set[str]) -> str | None:
+    async def find(self, sub: BatchSubmission, known: set[str]) -> str | None:
         path = request_file(self.directory, sub.key)
         return path.name if path.exists() else None
 
@@ -68,7 +67,6 @@ class FileBatches:
         for path in (output_file(self.directory, key), error_file(self.directory, key)):
             if not path.exists():
                 continue
-            fault_point("download")
             with path.open("rb") as fh:
                 for line in fh:
                     if line.strip():

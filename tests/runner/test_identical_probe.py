@@ -12,9 +12,8 @@ from judge_server import JudgeServer, frame_answers, frame_code, frame_text
 from runner_helpers import write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.judges.registry import create_judge
-from swapjudge.probes.identical_live import IdenticalProbeSession, run_identical
-from swapjudge.runner.execute import resolved_judge_config
+from swapjudge.runner.backend import create_judge, resolved_judge_config
+from swapjudge.runner.identical_probe import IdenticalProbeSession, run_identical
 from swapjudge.runner.session import run_async
 
 runner = CliRunner()
