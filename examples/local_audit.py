@@ -2,7 +2,7 @@
 
 1. assembles and verifies the default model (once; later runs reuse the verified file);
 2. runs the example configuration (every pair in both orders, stored and resumable, progress shown);
-3. the identical-answer probe (swapjudge.probes.identical_live): a seeded sample of 10 answers, each in both
+3. the identical-answer probe (swapjudge.runner.identical_probe): a seeded sample of 10 answers, each in both
    slots, same scaffolding; each probe call is made right after the run's call that shows its answer in slot 1
    (the same code word frames both), so the local judge evaluates only the tokens after that answer;
 4. prints the audit (accuracy per order against the labels, order-controlled accuracy, swap-consistency with
@@ -32,8 +32,8 @@ from swapjudge.core.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.local import LocalJudge, from_config
 from swapjudge.judges.model_files import PACKAGED_MODELS, ensure_model
-from swapjudge.probes.identical_live import IdenticalProbeSession
 from swapjudge.report import markdown, text
+from swapjudge.runner.identical_probe import IdenticalProbeSession
 from swapjudge.runner.session import run_async
 from swapjudge.store import Store
 from swapjudge.store.analysis import run_records

@@ -94,6 +94,21 @@ def test_parts_import_only_downward(sources: tuple[str, ...], forbidden: tuple[s
     assert violations(sources, forbidden) == []
 
 
+# docs/architecture.md's order of the parts, bottom first; a part may import only those before it
+LAYERS = [("errors", "redact", "defaults"), ("core",), ("probes", "ranking"), ("config",), ("judges",), ("store",),
+          ("drift",), ("runner",), ("importers", "review", "integrations"), ("workflows",), ("report",), ("api",),
+          ("cli",), ("__main__",)]
+
+
+def test_each_part_imports_only_the_parts_below_it() -> None:
+    level = {name: i for i, names in enumerate(LAYERS) for name in names}
+    level[""] = -1  # the package itself (`from swapjudge import __version__`)
+    assert set(map(part, MODULES)) <= set(level), "a part the documented order does not name"
+    upward = [f"{s}:{line} imports {t}" for s, t, line in edges()
+              if part(s) != part(t) and level[part(t)] >= level[part(s)]]
+    assert upward == []
+
+
 def test_core_imports_no_other_part() -> None:
     outside = [f"{s}:{line} imports {t}" for s, t, line in edges()
                if part(s) == "core" and part(t) not in ("core", "errors")]

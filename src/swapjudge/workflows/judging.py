@@ -79,14 +79,19 @@ class RunResult(Displayable):
 
 def load_run_config(config: str | Path | Mapping[str, Any] | LoadedConfig) -> LoadedConfig:
     """A validated run configuration from a YAML path (`-`: stdin) or a mapping (relative paths in a mapping:
-    from the working directory)."""
+    from the working directory). A key under `judge:` that its backend does not read is an error here, before
+    anything is planned."""
     from swapjudge.config import LoadedConfig, load_config, parse_config
+    from swapjudge.runner.backend import check_judge_options
 
     if isinstance(config, LoadedConfig):
         return config
     if isinstance(config, Mapping):
-        return parse_config(dict(config), source=Path.cwd() / "(configuration)")
-    return load_config(config)
+        loaded = parse_config(dict(config), source=Path.cwd() / "(configuration)")
+    else:
+        loaded = load_config(config)
+    check_judge_options(loaded)
+    return loaded
 
 
 def analysis_path(store_path: Path, run_id: int) -> Path:
@@ -103,14 +108,13 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     is also written beside the store (`<store>-run-N.analysis.json`)."""
     from swapjudge.core.textfiles import write_atomic
     from swapjudge.runner.session import run as run_session
-    from swapjudge.store import Store
     from swapjudge.store.analysis import analyze_run
 
     loaded = load_run_config(config)
     outcome = run_session(loaded, store_path=store, console=console, progress=progress,
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
                           batch_wait=batch_wait)
-    with Store(outcome.store_path) as st:
+    with open_store(outcome.store_path) as st:
         stored = any(True for _ in st.calls(outcome.run_id))
         # calls still in a batch or never made are pairs without two verdicts: incomplete, not left out
         analyses = analyze_run(st, outcome.run_id) if stored else []
@@ -138,13 +142,14 @@ def check(config: str | Path | Mapping[str, Any] | LoadedConfig) -> CheckResult:
 
 
 def open_store(path: str | Path | None) -> Store:
-    """An existing run store (default ./swapjudge.db); a missing one is an error, never created."""
-    from swapjudge.store import Store
+    """An existing run store (default ./swapjudge.db); a missing one is an error, never created. Opened with the
+    runner's provenance rules, so an old store's runs get their provenance filled in."""
+    from swapjudge.runner.provenance import open_store as open_with_provenance
 
     where = Path(path) if path is not None else Path.cwd() / DEFAULT_STORE
     if not where.exists():
         raise SwapjudgeError(f"{where}: no run store here (give --store PATH)")
-    return Store(where)
+    return open_with_provenance(where)
 
 
 @dataclass(frozen=True)

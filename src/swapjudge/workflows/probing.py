@@ -201,7 +201,7 @@ def variants(sources: Sequence[str | Path], *, judges: Sequence[str] = (), round
 
 def identical(config: str | Path | Any, *, sample: int | None = None, seed: str = "") -> IdenticalRun:
     """The identical-answer probe, live: each sampled answer against itself through the configured judge."""
-    from swapjudge.probes.identical_live import run_identical
+    from swapjudge.runner.identical_probe import run_identical
     from swapjudge.workflows.judging import load_run_config
 
     return run_identical(load_run_config(config), sample=sample, seed=seed)

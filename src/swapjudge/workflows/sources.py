@@ -96,9 +96,9 @@ def records_provenance(frame: pl.DataFrame, path: Path | None = None) -> dict[st
 def _store_source(path: Path, run: int | None, allow_unpaired: bool) -> ReportSource:
     """A run from the runner's store, with the run's configuration, hash, counts, cost and dates."""
     from swapjudge.core.records import records_from_dicts
-    from swapjudge.store import Store
+    from swapjudge.runner.provenance import open_store
 
-    with Store(path) as store:
+    with open_store(path) as store:
         info = store.run(run) if run is not None else store.latest_run()
         rows = store.presentation_records(info.id)
     records = records_from_dicts(rows, source=f"{path} run {info.id}", allow_unpaired=allow_unpaired)

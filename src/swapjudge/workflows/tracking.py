@@ -13,9 +13,9 @@ from swapjudge.workflows.judging import load_run_config, open_store
 
 if TYPE_CHECKING:
     from swapjudge.drift.adaptive_replay import AdaptiveAnalysis
-    from swapjudge.drift.anchors_run import AnchorsRun
     from swapjudge.drift.history import HistoryEntry, RunComparison
     from swapjudge.drift.releases import ReleaseReport
+    from swapjudge.runner.scoring import AnchorsRun
 
 
 def history(store: str | Path | None = None) -> tuple[list[HistoryEntry], list[dict[str, Any]]]:
@@ -90,6 +90,6 @@ def adaptive(run_id: int, thresholds: Sequence[float], *, store: str | Path | No
 def anchors(config: str | Path, *, pinned: str | Path | None = None,
             store: str | Path | None = None) -> AnchorsRun:
     """Anchored pointwise scoring: the exemplars and the pinned reference set scored and checked."""
-    from swapjudge.drift.anchors_run import run_anchors
+    from swapjudge.runner.scoring import run_anchors
 
     return run_anchors(config, pinned=pinned, store=store)
