@@ -32,7 +32,7 @@ from swapjudge.probes.alpaca_lc import (
     soft_label,
     training_rows,
 )
-from swapjudge.probes.length import length_probe
+from swapjudge.probes.length import LengthOptions, length_probe
 from swapjudge.probes.logit import fit_logit
 
 runner = CliRunner()
@@ -164,7 +164,8 @@ def test_zero_difficulties_reduce_to_the_plain_length_controlled_fit():
     # the same pairs through the length probe: the pair-based fit beside AlpacaEval's
     outcome = np.where(score == 1, 0, np.where(score == 0, 1, 5)).astype(np.int8)  # X_WINS, Y_WINS, a half-tie
     x, y = np.full(n, "A"), np.full(n, "B")
-    plain = length_probe(outcome, la, lb, x=x, y=y, pair=("A", "B"), length_controlled=True, min_consistency=0)
+    plain = length_probe(outcome, la, lb, LengthOptions(length_controlled=True, min_consistency=0), x=x, y=y,
+                         pair=("A", "B"))
     assert plain.length_controlled is not None and plain.length_controlled.value is not None
     assert plain.length_controlled.value == pytest.approx(fit.value, abs=2e-3)
 
