@@ -4,6 +4,7 @@ the baseline (probes/alpaca_lc.py, probes/alpaca_files.py, probes/alpaca_cv.py, 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -14,7 +15,6 @@ import sklearn
 import statsmodels.api as sm
 from scipy import special
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold
 from typer.testing import CliRunner
 
 from conftest import pair, shared_data, write_jsonl
@@ -24,6 +24,7 @@ from swapjudge.core.records import load_records
 from swapjudge.errors import InputError
 from swapjudge.probes.alpaca_cv import fit_alpaca_cv
 from swapjudge.probes.alpaca_files import load_gamed_baseline, load_instruction_difficulty
+from swapjudge.probes.alpaca_folds import duplicated_row_splits
 from swapjudge.probes.alpaca_lc import (
     GamedRows,
     fit_alpaca_lc,
@@ -31,7 +32,7 @@ from swapjudge.probes.alpaca_lc import (
     soft_label,
     training_rows,
 )
-from swapjudge.probes.length import length_probe
+from swapjudge.probes.length import LengthOptions, length_probe
 from swapjudge.probes.logit import fit_logit
 
 runner = CliRunner()
@@ -163,7 +164,8 @@ def test_zero_difficulties_reduce_to_the_plain_length_controlled_fit():
     # the same pairs through the length probe: the pair-based fit beside AlpacaEval's
     outcome = np.where(score == 1, 0, np.where(score == 0, 1, 5)).astype(np.int8)  # X_WINS, Y_WINS, a half-tie
     x, y = np.full(n, "A"), np.full(n, "B")
-    plain = length_probe(outcome, la, lb, x=x, y=y, pair=("A", "B"), length_controlled=True, min_consistency=0)
+    plain = length_probe(outcome, la, lb, LengthOptions(length_controlled=True, min_consistency=0), x=x, y=y,
+                         pair=("A", "B"))
     assert plain.length_controlled is not None and plain.length_controlled.value is not None
     assert plain.length_controlled.value == pytest.approx(fit.value, abs=2e-3)
 
@@ -202,13 +204,14 @@ def test_rows_for_pair_two_orders_use_the_pair_score_and_single_calls_their_pref
         rows_for_pair(pairs.frame, "A", "B", np.zeros(3), np.zeros(3), {"0": 0.5, "1": -1.0}, "d.csv")
 
 
-def test_cross_validated_fit_equals_a_hand_written_cross_validation():
-    """AlpacaEval's estimator (LogisticRegressionCV, L1, GroupKFold over duplicated rows, the weighted soft log
+@pytest.mark.parametrize("fold_order", ["numpy_quicksort", "stable"])
+def test_cross_validated_fit_equals_a_hand_written_cross_validation(fold_order):
+    """AlpacaEval's estimator (LogisticRegressionCV, L1, 5 folds over duplicated rows, the weighted soft log
     loss) against the same selection written out: every C of the grid on every fold, the best mean score, a
-    refit at that C."""
+    refit at that C. The folds are probes/alpaca_folds.py's (tested against GroupKFold in test_alpaca_folds.py)."""
     label, delta, keys, difficulty, gamed = simulate(np.random.default_rng(9), n=300, gamed=True)
     rows = training_rows(label, delta, keys, difficulty=difficulty, gamed=gamed)
-    cv = fit_alpaca_cv(rows)
+    cv = fit_alpaca_cv(rows, fold_order)
     order = np.r_[rows.model_rows:rows.y.size, 0:rows.model_rows]
     x, p, w = rows.x[order], rows.y[order], rows.weight[order]
     n = p.size
@@ -218,7 +221,7 @@ def test_cross_validated_fit_equals_a_hand_written_cross_validation():
     losses = np.zeros(cs.size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        for train, test in GroupKFold(5).split(xd, yd, np.tile(np.arange(n), 2)):
+        for train, test in duplicated_row_splits(n, 5, fold_order):
             for j, c in enumerate(cs):
                 m = LogisticRegression(solver="liblinear", C=c, fit_intercept=False, random_state=123, **L1)
                 q = np.clip(m.fit(xd[train], yd[train], sample_weight=sw[train]).predict_proba(xd[test])[:, 1],
@@ -227,8 +230,9 @@ def test_cross_validated_fit_equals_a_hand_written_cross_validation():
         best = cs[int(np.argmin(losses))]
         refit = LogisticRegression(solver="liblinear", C=best, fit_intercept=False, random_state=123, **L1)
         refit.fit(xd, yd, sample_weight=sw)
-    assert cv.c == pytest.approx(best)
+    assert cv.c == pytest.approx(best) and cv.fold_order == fold_order
     assert cv.value == pytest.approx(refit.predict_proba(rows.at_zero)[:, 1].mean(), abs=1e-9)
+    assert cv.coefficients == pytest.approx(tuple(refit.coef_[0]), abs=1e-9)
     ml = fit_alpaca_lc(label, delta, keys, difficulty=difficulty, gamed=gamed)
     assert abs(cv.value - ml.value) < 0.01  # the penalty is light at AlpacaEval's shape
 
@@ -268,6 +272,26 @@ def test_side_files_read_in_alpaca_evals_formats(tmp_path):
     np.testing.assert_array_equal(read.std_delta_len, gamed.std_delta_len)  # back in this package's sign
     np.testing.assert_array_equal(read.preference, gamed.preference)
     np.testing.assert_array_equal(read.difficulty, gamed.difficulty)
+
+
+def test_the_gamed_files_own_difficulties_are_fitted_as_alpaca_eval_fits_them(tmp_path):
+    """AlpacaEval takes every difficulty from df_gamed.csv (the gamed rows' own, and each instruction's first row
+    for the evaluated model's rows); the difficulty file only has to agree with it to 1e-6."""
+    label, delta, keys, difficulty, gamed = simulate(np.random.default_rng(12), n=40, gamed=True)
+    assert gamed is not None
+    shifted = dataclasses.replace(gamed, difficulty=gamed.difficulty + np.r_[np.full(40, 1e-9), np.full(40, 2e-9)])
+    table = load_instruction_difficulty(write_difficulty(tmp_path / "d.csv", dict(enumerate(difficulty))))
+    read = load_gamed_baseline(write_gamed(tmp_path / "g.csv", shifted, shifted.difficulty), table)
+    np.testing.assert_array_equal(read.difficulty, shifted.difficulty)
+    assert read.instruction_difficulty == {str(k): v + 1e-9 for k, v in enumerate(difficulty)}
+    rows = training_rows(label, delta, keys, difficulty=difficulty, gamed=read)
+    np.testing.assert_array_equal(rows.x[:40, 1], difficulty + 1e-9)  # a's rows: the first (verbose) rows' values
+    np.testing.assert_array_equal(rows.x[40:, 1], shifted.difficulty)
+    alone = training_rows(label, delta, keys, difficulty=difficulty,
+                          gamed=dataclasses.replace(read, instruction_difficulty=None))
+    np.testing.assert_array_equal(alone.x[:40, 1], difficulty)
+    unlisted = training_rows(label, delta, np.arange(100, 140), difficulty=difficulty, gamed=read)
+    np.testing.assert_array_equal(unlisted.x[:40, 1], difficulty)  # instructions the gamed file lacks keep theirs
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -359,10 +383,10 @@ def test_cli_with_simulated_side_files_equals_the_fit_in_alpaca_evals_own_sign(t
 
 def test_cli_on_real_alpaca_eval_annotations(tmp_path):
     """The published alpaca-7b annotations (weighted gpt-4-turbo judge) imported with their identical-output
-    draws, and a difficulty file of zeros (AlpacaEval's own is downloaded at run time and not available here):
-    the CLI's win rate equals the same model fitted on the annotation file directly, and its raw rate is the
-    leaderboard's win_rate. The leaderboard's length-controlled figure needs AlpacaEval's difficulties and gamed
-    baselines; this model without them lands elsewhere (measured, not asserted equal)."""
+    draws, and a difficulty file of zeros: the CLI's win rate equals the same model fitted on the annotation file
+    directly, and its raw rate is the leaderboard's win_rate. The leaderboard's length-controlled figure needs
+    AlpacaEval's difficulties and gamed baselines (test_alpaca_published.py); this model without them lands
+    elsewhere (measured, not asserted equal)."""
     source = shared_data(*ANNOTATIONS)
     records = tmp_path / "a7.jsonl"
     out = runner.invoke(app, ["import", "alpaca-eval", str(source), "-o", str(records), "--identical-draws"])

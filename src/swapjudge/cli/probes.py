@@ -96,7 +96,8 @@ class AlpacaFlags:
                              "default 0.2), shared equally by the gamed versions.")] = None
     alpaca_cv: Annotated[bool, typer.Option(
         "--alpaca-cv", help="With --difficulty or --gamed-baseline: also AlpacaEval's own estimate (an L1 "
-                            "penalty chosen by 5-fold cross-validation; needs scikit-learn), beside the "
+                            "penalty chosen by 5-fold cross-validation, its folds dealt as in AlpacaEval's "
+                            "published runs, so it reproduces its leaderboards; needs scikit-learn), beside the "
                             "maximum-likelihood fit that carries the interval.")] = False
 
 

@@ -6,8 +6,11 @@ Hugging Face dataset (tatsu-lab/alpaca_eval): read here in exactly those formats
 - `df_gamed.csv`: annotations of length-gamed versions of the baseline against the baseline, one row each, with
   columns `model` (the gamed version), `index` (the instruction), `preference` (in [0, 1], 1 = the gamed version
   wins; empty: unusable), `std_delta_len` (standardised len(baseline) - len(gamed version), AlpacaEval's sign),
-  and optionally `instruction_difficulty` (checked against the difficulty file) and `not_gamed_baseline` (must be
-  false).
+  and optionally `instruction_difficulty` and `not_gamed_baseline` (must be false). AlpacaEval's fit takes every
+  difficulty, the gamed rows' and the evaluated model's, from this file's `instruction_difficulty` (the first row
+  of each instruction; AlpacaEval reads it by row position, which is the same row in its file, whose first 805
+  rows are the instructions 0..804 in order). Here the file's values are checked against the difficulty file to
+  1e-6 and then used as AlpacaEval uses them: they differ from instruction_difficulty.csv in the last digits.
 
 Errors name the file, the line and the column.
 """
@@ -77,6 +80,7 @@ def load_gamed_baseline(path: str | Path, difficulty: Mapping[str, float] | None
     keys: list[str] = []
     diffs: list[float] = []
     models: set[str] = set()
+    own_difficulty: dict[str, float] = {}  # the file's own difficulty of each instruction, from its first row
     for line, row in csv_rows(read_text(path), str(path), required=GAMED_COLUMNS):
         model = (row["model"] or "").strip()
         if not model:
@@ -95,10 +99,13 @@ def load_gamed_baseline(path: str | Path, difficulty: Mapping[str, float] | None
                                  field="index")
             value = difficulty[key]
             own = row.get(DIFFICULTY_COLUMN)
-            if own is not None and own.strip() and abs(_number(own, path, line, DIFFICULTY_COLUMN) - value) > \
-                    DIFFICULTY_TOLERANCE:
-                raise InputError(f"{own.strip()} differs from the difficulty file's {value!r} for instruction "
-                                 f"{key!r}", path=str(path), line=line, field=DIFFICULTY_COLUMN)
+            if own is not None and own.strip():
+                stated = _number(own, path, line, DIFFICULTY_COLUMN)
+                if abs(stated - value) > DIFFICULTY_TOLERANCE:
+                    raise InputError(f"{own.strip()} differs from the difficulty file's {value!r} for instruction "
+                                     f"{key!r}", path=str(path), line=line, field=DIFFICULTY_COLUMN)
+                own_difficulty.setdefault(key, stated)  # a's rows: the instruction's first row, as AlpacaEval
+                value = stated  # the gamed row's own, as AlpacaEval fits it
         models.add(model)
         prefs.append(pref)
         # AlpacaEval's delta is len(baseline) - len(gamed version); here every delta is the compared side minus b
@@ -107,4 +114,5 @@ def load_gamed_baseline(path: str | Path, difficulty: Mapping[str, float] | None
         diffs.append(value)
     if not keys:
         raise InputError("no rows", path=str(path))
-    return GamedRows(np.array(prefs), np.array(deltas), np.array(keys), np.array(diffs), len(models))
+    return GamedRows(np.array(prefs), np.array(deltas), np.array(keys), np.array(diffs), len(models),
+                     own_difficulty if len(own_difficulty) == len(set(keys)) else None)

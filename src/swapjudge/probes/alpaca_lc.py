@@ -48,19 +48,25 @@ DEFAULT_REGULARIZE = 0.2  # AlpacaEval's lambda
 # record fields the rows are built from: AlpacaEval's own preference and the instruction's position
 PREFERENCE = "preference"
 INSTRUCTION_INDEX = "instruction_index"
+# what `value` is and what `alpaca_cv.value` is, named in the JSON: only the second reproduces AlpacaEval's figures
+ML_ESTIMATOR = "maximum_likelihood"
+ALPACA_CV_ESTIMATOR = "alpaca_eval_l1_cv"
 
 
 @dataclass(frozen=True)
 class GamedRows:
     """Annotations of length-gamed versions of the baseline against the baseline: the gamed version's soft label
     (NaN: unusable), its standardised length difference (gamed minus baseline, before tanh), its instruction
-    and that instruction's difficulty. `versions`: how many gamed versions the rows hold (AlpacaEval: 2)."""
+    and that instruction's difficulty. `versions`: how many gamed versions the rows hold (AlpacaEval: 2).
+    `instruction_difficulty`: the difficulty the file itself gives each instruction (its first row of it), which
+    AlpacaEval's fit uses for a's rows too; None when the file carries none."""
 
     preference: np.ndarray
     std_delta_len: np.ndarray
     instruction: np.ndarray
     difficulty: np.ndarray
     versions: int
+    instruction_difficulty: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,13 +81,19 @@ class LcRows:
 
 @dataclass(frozen=True)
 class AlpacaCv:
-    """The win rate of AlpacaEval's own L1 cross-validated fit (probes/alpaca_cv.py) and the C it chose."""
+    """The win rate of AlpacaEval's own L1 cross-validated fit (probes/alpaca_cv.py), the C it chose and the order
+    its folds were dealt in (probes/alpaca_folds.py)."""
 
     value: float | None
     c: float | None
+    fold_order: str = "numpy_quicksort"
+    reason: str | None = None  # why there is no estimate, when there is none
+    # length, difficulty, not_gamed_baseline in this package's sign: AlpacaEval's weights file has -length
+    coefficients: tuple[float | None, float | None, float | None] = (None, None, None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "C": self.c}
+        return {"value": self.value, "C": self.c, "estimator": ALPACA_CV_ESTIMATOR, "fold_order": self.fold_order,
+                "coefficients": dict(zip(COEFFICIENTS, self.coefficients, strict=True)), "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -108,11 +120,12 @@ class AlpacaLcFit:
         """Every figure None (the gate failed): the coefficient of not_gamed_baseline is the win rate's logit."""
         return dataclasses.replace(self, value=None, low=None, high=None, raw=None,
                                    coefficients=(None, None, None), coefficient_se=(None, None, None),
-                                   cv=None if self.cv is None else AlpacaCv(None, None))
+                                   cv=None if self.cv is None else AlpacaCv(None, None, self.cv.fold_order))
 
     def model_dict(self) -> dict[str, Any]:
         """The keys that describe the model (added under `length_controlled` of the length probe)."""
-        return {"difficulty_term": self.difficulty_term, "regularized_lambda": self.regularized_lambda,
+        return {"estimator": ML_ESTIMATOR, "difficulty_term": self.difficulty_term,
+                "regularized_lambda": self.regularized_lambda,
                 "coefficients": dict(zip(COEFFICIENTS, self.coefficients, strict=True)),
                 "coefficient_se": dict(zip(COEFFICIENTS, self.coefficient_se, strict=True)),
                 "rows_unlabelled": self.unlabelled, "gamed_rows": self.gamed_rows,
@@ -147,12 +160,18 @@ class TrainingRows:
 def training_rows(label: np.ndarray, delta_len: np.ndarray, instruction: np.ndarray, *,
                   difficulty: np.ndarray | None = None, gamed: GamedRows | None = None,
                   regularize: float = DEFAULT_REGULARIZE) -> TrainingRows:
-    """The design of the model above from a's rows and the gamed baseline rows (weighted regularize / versions)."""
+    """The design of the model above from a's rows and the gamed baseline rows (weighted regularize / versions).
+    With a difficulty term and gamed rows that carry their own instruction difficulties, a's rows take theirs from
+    the gamed rows where those list the instruction, as AlpacaEval does (its two side files agree to 1e-6, which
+    the loader checks, but differ in the last digits)."""
     p = np.asarray(label, dtype=float)
     d = np.asarray(delta_len, dtype=float)
     keys = np.asarray(instruction).astype(str)
     n = p.size
     diff = np.zeros(n) if difficulty is None else np.asarray(difficulty, dtype=float)
+    if difficulty is not None and gamed is not None and gamed.instruction_difficulty is not None:
+        own = gamed.instruction_difficulty
+        diff = np.array([own.get(k, v) for k, v in zip(keys.tolist(), diff.tolist(), strict=True)], dtype=float)
     usable = np.isfinite(p)
     sd = float(np.std(d, ddof=1)) if n > 1 else 0.0  # AlpacaEval standardises with pandas' std (ddof 1)
     model_x = np.column_stack([np.tanh(d / sd) if sd > 0 else np.zeros(n), diff, np.ones(n)])
