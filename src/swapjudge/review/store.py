@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS pairs (
 CREATE TABLE IF NOT EXISTS tasks (
     task TEXT PRIMARY KEY, reviewer TEXT NOT NULL, position INTEGER NOT NULL,
     pair INTEGER NOT NULL REFERENCES pairs (pair), first TEXT NOT NULL, second TEXT NOT NULL,
-    reshow_of TEXT REFERENCES tasks (task), served_at REAL, UNIQUE (reviewer, position));
+    reshow_of TEXT REFERENCES tasks (task), UNIQUE (reviewer, position));
 CREATE TABLE IF NOT EXISTS votes (
     vote INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL REFERENCES tasks (task), reviewer TEXT NOT NULL,
     choice TEXT NOT NULL CHECK (choice IN ('1', '2', 'tie', 'both_bad')), voted_at REAL NOT NULL,
@@ -129,6 +129,7 @@ class ReviewStore:
         self._db = db
         self._totals: dict[str, int] = {}
         self._tokens: dict[bytes, Principal] = {}
+        self._served: dict[str, float] = {}  # task -> when it was first shown (the vote's `seconds`)
         for row in db.execute("SELECT name, role, token FROM principals"):
             self._tokens[_digest(row["token"])] = Principal(row["name"], row["role"])
         for row in db.execute("SELECT reviewer, COUNT(*) AS n FROM tasks GROUP BY reviewer"):
@@ -176,7 +177,7 @@ class ReviewStore:
             db.executemany("INSERT INTO pairs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            [(i, p.item, p.x, p.y, p.prompt, p.text_x, p.text_y, p.label, p.origin)
                             for i, p in enumerate(plan.pairs)])
-            db.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+            db.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?)",
                            [(t.task, t.reviewer, t.position, t.pair, t.first, t.second, t.reshow_of)
                             for t in sorted(plan.tasks, key=lambda t: t.reshow_of is not None)])
         return cls(path, db), False
@@ -231,15 +232,13 @@ class ReviewStore:
     def next_task(self, reviewer: str) -> TaskView | None:
         """The reviewer's first task without a live vote (None when all are done); its clock starts now."""
         row = self._db.execute(
-            "SELECT t.task, t.first, t.second, t.served_at, p.prompt, p.x, p.text_x, p.text_y FROM tasks t "
+            "SELECT t.task, t.first, t.second, p.prompt, p.x, p.text_x, p.text_y FROM tasks t "
             "JOIN pairs p ON p.pair = t.pair WHERE t.reviewer = ? AND NOT EXISTS (SELECT 1 FROM votes v "
             "WHERE v.task = t.task AND v.undone_at IS NULL) ORDER BY t.position LIMIT 1", (reviewer,)).fetchone()
         if row is None:
             return None
-        if row["served_at"] is None:
-            with _transaction(self._db):
-                self._db.execute("UPDATE tasks SET served_at = ? WHERE task = ? AND served_at IS NULL",
-                                 (time.time(), row["task"]))
+        # kept in memory, not written: serving a task costs no commit (a restart only loses the clock)
+        self._served.setdefault(row["task"], time.time())
         first_text = row["text_x"] if row["first"] == row["x"] else row["text_y"]
         second_text = row["text_x"] if row["second"] == row["x"] else row["text_y"]
         return TaskView(row["task"], row["prompt"], first_text, second_text, self.progress(reviewer))
@@ -249,12 +248,12 @@ class ReviewStore:
         another choice on a task already voted is AlreadyVoted; a task not the reviewer's is NoSuchTask."""
         if choice not in CHOICES:
             raise SwapjudgeError(f"choice must be one of {', '.join(repr(c) for c in CHOICES)}, got {choice!r}")
-        row = self._db.execute("SELECT served_at FROM tasks WHERE task = ? AND reviewer = ?",
-                               (task, reviewer)).fetchone()
+        row = self._db.execute("SELECT 1 FROM tasks WHERE task = ? AND reviewer = ?", (task, reviewer)).fetchone()
         if row is None:
             raise NoSuchTask("no such task for this reviewer")
         now = time.time()
-        seconds = None if row["served_at"] is None else max(0.0, now - float(row["served_at"]))
+        served = self._served.get(task)
+        seconds = None if served is None else max(0.0, now - served)
         try:
             with _transaction(self._db):
                 cursor = self._db.execute(
@@ -262,6 +261,7 @@ class ReviewStore:
                     (task, reviewer, choice, now, seconds))
             vote_id = int(cursor.lastrowid or 0)
             repeated = False
+            self._served.pop(task, None)
         except sqlite3.IntegrityError:
             live = self._db.execute("SELECT vote, choice FROM votes WHERE task = ? AND undone_at IS NULL",
                                     (task,)).fetchone()
@@ -280,7 +280,6 @@ class ReviewStore:
             if row is None:
                 return None
             self._db.execute("UPDATE votes SET undone_at = ? WHERE vote = ?", (time.time(), row["vote"]))
-            self._db.execute("UPDATE tasks SET served_at = NULL WHERE task = ?", (row["task"],))
         return str(row["task"])
 
     def summary(self) -> dict[str, int]:
