@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Annotated
 
@@ -11,13 +10,6 @@ import typer
 from swapjudge.cli.app import display_path, stderr, user_errors
 from swapjudge.cli.review import review_app
 from swapjudge.errors import SwapjudgeError
-
-
-def _sha256(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as err:
-        raise SwapjudgeError(f"{path}: cannot read: {err.strerror}") from None
 
 
 def _say(text: str) -> None:
@@ -70,32 +62,14 @@ def serve_command(
         import uvicorn  # noqa: F401
     except ImportError:
         raise SwapjudgeError("the review server needs the review extra: pip install 'swapjudge[review]'") from None
-    from swapjudge.core.pairs_file import load_pairs
-    from swapjudge.core.records import load_records
     from swapjudge.review.app import LOOPBACK_HOSTS, create_app
-    from swapjudge.review.assign import ReviewPlan, parse_reviewers, plan_review
-    from swapjudge.review.queue import unsettled_pairs
     from swapjudge.review.serve import bind, is_loopback, run_server, url_host
-    from swapjudge.review.status import judge_context
-    from swapjudge.review.store import ReviewStore
+    from swapjudge.workflows.review_live import open_review
 
-    names = parse_reviewers(reviewers)
-    if (a is None) != (b is None):
-        raise SwapjudgeError("give both --a and --b, or neither")
-    config = {"pairs_sha256": _sha256(pairs), "reviewers": names, "reshow": reshow, "overlap": overlap,
-              "sample": sample, "queue_sha256": _sha256(queue) if queue else None, "judge": judge, "a": a, "b": b,
-              "seed": seed}
-
-    def make_plan() -> ReviewPlan:
-        loaded = load_pairs(pairs)
-        queued = (unsettled_pairs(load_records(queue, allow_unpaired=True), judge=judge, a=a, b=b)
-                  if queue is not None else None)
-        return plan_review(loaded.items, names, seed=seed, reshow=reshow, overlap=overlap, sample=sample,
-                           queue=queued, a=a, b=b, source=str(pairs))
-
-    opened, resumed = ReviewStore.create_or_resume(store, make_plan, config)
-    judged = judge_records or queue
-    context = (judge_context(judged, opened.systems(), judge=judge, a=a, b=b) if judged is not None else None)
+    review = open_review(pairs, store, reviewers, reshow=reshow, seed=seed, sample=sample, queue=queue, judge=judge,
+                         judge_records=judge_records, overlap=overlap, a=a, b=b)
+    opened, resumed, context = review.store, review.resumed, review.judge
+    names = opened.reviewers
     loopback = is_loopback(host)
     app = create_app(opened, judge=context, allowed_hosts=LOOPBACK_HOSTS if loopback else ["*"])
     sock = bind(host, port)
@@ -139,15 +113,9 @@ def export_command(
     systems in the order shown, `origin` sample or queue, `reshow` true for the swapped re-shows. `analyze`,
     `agreement`, `panel` and `calibrate --human` read the records as they are (pairs shown once are single-order
     calls: `analyze --allow-unpaired`)."""
-    from swapjudge.review.export import EXPORT_FORMATS, ORIGINS, export_review
-    from swapjudge.review.store import store_summary
+    from swapjudge.workflows.review_live import export_votes
 
-    if format not in EXPORT_FORMATS:
-        raise SwapjudgeError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
-    if origin not in ORIGINS:
-        raise SwapjudgeError(f"--origin must be one of {', '.join(ORIGINS)}, got {origin!r}")
-    written = export_review(store, output, format=format, origin=origin)
-    reviewers = len(store_summary(store)["votes"])
+    written, reviewers = export_votes(store, output, format=format, origin=origin)
     _say(f"wrote {written:,} votes of {reviewers} reviewer(s) to {display_path(output)} ({format})")
     if format == "records" and written:
         _say(f"analyse them like any judge's: swapjudge analyze {display_path(output)} --allow-unpaired")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.pairs_file import PairItem
-from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.errors import ArgumentError, InputError
 
 SAMPLE = "sample"
 QUEUE = "queue"
@@ -78,13 +78,14 @@ def parse_reviewers(spec: str) -> list[str]:
     names), each once."""
     names = [name.strip() for name in spec.split(",") if name.strip()]
     if not names:
-        raise SwapjudgeError("--reviewers needs at least one name, e.g. --reviewers alice,bob")
+        raise ArgumentError("{reviewers} needs at least one name, e.g. alice,bob", "reviewers")
     for name in names:
         if not all(c.isalnum() or c in "._-" for c in name) or len(name) > 64:
-            raise SwapjudgeError(f"reviewer name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+            raise ArgumentError(f"{{reviewers}}: name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)",
+                                "reviewers")
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise SwapjudgeError(f"reviewer {twice[0]!r} is named twice in --reviewers")
+        raise ArgumentError(f"{{reviewers}}: {twice[0]!r} is named twice", "reviewers")
     return names
 
 
@@ -118,16 +119,16 @@ def plan_review(items: Sequence[PairItem], reviewers: Sequence[str], *, seed: in
     `new_id` makes the opaque task ids (default: random hex, so ids say nothing about the pairs).
     """
     if not 0.0 <= reshow <= 1.0:
-        raise SwapjudgeError(f"reshow must be a share between 0 and 1, got {reshow}")
+        raise ArgumentError(f"{{reshow}} must be a share between 0 and 1, got {reshow}", "reshow")
     if not reviewers:
-        raise SwapjudgeError("reviewers: at least one is needed")
+        raise ArgumentError("{reviewers}: at least one is needed", "reviewers")
     if not 1 <= overlap <= len(reviewers):
-        raise SwapjudgeError(f"overlap must be between 1 and the number of reviewers ({len(reviewers)}), "
-                             f"got {overlap}")
+        raise ArgumentError(f"{{overlap}} must be between 1 and the number of reviewers ({len(reviewers)}), "
+                            f"got {overlap}", "overlap")
     if (a is None) != (b is None):
-        raise SwapjudgeError("give both a and b, or neither")
+        raise ArgumentError("give both {a} and {b}, or neither", "a", "b")
     if sample is not None and sample < 1:
-        raise SwapjudgeError(f"sample must be at least 1 item, got {sample}")
+        raise ArgumentError(f"{{sample}} must be at least 1 item, got {sample}", "sample")
     seed = secrets.randbits(32) if seed is None else seed
     rng = np.random.default_rng(seed)
     make_id = new_id or (lambda: "t" + secrets.token_hex(8))
@@ -136,7 +137,8 @@ def plan_review(items: Sequence[PairItem], reviewers: Sequence[str], *, seed: in
     sampled: list[ReviewPair] = []
     if sample is not None or queue is None:
         if sample is not None and sample > len(items):
-            raise InputError(f"sample asks for {sample} items, the pairs file has {len(items)}", path=source)
+            raise InputError(f"{{sample}} asks for {sample} items, the pairs file has {len(items)}", path=source,
+                             arguments=("sample",))
         chosen = (range(len(items)) if sample is None
                   else sorted(int(i) for i in rng.choice(len(items), size=sample, replace=False)))
         for index in chosen:

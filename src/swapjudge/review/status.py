@@ -204,13 +204,13 @@ def judge_context(records_path: str | Path, systems: Sequence[tuple[str, str]], 
     loaded = load_records(records_path, allow_unpaired=True)
     names = select_judges(loaded.frame, judge)
     if judge is None and len(names) > 1:
-        raise InputError(f"records hold {len(names)} judges ({', '.join(names)}); choose one with --judge",
-                         path=loaded.source)
+        raise InputError(f"records hold {len(names)} judges ({', '.join(names)}); choose one with {{judge}}",
+                         path=loaded.source, arguments=("judge",))
     name = names[0]
     if a is None or b is None:
         if len(set(systems)) != 1:
-            raise InputError("the reviewed pairs compare more than two systems: name the two with --a and --b",
-                             path=loaded.source)
+            raise InputError("the reviewed pairs compare more than two systems: name the two with {a} and {b}",
+                             path=loaded.source, arguments=("a", "b"))
         a, b = systems[0]
     frame = loaded.frame.filter(pl.col("judge") == name)
     try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 from swapjudge.review.assign import ReviewPlan
 
 SCHEMA_VERSION = "1"
@@ -198,11 +198,16 @@ class ReviewStore:
         for key, value in config.items():
             if key == "seed" and value is None:
                 continue  # no seed asked for: the stored one is kept
-            if stored.get(key) != value:
-                raise ReviewStoreError(
-                    f"this review store was made with {key} = {json.dumps(stored.get(key))}, this start asks for "
-                    f"{json.dumps(value)}: start with the same options to resume, or give a new --store",
-                    path=str(self.path))
+            if stored.get(key) == value:
+                continue
+            fix = "start with the same options to resume, or make a new store"
+            if key.endswith("_sha256"):
+                what = key.removesuffix("_sha256")
+                raise ReviewStoreError(f"the {what} file is not the one this review store was made with: {fix}",
+                                       path=str(self.path))
+            raise ReviewStoreError(
+                f"this review store was made with {{{key}}} {json.dumps(stored.get(key))}, this start asks for "
+                f"{json.dumps(value)}: {fix}", path=str(self.path), arguments=(key,))
 
     # ---- tokens --------------------------------------------------------------------------------------------
 
@@ -247,7 +252,8 @@ class ReviewStore:
         """Store a vote and commit it before returning. The same vote sent again is recognised (`repeated`);
         another choice on a task already voted is AlreadyVoted; a task not the reviewer's is NoSuchTask."""
         if choice not in CHOICES:
-            raise SwapjudgeError(f"choice must be one of {', '.join(repr(c) for c in CHOICES)}, got {choice!r}")
+            raise ArgumentError(f"{{choice}} must be one of {', '.join(repr(c) for c in CHOICES)}, got {choice!r}",
+                                "choice")
         row = self._db.execute("SELECT 1 FROM tasks WHERE task = ? AND reviewer = ?", (task, reviewer)).fetchone()
         if row is None:
             raise NoSuchTask("no such task for this reviewer")
