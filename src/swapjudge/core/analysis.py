@@ -46,7 +46,13 @@ from swapjudge.core.policy import (
     win_rate_over_pairs,
     withheld_copy,
 )
-from swapjudge.core.records import RecordSet, registered_adaptive_swap, select_judges, skipped_swaps
+from swapjudge.core.records import (
+    RecordSet,
+    registered_adaptive_swap,
+    registered_reshow,
+    select_judges,
+    skipped_swaps,
+)
 from swapjudge.core.stats import holm
 from swapjudge.core.swap import (
     Consistency,
@@ -270,6 +276,11 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     cons = None if single else consistency_of_pairs(outcome, items, confidence)
     if single:
         notes.append(SINGLE_ORDER_NOTE)
+    elif counts.incomplete and (reshow := registered_reshow(calls)) is not None:
+        shown_once = int((pairs.frame.get_column("calls") == 1).sum())
+        notes.append(f"a live review that re-showed a share {reshow:g} of its pairs swapped: swap-consistency is "
+                     f"measured on the {counts.complete} pair(s) shown in both orders; {shown_once} pair(s) shown "
+                     "once by design, and any other without two usable verdicts, are left out of every rate")
     elif counts.incomplete:
         notes.append(f"{counts.incomplete} pair(s) without two usable verdicts are shown and left out of every rate")
     rounds = pairs.frame.get_column("round").n_unique()

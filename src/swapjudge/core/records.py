@@ -36,14 +36,16 @@ CORE_SCHEMA: dict[str, Any] = {
 }
 KEY = ("judge", "round", "item", "first", "second")
 # Provenance the analysis reads even when extras are skipped: the tie policy a run was registered with, the two
-# systems it compared (which one is `a`: the side its win rate is of), and an adaptive run's threshold (its pairs
-# whose swap was skipped are single-order by design, not a defect).
+# systems it compared (which one is `a`: the side its win rate is of), an adaptive run's threshold (its pairs
+# whose swap was skipped are single-order by design, not a defect), and a live review's re-show share (the pairs
+# it showed a reviewer once are single-order by design too).
 REGISTERED_POLICY = "registered_tie_policy"
 REGISTERED_A = "registered_a"
 REGISTERED_B = "registered_b"
 REGISTERED_ADAPTIVE = "registered_adaptive_swap"
+REGISTERED_RESHOW = "registered_reshow"
 REGISTERED_SCHEMA: dict[str, Any] = {REGISTERED_POLICY: pl.String, REGISTERED_A: pl.String, REGISTERED_B: pl.String,
-                                     REGISTERED_ADAPTIVE: pl.Float64}
+                                     REGISTERED_ADAPTIVE: pl.Float64, REGISTERED_RESHOW: pl.Float64}
 # Verdict probabilities, read even when extras are skipped: the analysis' debiased verdicts use them.
 PROBABILITY_SCHEMA: dict[str, Any] = {"p_first": pl.Float64, "p_second": pl.Float64}
 
@@ -122,6 +124,22 @@ def skipped_swaps(frame: pl.DataFrame) -> pl.DataFrame:
 def _expected_single(frame: pl.DataFrame) -> pl.Series:
     """True for records that may stand alone: they carry an adaptive run's threshold and a verdict."""
     return frame.select(_threshold(frame).is_not_null() & pl.col("verdict").is_not_null()).to_series()
+
+
+def registered_reshow(frame: pl.DataFrame) -> float | None:
+    """The re-show share of the live review these records came from (None: not a review's export)."""
+    if REGISTERED_RESHOW not in frame.columns:
+        return None
+    values = frame.get_column(REGISTERED_RESHOW).cast(pl.Float64, strict=False).drop_nulls().unique().to_list()
+    return float(values[0]) if len(values) == 1 else None
+
+
+def _single_by_design(frame: pl.DataFrame) -> pl.Series:
+    """True for records that may stand alone: an adaptive run's skipped swap, or a pair a live review showed once
+    (both carry a verdict)."""
+    reshow = (pl.col(REGISTERED_RESHOW).cast(pl.Float64, strict=False).is_not_null()
+              if REGISTERED_RESHOW in frame.columns else pl.lit(False))
+    return frame.select((_threshold(frame).is_not_null() | reshow) & pl.col("verdict").is_not_null()).to_series()
 
 
 def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
@@ -344,8 +362,10 @@ def _problems(frame: pl.DataFrame, pairs: PairTable, allow_unpaired: bool) -> bo
     unpaired = counts.select((pl.col("n_xf") == 0) | (pl.col("n_yf") == 0)).to_series()
     if not unpaired.any() or allow_unpaired or unpaired.all():
         return False
-    # an adaptive run's skipped swaps are expected; any other one-order pair is a problem
-    return REGISTERED_ADAPTIVE not in frame.columns or bool((_unpaired_mask(frame) & ~_expected_single(frame)).any())
+    # an adaptive run's skipped swaps and a review's pairs shown once are expected; any other one-order pair is not
+    if REGISTERED_ADAPTIVE not in frame.columns and REGISTERED_RESHOW not in frame.columns:
+        return True
+    return bool((_unpaired_mask(frame) & ~_single_by_design(frame)).any())
 
 
 def _single_order(pairs: PairTable) -> bool:
@@ -453,7 +473,7 @@ def _raise_problems(frame: pl.DataFrame, path: str, allow_unpaired: bool) -> Non
             path=path, line=second_line, field="item", more=max(0, dup.height - 2))
     if allow_unpaired:
         return
-    lonely = frame.filter(_unpaired_mask(frame) & ~_expected_single(frame))
+    lonely = frame.filter(_unpaired_mask(frame) & ~_single_by_design(frame))
     if lonely.height:
         row = lonely.sort("_line").row(0, named=True)
         raise InputError(

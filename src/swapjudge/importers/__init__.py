@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads
     from swapjudge.importers.fastchat import import_fastchat  # noqa: F401
     from swapjudge.importers.inspect_log import import_inspect  # noqa: F401
     from swapjudge.importers.judgebench import import_judgebench  # noqa: F401
+    from swapjudge.importers.label_studio import import_label_studio  # noqa: F401
     from swapjudge.importers.llmbar import RoundChoice, import_llmbar  # noqa: F401
     from swapjudge.importers.promptfoo import import_promptfoo  # noqa: F401
     from swapjudge.importers.shi2024 import PerCallConsistency, import_shi2024, per_call_consistency  # noqa: F401
@@ -34,7 +35,8 @@ _HOMES = {
     "AWKWARD_MEANING": "base", "Awkward": "base", "ImportReport": "base", "ImportResult": "base", "Record": "base",
     "write_records": "base", "CsvColumns": "csv_table", "check_keep": "csv_table", "import_csv": "csv_table",
     "parse_map": "csv_table", "import_fastchat": "fastchat", "import_inspect": "inspect_log",
-    "import_judgebench": "judgebench", "RoundChoice": "llmbar", "import_llmbar": "llmbar",
+    "import_judgebench": "judgebench", "import_label_studio": "label_studio", "RoundChoice": "llmbar",
+    "import_llmbar": "llmbar",
     "import_promptfoo": "promptfoo", "PerCallConsistency": "shi2024", "import_shi2024": "shi2024",
     "per_call_consistency": "shi2024",
 }
@@ -147,6 +149,12 @@ FORMATS: dict[str, ImportFormat] = {
             "promptfoo", "promptfoo eval results (promptfoo eval -o results.json): select-best, pairwise llm-rubric",
             "promptfoo/promptfoo src/types (EvaluateSummaryV3), src/matchers (select-best)", ("judge_name",),
             lambda p, o: __getattr__("import_promptfoo")(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "label-studio", "Label Studio Pairwise project export (Export, JSON: tasks with annotations)",
+            "HumanSignal/label-studio docs guide/task_format; web/libs/editor/src/tags/control/Pairwise.js",
+            ("judge_name",),
+            lambda p, o: __getattr__("import_label_studio")(p, judge_name=o.judge_name),
         ),
         ImportFormat(
             "csv", "any table of judge calls, by naming its columns and the verdict mapping",

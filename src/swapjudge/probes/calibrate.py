@@ -20,6 +20,9 @@ from swapjudge.core.ppi import PPIResult, ppi_mean
 from swapjudge.errors import InputError
 
 SPLIT_VALUE = {TiePolicy.half_credit: 0.5, TiePolicy.no_credit: 0.0}
+# people's records of a priority queue (`origin` queue, as `swapjudge review export` writes) are not a random
+# sample of the items: a correction from them would be biased, so they never enter it
+QUEUE_ORIGIN = "queue"
 
 VALID_SENTENCE = ("the corrected win rate is unbiased for the people's win rate whatever the judge's position "
                   "or preference bias: the judge only narrows the interval, by as much as its scores track "
@@ -90,6 +93,15 @@ def calibrate(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: s
               human_source: str = "human records") -> Calibration:
     """The PPI++ win rate of a against b from one judge's records and people's records on some of its items."""
     policy = TiePolicy(tie_policy)
+    queued = 0
+    if "origin" in human_frame.columns:
+        from_queue = (human_frame.get_column("origin").cast(pl.String) == QUEUE_ORIGIN).fill_null(False)
+        queued = int(from_queue.sum())
+        if queued == human_frame.height:
+            raise InputError(f"all {queued} human records come from a priority queue (origin {QUEUE_ORIGIN}), "
+                             "not a random sample: the corrected win rate needs a random sample's labels",
+                             path=human_source)
+        human_frame = human_frame.filter(~from_queue)
     judged = item_scores(judge_frame, a, b, policy, source=judge_source)
     people = item_scores(human_frame, a, b, policy, source=human_source)
     matched = people.join(judged, on="item", how="inner", suffix="_judge")
@@ -101,6 +113,9 @@ def calibrate(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: s
     result = ppi_mean(matched.get_column("score").to_numpy(), matched.get_column("score_judge").to_numpy(),
                       rest.get_column("score").to_numpy(), confidence=confidence)
     notes: list[str] = []
+    if queued:
+        notes.append(f"{queued} human record(s) of a priority queue (origin {QUEUE_ORIGIN}) are left out: only "
+                     "a random sample's labels give an unbiased correction")
     unmatched = people.height - matched.height
     if unmatched:
         notes.append(f"{unmatched} labelled item(s) have no judge score for this pair and are left out")
