@@ -1,7 +1,7 @@
 """swapjudge: pairwise LLM-as-judge evaluation that judges every pair in both orders and reports honestly.
 
-The documented API is `__all__`: `analyze`, `load_records`, `run`, `dry_run`, `rank`, `calculate` and the result
-types. Everything else lives in subpackages whose names say what they are (see docs/architecture.md). Names load
+The documented API is `__all__`: `analyze`, `load_records`, `run`, `dry_run`, `rank`, `calculate`, `plan`, `decide`
+and the result types. Everything else lives in subpackages whose names say what they are (see docs/architecture.md). Names load
 on first use, so `import swapjudge` stays fast.
 """
 
@@ -20,6 +20,8 @@ _LAZY = {
     "dry_run": "swapjudge.api",
     "rank": "swapjudge.api",
     "calculate": "swapjudge.core.calculator",
+    "decide": "swapjudge.decision_api",
+    "plan": "swapjudge.decision_api",
     "Analyses": "swapjudge.core.analysis",
     "RunResult": "swapjudge.workflows.judging",
     "JudgeAnalysis": "swapjudge.core.analysis",
@@ -46,8 +48,10 @@ __all__ = [
     "__version__",
     "analyze",
     "calculate",
+    "decide",
     "dry_run",
     "load_records",
+    "plan",
     "rank",
     "run",
 ]
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
     from swapjudge.core.calculator import Calculation, calculate
     from swapjudge.core.policy import TiePolicy
     from swapjudge.core.records import RecordSet
+    from swapjudge.decision_api import decide, plan
     from swapjudge.errors import InputError, SwapjudgeError
     from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.runner.dry_run import DryRunEstimate

@@ -22,8 +22,8 @@ from swapjudge.decision.bounds import first_crossings, fixed_bound
 from swapjudge.errors import SwapjudgeError
 
 DEFAULT_SIMULATIONS = 2000
-MAX_ITEMS = 1_000_000  # beyond this a plan says "more than" rather than simulating further
-_STREAM_BLOCK = 250  # streams simulated at once (memory: block x horizon floats)
+MAX_ITEMS = 200_000  # beyond this a plan says "more than" rather than simulating further
+_BLOCK_VALUES = 2_000_000  # item scores simulated at once (streams x horizon), to bound the memory
 
 
 class PlanError(SwapjudgeError):
@@ -164,33 +164,36 @@ def crossing_items(design: Design, bar: float, alpha: float, horizon: int, *, si
     (or keeps); 0 when it does not within the horizon."""
     rng = np.random.default_rng(seed)
     out = []
-    for start in range(0, streams, _STREAM_BLOCK):
-        block = design.sample(rng, (min(_STREAM_BLOCK, streams - start), horizon))
+    per_block = max(1, _BLOCK_VALUES // horizon)
+    for start in range(0, streams, per_block):
+        block = design.sample(rng, (min(per_block, streams - start), horizon))
         ship, keep = first_crossings(block, bar, alpha)
         out.append(ship if side == "ship" else keep)
     return np.concatenate(out)
 
 
 def sequential_items(design: Design, bar: float, alpha: float, power: float, *, side: str = "ship",
-                     streams: int = DEFAULT_SIMULATIONS, seed: int = 1) -> int | None:
+                     streams: int = DEFAULT_SIMULATIONS, seed: int = 1, max_items: int = MAX_ITEMS) -> int | None:
     """Items by which the sequence has reached `side` in a `power` share of simulated streams (None: the rate is
-    on the other side of the bar, or more than MAX_ITEMS would be needed)."""
+    on the other side of the bar, or more than `max_items` would be needed)."""
     gap = design.rate - bar if side == "ship" else bar - design.rate
     if gap <= 0:
         return None
     start = analytic_items(design, bar, alpha, power, side=side) or 1
     horizon = max(200, 3 * math.ceil(start * (1 - design.unscored)))
     need = math.ceil(power * streams)
-    while horizon <= MAX_ITEMS:
+    horizon = min(horizon, max_items)
+    while True:
         # shorter horizons first: most plans end in the first pass
         times = crossing_items(design, bar, alpha, horizon, side=side, streams=streams, seed=seed)
         crossed = np.sort(times[times > 0])
         if crossed.size >= need:
             return _items_for(int(crossed[need - 1]), design)
-        horizon *= 2
-        streams = min(streams, max(200, int(4e7 // horizon)))  # keep a long horizon's memory bounded
+        if horizon >= max_items:
+            return None
+        horizon = min(2 * horizon, max_items)
+        streams = min(streams, max(200, int(4e7 // horizon)))  # keep a long horizon's time bounded
         need = math.ceil(power * streams)
-    return None
 
 
 def simulated_power_sequential(design: Design, items: int, bar: float, alpha: float, *, side: str = "ship",

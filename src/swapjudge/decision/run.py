@@ -25,6 +25,7 @@ from swapjudge.decision.bounds import Bound, betting_sequence, fixed_bound
 from swapjudge.decision.file import DecisionFile, load_decision
 from swapjudge.decision.power import (
     DEFAULT_SIMULATIONS,
+    MAX_ITEMS,
     Plan,
     PlanError,
     analytic_items,
@@ -38,7 +39,7 @@ from swapjudge.decision.verdict import INCONCLUSIVE, Counts, Verdict, pct, rule
 from swapjudge.errors import InputError, SwapjudgeError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-_NEEDED_STREAMS = 500  # streams behind an inconclusive verdict's "items needed" (a sequential design)
+_NEEDED_STREAMS = 200  # streams behind an inconclusive verdict's "items needed" (a sequential design)
 
 
 @dataclass(frozen=True)
@@ -148,16 +149,21 @@ def decision_key(path: str | None, spec: DecisionFile) -> str:
     return os.path.relpath(full, here) if full.startswith(here + os.sep) else full
 
 
-def _needed(scores: ItemScores, spec: DecisionFile) -> int | None:
-    """Items the plan needs at the observed rates, toward the side the data lean to (None: no lean)."""
+def _needed(scores: ItemScores, spec: DecisionFile) -> tuple[int | None, int | None]:
+    """Items the plan needs at the observed rates, toward the side the data lean to, and the most it looked for
+    (None, None: no lean; None, cap: more than `cap`)."""
     if scores.n == 0 or scores.mean is None or scores.mean == spec.bar:
-        return None
+        return None, None
     design = pilot_design(scores.scores, scores.unscored)
     side = "ship" if scores.mean > spec.bar else "keep"
     if spec.monitoring == "sequential":
+        cap = min(MAX_ITEMS, max(2000, 10 * scores.n))
+        fixed_n = analytic_items(design, spec.bar, spec.alpha, spec.power, side=side)
+        if fixed_n is None or fixed_n > cap:  # the sequence never needs fewer items than one look would
+            return None, cap
         return sequential_items(design, spec.bar, spec.alpha, spec.power, side=side, streams=_NEEDED_STREAMS,
-                                seed=0)
-    return analytic_items(design, spec.bar, spec.alpha, spec.power, side=side)
+                                seed=0, max_items=cap), cap
+    return analytic_items(design, spec.bar, spec.alpha, spec.power, side=side), None
 
 
 def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile, *, run: int | None = None,
@@ -208,13 +214,15 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
         reasons.append(f"{source.unmade_calls:,} planned call(s) of the run were never made{adaptive}")
     needed = more = None
     if ruling.verdict == INCONCLUSIVE and ruling.rate_read:
-        needed = _needed(scores, spec)
+        needed, cap = _needed(scores, spec)
         if spec.monitoring == "fixed" and spec.items is not None and (needed is not None or len(order) < spec.items):
             needed = max(needed or 0, spec.items)  # a fixed design reads nothing before its planned items
         if needed is not None:
             more = max(0, needed - len(order))
             reasons.append(f"at the observed rates the plan needs about {needed:,} items: {more:,} more"
                            if more else f"at the observed rates about {needed:,} items decide")
+        elif cap is not None:
+            reasons.append(f"at the observed rates the sequence needs more than {cap:,} items to decide")
         else:
             reasons.append("at the observed rates no number of items decides (the win rate sits at the bar)")
     notes: list[str] = []
