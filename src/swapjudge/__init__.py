@@ -1,8 +1,8 @@
 """swapjudge: pairwise LLM-as-judge evaluation that judges every pair in both orders and reports honestly.
 
 The documented API is `__all__`: `analyze`, `load_records`, `run`, `dry_run`, `rank`, `calculate`, `plan`, `decide`
-and the result types. Everything else lives in subpackages whose names say what they are (see docs/architecture.md). Names load
-on first use, so `import swapjudge` stays fast.
+and the result types. Everything else lives in subpackages whose names say what they are (see
+docs/architecture.md). Names load on first use, so `import swapjudge` stays fast.
 """
 
 from __future__ import annotations

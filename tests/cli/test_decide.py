@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import swapjudge
-
 from decision_streams import decision_yaml, stream, write
 
 SRC = Path(__file__).resolve().parents[2] / "src"

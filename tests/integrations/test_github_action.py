@@ -89,7 +89,7 @@ def test_a_run_configuration_is_run_then_decided(tmp_path):
         "judge": {"backend": "replay", "path": "judge.jsonl", "name": "replayed"},
         "pairs": {"path": "pairs.jsonl", "a": "v2", "b": "v1"}}))
     decision_yaml(tmp_path / "decision.yaml")
-    code, summary, outputs, log = step(tmp_path, decision="decision.yaml", config="run.yaml")
+    code, _summary, outputs, log = step(tmp_path, decision="decision.yaml", config="run.yaml")
     assert code == 0, log
     assert outputs["verdict"] == "ship" and "swapjudge.db run 1" in outputs["markdown"]
 

@@ -100,7 +100,8 @@ def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = F
             continue
         if first is not None:
             raise yaml.constructor.ConstructorError(
-                None, None, f"key `{key}` is given twice (first on line {first + 1}); give it once", key_node.start_mark)
+                None, None, f"key `{key}` is given twice (first on line {first + 1}); give it once",
+                key_node.start_mark)
         seen[key] = key_node.start_mark.line
     return loader.construct_mapping(node, deep=deep)
 

@@ -101,10 +101,7 @@ def analytic_items(design: Design, bar: float, alpha: float, power: float, *, si
     gap = design.rate - bar if side == "ship" else bar - design.rate
     if gap <= 0:
         return None
-    if design.sd == 0:
-        scored = 1
-    else:
-        scored = math.ceil(((_z(1 - alpha) + _z(power)) * design.sd / gap) ** 2)
+    scored = 1 if design.sd == 0 else math.ceil(((_z(1 - alpha) + _z(power)) * design.sd / gap) ** 2)
     return _items_for(scored, design)
 
 
