@@ -218,7 +218,8 @@ class Plan:
     simulated_power: float | None
     simulations: int
     seed: int
-    analytic_items: int | None = None
+    analytic_items: int | None = None  # the normal approximation, before the simulation's correction
+    fixed_items: int | None = None  # what one look at the fixed-sample interval would need (for comparison)
     registered_items: int | None = None
     calls: int | None = None  # judge calls for `items`, both orders
     cost_usd: float | None = None  # synchronous prices
@@ -236,6 +237,7 @@ class Plan:
             "items": self.items, "monitoring": self.monitoring, "hypothesis": self.hypothesis, "bar": self.bar,
             "alpha": self.alpha, "power": self.power, "tie_policy": self.tie_policy,
             "expected": self.design.to_dict(), "analytic_items": self.analytic_items,
+            "fixed_items": self.fixed_items,
             "simulated_power": self.simulated_power, "simulation_se": self.simulation_se,
             "simulations": self.simulations, "seed": self.seed, "registered_items": self.registered_items,
             "calls": self.calls, "orders": 2, "cost_usd": self.cost_usd, "batch_cost_usd": self.batch_cost_usd,
@@ -249,11 +251,10 @@ def plan_items(design: Design, *, bar: float, alpha: float, power: float, monito
     """The plan: items for the power, then the power at those items simulated with a different seed."""
     analytic = analytic_items(design, bar, alpha, power)
     notes: list[str] = []
-    if monitoring == "sequential":
-        items = sequential_items(design, bar, alpha, power, streams=simulations, seed=seed)
-    else:
-        items = None if analytic is None else fixed_items(design, analytic, bar, alpha, power,
-                                                          studies=simulations, seed=seed)
+    fixed = None if analytic is None else fixed_items(design, analytic, bar, alpha, power, studies=simulations,
+                                                       seed=seed)
+    items = sequential_items(design, bar, alpha, power, streams=simulations, seed=seed) \
+        if monitoring == "sequential" else fixed
     simulated = None
     if items is not None and items <= MAX_ITEMS:
         check = seed + 1  # the check never reuses the streams the plan was read from
@@ -266,4 +267,4 @@ def plan_items(design: Design, *, bar: float, alpha: float, power: float, monito
         notes.append(f"the expected win rate {design.rate:.1%} is not above the bar of {bar:.1%}: no number of "
                      "items ships")
     return Plan(items, monitoring, hypothesis, bar, alpha, power, str(tie_policy), design, simulated, simulations,
-                seed, analytic, registered_items, notes=tuple(notes))
+                seed, analytic, fixed, registered_items, notes=tuple(notes))

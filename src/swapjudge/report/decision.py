@@ -132,8 +132,9 @@ def plan_rows(p: Any) -> list[tuple[str, str]]:
                                        f"{'streams' if p.monitoring == 'sequential' else 'studies'} ship at "
                                        f"{p.items:,} items (Monte Carlo error ±{_pct(p.simulation_se)}; seed "
                                        f"{p.seed + 1})"))
-        if p.monitoring == "sequential" and p.analytic_items:
-            out.append(("fixed design", f"{p.analytic_items:,} items with one look at a fixed-sample interval"))
+        if p.monitoring == "sequential" and p.fixed_items:
+            out.append(("fixed design", f"{p.fixed_items:,} items with one look at a fixed-sample interval (no "
+                                        "look before them)"))
         out.append(("judge calls", f"{p.calls:,} (both orders)"))
         out.append(("cost", _cost(p)))
     else:
