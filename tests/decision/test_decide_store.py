@@ -115,3 +115,18 @@ def test_a_fixed_design_reads_only_its_planned_items():
     verdict = swapjudge.decide(rows, {**DECISION, "items": 100})
     assert verdict.verdict == "ship" and verdict.counts.items_read == 100 and verdict.counts.items_available == 400
     assert "read the first 100 of 400 items" in " ".join(verdict.notes)
+
+
+def test_without_planned_items_a_fixed_design_reads_what_it_is_given_and_says_so():
+    verdict = swapjudge.decide(stream(300, 0.5, 0.25, seed=11), {"candidate": "v2", "incumbent": "v1"})
+    assert verdict.verdict == "ship" and verdict.counts.items_read == 300 and verdict.planned_items is None
+    assert "reading it again after more items come in is a second look" in verdict.notes[0]
+
+
+def test_non_inferiority_ships_a_candidate_a_little_worse_and_keeps_one_much_worse():
+    decision = {**DECISION, "hypothesis": "non_inferior", "margin": 0.05}
+    close = swapjudge.decide(stream(400, 0.36, 0.39, seed=12), decision)  # about 48.5%
+    assert close.verdict == "ship" and close.bar == 0.45
+    assert "> 45%, the non-inferiority bar: 50% less 5 points" in close.headline
+    far = swapjudge.decide(stream(400, 0.25, 0.5, seed=13), decision)
+    assert far.verdict == "keep"

@@ -10,7 +10,7 @@ A YAML mapping of exactly these keys (any other key is an error naming it, as is
     min_consistency: 0.70      # the judge's swap-consistency gate; below it the candidate does not ship
     alpha: 0.05                # the false-ship rate: P(ship) at the bar
     power: 0.80                # P(ship) at the expected rates with the planned items (`swapjudge plan`)
-    items: 400                 # the planned number of items
+    items: 400                 # the planned number of items (null: a fixed design reads what it is given, once)
     monitoring: fixed          # fixed: one look at `items`; sequential: look after every item, anytime-valid
     judge: null                # which judge's calls, when the records hold several
 

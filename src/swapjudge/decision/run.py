@@ -183,15 +183,11 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
     pairs, order = _stream(build_pairs(source.calls), source.order)
     available = len(order)
     calls = source.calls
-    if spec.monitoring == "fixed":
-        if spec.items is None:
-            raise SwapjudgeError(f"{path or 'decision'}: key `items`: the fixed design reads its interval once, at "
-                                 "the planned number of items: set `items` (swapjudge plan gives it)")
-        if available > spec.items:
-            chosen = order[:spec.items]
-            pairs = PairTable(pairs.frame.filter(pl.col("item").is_in(chosen)))
-            calls = calls.filter(pl.col("item").is_in(chosen))
-            order = chosen
+    if spec.monitoring == "fixed" and spec.items is not None and available > spec.items:
+        chosen = order[:spec.items]
+        pairs = PairTable(pairs.frame.filter(pl.col("item").is_in(chosen)))
+        calls = calls.filter(pl.col("item").is_in(chosen))
+        order = chosen
     vx, vy = pairs.vx, pairs.vy
     missing = int((vx == MISSING).sum() + (vy == MISSING).sum()) + source.unmade_calls
     incomplete = int((pairs.outcome == Outcome.INCOMPLETE).sum())
@@ -232,6 +228,10 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
     if spec.monitoring == "fixed" and spec.items is not None and available > spec.items:
         notes.append(f"the fixed design read the first {spec.items:,} of {available:,} items (in record order), as "
                      "registered; the rest are not read")
+    if spec.monitoring == "fixed" and spec.items is None:
+        notes.append(f"no planned number of items is registered: the fixed interval was read over the {available:,} "
+                     "items given; reading it again after more items come in is a second look (register `items`, "
+                     "or use monitoring: sequential)")
     if scores.unscored:
         notes.append(f"{scores.unscored:,} item(s) of split pairs only have no score under the exclude policy")
     verdict = Verdict(

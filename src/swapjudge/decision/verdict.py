@@ -131,7 +131,9 @@ def _consistency_tail(consistency: Consistency | None, gate: Gate) -> str:
 
 
 def _bar_text(bar: float, hypothesis: str, margin: float) -> str:
-    return pct(bar) if hypothesis != "non_inferior" else f"{pct(bar)}, the non-inferiority bar 50% - {pct(margin)}"
+    if hypothesis != "non_inferior":
+        return pct(bar)
+    return f"{pct(bar)}, the non-inferiority bar: 50% less {100 * margin:g} points"
 
 
 def rule(*, bound: Bound | None, bar: float, hypothesis: str, margin: float, monitoring: str,
