@@ -20,8 +20,10 @@ _LAZY = {
     "dry_run": "swapjudge.api",
     "rank": "swapjudge.api",
     "calculate": "swapjudge.core.calculator",
-    "decide": "swapjudge.decision_api",
-    "plan": "swapjudge.decision_api",
+    "decide": "swapjudge.decision.run",
+    "plan": "swapjudge.decision.run",
+    "Verdict": "swapjudge.decision.verdict",
+    "Plan": "swapjudge.decision.power",
     "Analyses": "swapjudge.core.analysis",
     "RunResult": "swapjudge.workflows.judging",
     "JudgeAnalysis": "swapjudge.core.analysis",
@@ -40,11 +42,13 @@ __all__ = [
     "DryRunEstimate",
     "InputError",
     "JudgeAnalysis",
+    "Plan",
     "Ranking",
     "RecordSet",
     "RunResult",
     "SwapjudgeError",
     "TiePolicy",
+    "Verdict",
     "__version__",
     "analyze",
     "calculate",
@@ -62,7 +66,9 @@ if TYPE_CHECKING:
     from swapjudge.core.calculator import Calculation, calculate
     from swapjudge.core.policy import TiePolicy
     from swapjudge.core.records import RecordSet
-    from swapjudge.decision_api import decide, plan
+    from swapjudge.decision.power import Plan
+    from swapjudge.decision.run import decide, plan
+    from swapjudge.decision.verdict import Verdict
     from swapjudge.errors import InputError, SwapjudgeError
     from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.runner.dry_run import DryRunEstimate

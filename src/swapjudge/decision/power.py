@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.choices import TiePolicy
+from swapjudge.core.display import Displayable
 from swapjudge.decision.bounds import first_crossings, fixed_bound
 from swapjudge.errors import SwapjudgeError
 
@@ -63,21 +64,21 @@ def expected_design(rate: float, splits: float, policy: TiePolicy | str) -> Desi
     policy (`rate`) and the expected share of split pairs (`splits`)."""
     policy = TiePolicy(policy)
     if not 0 < rate < 1:
-        raise PlanError(f"--expect must be a win rate between 0 and 1 (exclusive), got {rate}")
+        raise PlanError(f"{{expect}} must be a win rate between 0 and 1 (exclusive), got {rate}", arguments=("expect",))
     if not 0 <= splits < 1:
-        raise PlanError(f"--splits must be a share of pairs in [0, 1), got {splits}")
+        raise PlanError(f"{{splits}} must be a share of pairs in [0, 1), got {splits}", arguments=("splits",))
     if policy is TiePolicy.half_credit:
         wins, losses = rate - splits / 2, 1 - rate - splits / 2
         if wins < -1e-12 or losses < -1e-12:
             raise PlanError(f"with {splits:.0%} splits a half-credit win rate lies between {splits / 2:.1%} and "
-                            f"{1 - splits / 2:.1%}; --expect {rate} is outside it")
+                            f"{1 - splits / 2:.1%}; {{expect}} {rate} is outside it", arguments=("expect",))
         values, probs = np.array([0.0, 0.5, 1.0]), np.array([max(losses, 0.0), splits, max(wins, 0.0)])
         return Design(values, probs / probs.sum(), 0.0, "expected", splits)
     if policy is TiePolicy.exclude:
         return Design(np.array([0.0, 1.0]), np.array([1 - rate, rate]), splits, "expected", splits)
     if rate + splits > 1 + 1e-12:
         raise PlanError(f"under {policy.value} the win rate counts consistent wins only: with {splits:.0%} splits "
-                        f"it is at most {1 - splits:.1%}, and --expect is {rate}")
+                        f"it is at most {1 - splits:.1%}, and {{expect}} is {rate}", arguments=("expect",))
     return Design(np.array([0.0, 1.0]), np.array([1 - rate, rate]), 0.0, "expected", splits)
 
 
@@ -202,7 +203,7 @@ def simulated_power_sequential(design: Design, items: int, bar: float, alpha: fl
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Displayable):
     """The items the registered power needs under the registered bound, and the simulated check of that power.
 
     `items` is None when no number of items would ship at the expected rates (at or below the bar)."""

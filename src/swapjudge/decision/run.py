@@ -83,14 +83,12 @@ def _load(records: Any, run: int | None) -> tuple[RecordSet, dict[str, Any]]:
     if isinstance(records, str | Path) and str(records) != "-" and is_store(records):
         return _store_source(Path(records), run)
     if run is not None:
-        raise SwapjudgeError("run: a run number applies to a run store, and the records given are not one")
-    if isinstance(records, str | Path):
-        from swapjudge.core.records import load_records
+        raise SwapjudgeError("{run} applies to a run store, and the records given are not one", arguments=("run",))
+    from swapjudge.core.records import load_records
 
-        return load_records(records, allow_unpaired=True, extras=False), {}
-    from swapjudge.api import load_records as load_any
-
-    return load_any(records, allow_unpaired=True), {}
+    # a file is read without its provenance columns (the decision needs none): much faster on large files
+    extras = {"extras": False} if isinstance(records, str | Path) else {}
+    return load_records(records, allow_unpaired=True, **extras), {}
 
 
 def _select(records: RecordSet, spec: DecisionFile, extra: dict[str, Any]) -> _Source:
@@ -177,7 +175,7 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
     itself); None with records from a file: nothing is recorded."""
     spec, path = load_decision(decision)
     if allow_missing < 0:
-        raise SwapjudgeError(f"allow_missing must be 0 or more, got {allow_missing}")
+        raise SwapjudgeError(f"{{allow_missing}} must be 0 or more, got {allow_missing}", arguments=("allow_missing",))
     loaded, extra = _load(records, run)
     source = _select(loaded, spec, extra)
     pairs, order = _stream(build_pairs(source.calls), source.order)
@@ -276,9 +274,10 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
     whose dry-run pricing gives the cost of the planned calls."""
     spec, _ = load_decision(decision)
     if (pilot is None) == (expect is None):
-        raise PlanError("plan needs either a pilot or an expected win rate (expect, with splits), not both")
+        raise PlanError("give either {pilot} or an expected win rate ({expect}, with {splits}), not both",
+                        arguments=("pilot", "expect", "splits"))
     if simulations < 100:
-        raise PlanError(f"simulations must be at least 100, got {simulations}")
+        raise PlanError(f"{{simulations}} must be at least 100, got {simulations}", arguments=("simulations",))
     pairs_per_item = 1.0
     notes: list[str] = []
     if pilot is not None:
@@ -293,7 +292,8 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
                      f"scores resampled, win rate {pct(design.rate)}")
     else:
         if splits is None:
-            raise PlanError("an expected win rate needs the expected share of split pairs too (splits)")
+            raise PlanError("an expected win rate needs the expected share of split pairs too ({splits})",
+                            arguments=("splits",))
         assert expect is not None
         design = expected_design(expect, splits, spec.tie_policy)
     result = plan_items(design, bar=spec.bar, alpha=spec.alpha, power=spec.power, monitoring=spec.monitoring,

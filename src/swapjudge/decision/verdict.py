@@ -13,23 +13,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from swapjudge.core.display import Displayable
 from swapjudge.core.policy import Gate
 from swapjudge.core.swap import Consistency, FlipDirection
 from swapjudge.decision.bounds import Bound
-from swapjudge.errors import SwapjudgeError
+from swapjudge.errors import GateError
 
 SHIP, KEEP, INCONCLUSIVE = "ship", "keep", "inconclusive"
 EXIT_CODES = {SHIP: 0, KEEP: 1, INCONCLUSIVE: 3}
 
 
-class KeepVerdict(SwapjudgeError):
-    """The candidate does not ship (exit 1): raised by the CLI after the verdict is printed."""
+class KeepVerdict(GateError):
+    """The candidate does not ship (exit 1): raised by the CLI after the verdict is printed. A verdict, not a
+    fault of the input, so the CLI prints it as it is (as it does a failed gate)."""
 
     exit_code = 1
 
 
-class InconclusiveVerdict(SwapjudgeError):
-    """The data do not decide yet (exit 3): raised by the CLI after the verdict is printed."""
+class InconclusiveVerdict(GateError):
+    """The data do not decide yet (exit 3): raised by the CLI after the verdict is printed, and printed as it is."""
 
     exit_code = 3
 
@@ -60,7 +62,7 @@ class Counts:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Displayable):
     """The decision's result. `verdict` is "ship", "keep" or "inconclusive"; `headline` the one line; `reasons`
     why, in the order the rule applied them; `bound` the candidate's win rate over items with its bounds (None
     when the gate or missing calls stop the decision before any rate is read)."""
