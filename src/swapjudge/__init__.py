@@ -1,8 +1,8 @@
 """swapjudge: pairwise LLM-as-judge evaluation that judges every pair in both orders and reports honestly.
 
-The documented API is `__all__`: `analyze`, `load_records`, `run`, `dry_run`, `rank`, `calculate` and the result
-types. Everything else lives in subpackages whose names say what they are (see docs/architecture.md). Names load
-on first use, so `import swapjudge` stays fast.
+The documented API is `__all__`: `analyze`, `load_records`, `run`, `dry_run`, `rank`, `calculate`, `plan`, `decide`
+and the result types. Everything else lives in subpackages whose names say what they are (see
+docs/architecture.md). Names load on first use, so `import swapjudge` stays fast.
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ _LAZY = {
     "dry_run": "swapjudge.api",
     "rank": "swapjudge.api",
     "calculate": "swapjudge.core.calculator",
+    "decide": "swapjudge.workflows.deciding",
+    "plan": "swapjudge.workflows.deciding",
+    "Verdict": "swapjudge.decision.verdict",
+    "Plan": "swapjudge.decision.power",
     "Analyses": "swapjudge.core.analysis",
     "RunResult": "swapjudge.workflows.judging",
     "JudgeAnalysis": "swapjudge.core.analysis",
@@ -38,16 +42,20 @@ __all__ = [
     "DryRunEstimate",
     "InputError",
     "JudgeAnalysis",
+    "Plan",
     "Ranking",
     "RecordSet",
     "RunResult",
     "SwapjudgeError",
     "TiePolicy",
+    "Verdict",
     "__version__",
     "analyze",
     "calculate",
+    "decide",
     "dry_run",
     "load_records",
+    "plan",
     "rank",
     "run",
 ]
@@ -58,9 +66,12 @@ if TYPE_CHECKING:
     from swapjudge.core.calculator import Calculation, calculate
     from swapjudge.core.policy import TiePolicy
     from swapjudge.core.records import RecordSet
+    from swapjudge.decision.power import Plan
+    from swapjudge.decision.verdict import Verdict
     from swapjudge.errors import InputError, SwapjudgeError
     from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.workflows.deciding import decide, plan
     from swapjudge.workflows.judging import RunResult
 
 

@@ -95,9 +95,9 @@ def test_parts_import_only_downward(sources: tuple[str, ...], forbidden: tuple[s
 
 
 # docs/architecture.md's order of the parts, bottom first; a part may import only those before it
-LAYERS = [("errors", "redact", "defaults"), ("core",), ("probes", "ranking"), ("config",), ("judges",), ("store",),
-          ("drift",), ("runner",), ("importers", "review", "integrations"), ("workflows",), ("report",), ("api",),
-          ("cli",), ("__main__",)]
+LAYERS = [("errors", "redact", "defaults"), ("core",), ("probes", "ranking", "decision"), ("config",), ("judges",),
+          ("store",), ("drift",), ("runner",), ("importers", "review"), ("workflows",), ("report",), ("api",),
+          ("integrations", "cli"), ("__main__",)]
 
 
 def test_each_part_imports_only_the_parts_below_it() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.display import register_display
+from swapjudge.report import decision as decision_report
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -100,3 +101,7 @@ register_display("swapjudge.core.analysis.Analyses", html=lambda r: analysis_htm
 register_display("swapjudge.workflows.judging.RunResult", html=run_html, markdown=run_markdown)
 register_display("swapjudge.core.calculator.Calculation", html=calculation_html, markdown=calculation_markdown)
 register_display("swapjudge.ranking.bradley_terry.Ranking", html=ranking_html, markdown=ranking_markdown)
+register_display("swapjudge.decision.verdict.Verdict", html=decision_report.render_html_fragment,
+                 markdown=decision_report.render_markdown)
+register_display("swapjudge.decision.power.Plan", html=decision_report.render_plan_html,
+                 markdown=decision_report.render_plan_markdown)

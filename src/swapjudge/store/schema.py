@@ -20,7 +20,8 @@ from typing import Any, Self
 from swapjudge.errors import SwapjudgeError
 
 SCHEMA_VERSION = "3"
-# Schema 3 adds the batch tables (created empty in an older file; nothing else changes).
+# Schema 3 adds the batch tables (created empty in an older file; nothing else changes). The decisions ledger
+# (`swapjudge decide`) is created the same way in any schema-3 file: additive, no version change.
 OLDER_SCHEMAS = ("1", "2")
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
 
@@ -148,6 +149,19 @@ CREATE TABLE IF NOT EXISTS batch_requests (
     PRIMARY KEY (key, round, item, first, second)
 );
 CREATE INDEX IF NOT EXISTS batch_requests_by_id ON batch_requests (key, custom_id);
+CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    decided_at TEXT NOT NULL,
+    decision_key TEXT NOT NULL,
+    decision_hash TEXT NOT NULL,
+    decision_json TEXT NOT NULL,
+    source TEXT NOT NULL,
+    run_id INTEGER,
+    verdict TEXT NOT NULL,
+    items INTEGER,
+    result_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS decisions_by_key ON decisions (decision_key, id);
 CREATE TABLE IF NOT EXISTS anchor_scores (
     run_id INTEGER NOT NULL REFERENCES anchor_runs(id),
     item TEXT NOT NULL,

@@ -1,0 +1,100 @@
+"""`swapjudge plan` and `swapjudge decide`: the pre-registered ship/keep decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from swapjudge.cli.app import FormatOpt, OutputFormat, app, display_path, dump_json, stderr, user_errors
+from swapjudge.defaults import DEFAULT_STORE
+
+DecisionArg = Annotated[Path, typer.Argument(
+    help="The decision file (YAML, written before any data): candidate, incumbent, hypothesis, margin, tie_policy, "
+         "min_consistency, alpha, power, items, monitoring, judge (docs/decide.md).", show_default=False)]
+
+
+@app.command()
+@user_errors
+def plan(
+    decision: DecisionArg,
+    pilot: Annotated[Path | None, typer.Option(
+        "--pilot", help="Plan from a pilot: presentation records (or a run store) of the two systems; their item "
+                        "scores are resampled.")] = None,
+    expect: Annotated[float | None, typer.Option(
+        "--expect", help="The candidate's expected win rate under the registered tie policy (e.g. 0.58).")] = None,
+    splits: Annotated[float | None, typer.Option(
+        "--splits", help="The expected share of split pairs (ties, flips, half-ties), with --expect.")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="A run configuration: prices the planned calls (sync and batch) from its dry run.")] = None,
+    run: Annotated[int | None, typer.Option("--run", help="With a store as --pilot: its run (default: latest).")]
+    = None,
+    simulations: Annotated[int, typer.Option("--simulations", help="Simulated studies behind the plan and its "
+                                                                   "power check.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulations (the check uses seed + 1).")] = 0,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """The number of items the registered power needs under the registered bound (fixed interval or confidence
+    sequence), the power at those items checked by simulation, and the judge calls and their cost."""
+    from swapjudge.decision.power import PlanError
+    from swapjudge.report import decision as render
+    from swapjudge.workflows.deciding import plan as make_plan
+
+    if pilot is None and expect is None:
+        raise PlanError("give --pilot RECORDS, or --expect RATE with --splits SHARE")
+    if pilot is not None and (expect is not None or splits is not None):
+        raise PlanError("give --pilot or --expect/--splits, not both")
+    if expect is not None and splits is None:
+        raise PlanError("--expect needs --splits (the expected share of split pairs; 0 for none)")
+    result = make_plan(decision, pilot=pilot, expect=expect, splits=splits, config=config, run=run,
+                       simulations=simulations, seed=seed)
+    if output is OutputFormat.json:
+        dump_json(result.to_dict())
+    elif output is OutputFormat.markdown:
+        print(render.render_plan_markdown(result), end="")
+    else:
+        print(render.render_plan_text(result), end="")
+
+
+@app.command()
+@user_errors
+def decide(
+    decision: DecisionArg,
+    records: Annotated[Path, typer.Argument(
+        help="Presentation records (JSONL/CSV, - for stdin) or a run store (SQLite).", show_default=False)],
+    run: Annotated[int | None, typer.Option("--run", help="With a store: the run to decide on (default: latest).")]
+    = None,
+    allow_missing: Annotated[int, typer.Option(
+        "--allow-missing", help="Tolerate up to N judge calls that are missing or have no verdict (default: none: "
+                                "a missing call keeps the incumbent).")] = 0,
+    store: Annotated[Path | None, typer.Option(
+        "--store", help=f"With a records file: the run store whose decisions ledger records this decision "
+                        f"(default ./{DEFAULT_STORE}). A store given as RECORDS records in itself.")] = None,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Also write the decision as an HTML page.")] = None,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Ship, keep or inconclusive for a pre-registered decision. Exit 0 ship, 1 keep (a failed gate and missing
+    calls included: the decision fails closed), 3 inconclusive, 2 bad input."""
+    from swapjudge.decision.verdict import InconclusiveVerdict, KeepVerdict
+    from swapjudge.report import decision as render
+    from swapjudge.workflows.deciding import decide as make_decision
+    from swapjudge.workflows.deciding import is_store
+
+    ledger = None if is_store(records) else (store or Path(DEFAULT_STORE))
+    verdict = make_decision(records, decision, run=run, allow_missing=allow_missing, store=ledger)
+    if output is OutputFormat.json:
+        dump_json(verdict.to_dict())
+    elif output is OutputFormat.markdown:
+        print(render.render_markdown(verdict), end="")
+    else:
+        print(render.render_text(verdict), end="")
+    if html_out is not None:
+        from swapjudge.core.textfiles import write_atomic
+
+        write_atomic(html_out, render.render_html(verdict))
+        stderr.print(f"wrote {display_path(html_out)}", highlight=False)
+    if verdict.verdict == "keep":
+        raise KeepVerdict(f"keep: {verdict.candidate} does not ship ({verdict.reasons[0]})")
+    if verdict.verdict == "inconclusive":
+        raise InconclusiveVerdict(f"inconclusive: the data do not decide yet ({verdict.reasons[-1]})")

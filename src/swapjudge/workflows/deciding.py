@@ -1,0 +1,339 @@
+"""`decide` and `plan`, put together: the records (a file, rows, a frame, or a run in the store), the judge, the
+items of the two systems, the analysis' gate and flip audit (`core.analysis.analyze`, reused as it is), the item
+scores, the bound, the fail-closed rule, and the decisions ledger. The statistics live in the sibling modules;
+this module only composes them (it is the one place here that reads files, the store and a run configuration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from swapjudge.core.analysis import analyze
+from swapjudge.core.codes import MISSING, Outcome
+from swapjudge.core.pairs import PairTable, build_pairs
+from swapjudge.core.records import RecordSet
+from swapjudge.decision.bounds import Bound, betting_sequence, fixed_bound
+from swapjudge.decision.file import DecisionFile, load_decision
+from swapjudge.decision.power import (
+    DEFAULT_SIMULATIONS,
+    MAX_ITEMS,
+    Plan,
+    PlanError,
+    analytic_items,
+    expected_design,
+    pilot_design,
+    plan_items,
+    sequential_items,
+)
+from swapjudge.decision.scores import ItemScores, item_scores
+from swapjudge.decision.verdict import INCONCLUSIVE, Counts, Verdict, pct, rule
+from swapjudge.errors import InputError, SwapjudgeError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+_NEEDED_STREAMS = 200  # streams behind an inconclusive verdict's "items needed" (a sequential design)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Records of one judge and the two systems, with where they came from."""
+
+    calls: pl.DataFrame  # the judge's calls between the candidate and the incumbent
+    label: str
+    judge: str | None
+    store_path: Path | None = None  # the run store the records came from
+    run_id: int | None = None
+    unmade_calls: int = 0  # a stored run's planned calls never made (an interrupted run, skipped swaps)
+    adaptive: bool = False
+    order: tuple[str, ...] | None = None  # the stream order of items, when the source knows it
+
+
+def is_store(path: str | Path) -> bool:
+    """Whether a path is a SQLite file (a run store) rather than a records file."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _store_source(path: Path, run: int | None) -> tuple[RecordSet, dict[str, Any]]:
+    from swapjudge.store import Store
+    from swapjudge.store.analysis import run_record_set
+    from swapjudge.store.decisions import item_order
+
+    with Store(path) as store:
+        info = store.run(run) if run is not None else store.latest_run()
+        records = run_record_set(store, info.id)
+        order = item_order(store, info.id)
+    unmade = max(0, info.total_calls - info.stored_calls - info.failed_calls)
+    return records, {"store_path": path, "run_id": info.id, "unmade_calls": unmade, "order": tuple(order),
+                     "adaptive": info.config.get("adaptive_swap") is not None}
+
+
+def _load(records: Any, run: int | None) -> tuple[RecordSet, dict[str, Any]]:
+    if isinstance(records, str | Path) and str(records) != "-" and is_store(records):
+        return _store_source(Path(records), run)
+    if run is not None:
+        raise SwapjudgeError("{run} applies to a run store, and the records given are not one", arguments=("run",))
+    from swapjudge.core.records import load_records
+
+    # a file is read without its provenance columns (the decision needs none): much faster on large files
+    extras = {"extras": False} if isinstance(records, str | Path) else {}
+    return load_records(records, allow_unpaired=True, **extras), {}
+
+
+def _select(records: RecordSet, spec: DecisionFile, extra: dict[str, Any]) -> _Source:
+    """The chosen judge's calls between the two systems; a missing judge or system is bad input (exit 2)."""
+    frame = records.frame
+    label = records.source if extra.get("run_id") is None else f"{extra['store_path']} run {extra['run_id']}"
+    judges = sorted(frame.get_column("judge").unique().to_list())
+    if spec.judge is not None:
+        if spec.judge not in judges:
+            raise InputError(f"no calls of judge {spec.judge!r}; judges in the records: "
+                             + ", ".join(repr(j) for j in judges), path=label, field="judge")
+        judge = spec.judge
+    elif len(judges) > 1:
+        raise InputError(f"the records hold {len(judges)} judges ({', '.join(repr(j) for j in judges)}): name one "
+                         "under `judge` in the decision file", path=label, field="judge")
+    else:
+        judge = judges[0]
+    frame = frame.filter(pl.col("judge") == judge)
+    systems = sorted(set(frame.get_column("first").to_list()) | set(frame.get_column("second").to_list()))
+    for role, name in (("candidate", spec.candidate), ("incumbent", spec.incumbent)):
+        if name not in systems:
+            raise InputError(f"the {role} {name!r} has no calls; systems in the records: " + ", ".join(systems),
+                             path=label, field=role)
+    two = [spec.candidate, spec.incumbent]
+    calls = frame.filter(pl.col("first").is_in(two) & pl.col("second").is_in(two)
+                         & (pl.col("first") != pl.col("second")))
+    return _Source(calls, label, judge or None, **extra)
+
+
+def _stream(pairs: PairTable, order: tuple[str, ...] | None) -> tuple[PairTable, list[str]]:
+    """Pairs sorted into the stream order of their items, and that order (first appearance, unless the source
+    knows the order its items arrived in)."""
+    seen = pairs.frame.get_column("item").unique(maintain_order=True).to_list()
+    if order is not None:
+        rank = {item: i for i, item in enumerate(order)}
+        seen = sorted(seen, key=lambda item: rank.get(item, len(rank)))
+    position = pl.DataFrame({"item": seen, "_at": list(range(len(seen)))}, schema={"item": pl.String,
+                                                                                    "_at": pl.Int64})
+    frame = pairs.frame.join(position, on="item", how="left").sort("_at", maintain_order=True).drop("_at")
+    return PairTable(frame), seen
+
+
+def _scores(pairs: PairTable, candidate: str, policy: str) -> ItemScores:
+    frame = pairs.frame.filter(pl.col("outcome") != Outcome.INCOMPLETE)
+    return item_scores(frame.get_column("item").to_numpy(), frame.get_column("outcome").to_numpy(),
+                       (frame.get_column("x") == candidate).to_numpy(), policy)
+
+
+def decision_key(path: str | None, spec: DecisionFile) -> str:
+    """How the ledger knows a decision file: its path (relative to the working directory when below it), or the
+    question for a decision given as a mapping."""
+    if path is None:
+        return f"{spec.candidate} vs {spec.incumbent}"
+    full = os.path.abspath(path)
+    here = os.getcwd()
+    return os.path.relpath(full, here) if full.startswith(here + os.sep) else full
+
+
+def _needed(scores: ItemScores, spec: DecisionFile) -> tuple[int | None, int | None]:
+    """Items the plan needs at the observed rates, toward the side the data lean to, and the most it looked for
+    (None, None: no lean; None, cap: more than `cap`)."""
+    if scores.n == 0 or scores.mean is None or scores.mean == spec.bar:
+        return None, None
+    design = pilot_design(scores.scores, scores.unscored)
+    side = "ship" if scores.mean > spec.bar else "keep"
+    if spec.monitoring == "sequential":
+        cap = min(MAX_ITEMS, max(2000, 10 * scores.n))
+        fixed_n = analytic_items(design, spec.bar, spec.alpha, spec.power, side=side)
+        if fixed_n is None or fixed_n > cap:  # the sequence never needs fewer items than one look would
+            return None, cap
+        return sequential_items(design, spec.bar, spec.alpha, spec.power, side=side, streams=_NEEDED_STREAMS,
+                                seed=0, max_items=cap), cap
+    return analytic_items(design, spec.bar, spec.alpha, spec.power, side=side), None
+
+
+def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile, *, run: int | None = None,
+           allow_missing: int = 0, store: str | Path | None = None) -> Verdict:
+    """Ship, keep or inconclusive for the registered decision on these records.
+
+    `records`: a presentation records file (JSONL/CSV), a run store (SQLite; `run` picks the run, default the
+    latest), rows, a DataFrame or a RecordSet. `decision`: a decision file's path or a mapping of its keys.
+    `allow_missing`: calls without a verdict (or never made) tolerated before the decision fails closed.
+    `store`: the run store whose decisions ledger records this verdict (a store given as `records` is used
+    itself); None with records from a file: nothing is recorded."""
+    spec, path = load_decision(decision)
+    if allow_missing < 0:
+        raise SwapjudgeError(f"{{allow_missing}} must be 0 or more, got {allow_missing}", arguments=("allow_missing",))
+    loaded, extra = _load(records, run)
+    source = _select(loaded, spec, extra)
+    pairs, order = _stream(build_pairs(source.calls), source.order)
+    available = len(order)
+    calls = source.calls
+    if spec.monitoring == "fixed" and spec.items is not None and available > spec.items:
+        chosen = order[:spec.items]
+        pairs = PairTable(pairs.frame.filter(pl.col("item").is_in(chosen)))
+        calls = calls.filter(pl.col("item").is_in(chosen))
+        order = chosen
+    vx, vy = pairs.vx, pairs.vy
+    missing = int((vx == MISSING).sum() + (vy == MISSING).sum()) + source.unmade_calls
+    incomplete = int((pairs.outcome == Outcome.INCOMPLETE).sum())
+    analysis = analyze(calls, judge=calls.get_column("judge")[0], a=spec.candidate, b=spec.incumbent,
+                       tie_policy=spec.tie_policy, min_consistency=spec.min_consistency)[0]
+    scores = _scores(pairs, spec.candidate, spec.tie_policy)
+    bound: Bound | None
+    if spec.monitoring == "sequential":
+        bound = betting_sequence(scores.scores, spec.bar, spec.alpha)
+    else:
+        bound = fixed_bound(scores.scores, spec.alpha)
+    ruling = rule(bound=bound, bar=spec.bar, hypothesis=spec.hypothesis, margin=spec.margin,
+                  monitoring=spec.monitoring, planned_items=spec.items, items_read=len(order),
+                  candidate=spec.candidate, gate=analysis.gate, consistency=analysis.consistency,
+                  missing_calls=missing, allowed_missing=allow_missing)
+    reasons = list(ruling.reasons)
+    if source.unmade_calls:
+        adaptive = " (an adaptive run: swaps it skipped by design have no order-cancelled outcome)" \
+            if source.adaptive else ""
+        reasons.append(f"{source.unmade_calls:,} planned call(s) of the run were never made{adaptive}")
+    needed = more = None
+    if ruling.verdict == INCONCLUSIVE and ruling.rate_read:
+        needed, cap = _needed(scores, spec)
+        if spec.monitoring == "fixed" and spec.items is not None and (needed is not None or len(order) < spec.items):
+            needed = max(needed or 0, spec.items)  # a fixed design reads nothing before its planned items
+        if needed is not None:
+            more = max(0, needed - len(order))
+            reasons.append(f"at the observed rates the plan needs about {needed:,} items: {more:,} more"
+                           if more else f"at the observed rates about {needed:,} items decide")
+        elif cap is not None:
+            reasons.append(f"at the observed rates the sequence needs more than {cap:,} items to decide")
+        else:
+            reasons.append("at the observed rates no number of items decides (the win rate sits at the bar)")
+    notes: list[str] = []
+    if incomplete and missing <= allow_missing:
+        notes.append(f"{incomplete:,} incomplete pair(s) (tolerated: --allow-missing {allow_missing}) are left out "
+                     "of the scores")
+    if spec.monitoring == "fixed" and spec.items is not None and available > spec.items:
+        notes.append(f"the fixed design read the first {spec.items:,} of {available:,} items (in record order), as "
+                     "registered; the rest are not read")
+    if spec.monitoring == "fixed" and spec.items is None:
+        notes.append(f"no planned number of items is registered: the fixed interval was read over the {available:,} "
+                     "items given; reading it again after more items come in is a second look (register `items`, "
+                     "or use monitoring: sequential)")
+    if scores.unscored:
+        notes.append(f"{scores.unscored:,} item(s) of split pairs only have no score under the exclude policy")
+    verdict = Verdict(
+        verdict=ruling.verdict, headline=ruling.headline, reasons=tuple(reasons), candidate=spec.candidate,
+        incumbent=spec.incumbent, hypothesis=spec.hypothesis, bar=spec.bar, margin=spec.margin,
+        tie_policy=str(spec.tie_policy), monitoring=spec.monitoring, alpha=spec.alpha, planned_items=spec.items,
+        bound=bound if ruling.rate_read else None,
+        counts=Counts(len(order), available, scores.n, scores.pairs, scores.wins, scores.losses, scores.splits,
+                      incomplete, missing, allow_missing),
+        gate=analysis.gate, consistency=analysis.consistency, flip_direction=analysis.flip_direction,
+        judge=source.judge, source=source.label, decision=spec.to_dict(), decision_hash=spec.content_hash,
+        decision_path=path, needed_items=needed, more_items=more, notes=tuple(notes))
+    ledger = source.store_path or (Path(store) if store is not None else None)
+    return verdict if ledger is None else _record(verdict, ledger, decision_key(path, spec), source.run_id)
+
+
+def _record(verdict: Verdict, ledger: Path, key: str, run_id: int | None) -> Verdict:
+    """Record the verdict in the ledger, first saying so when the pre-registration changed under this key."""
+    from swapjudge.store import Store
+    from swapjudge.store.decisions import record_decision, registration_history
+
+    with Store(ledger) as store:
+        history = registration_history(store, key, verdict.decision_hash)
+        if history.changed:
+            note = (f"the pre-registration changed after {history.other_hash:,} decision(s): they were recorded "
+                    f"under another version of {key} (hash {', '.join(h[:12] for h in history.other_hashes)}, the "
+                    f"last on {history.last_other_at}); this one is under {verdict.decision_hash[:12]}")
+            verdict = dataclasses.replace(verdict, registration_changed_after=history.other_hash,
+                                          notes=(note, *verdict.notes))
+        record_decision(store, key=key, decision_hash=verdict.decision_hash, decision=verdict.decision,
+                        source=verdict.source, run_id=run_id, verdict=verdict.verdict,
+                        items=verdict.counts.items_read, result=verdict.to_dict())
+    return verdict
+
+
+def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any = None,
+         expect: float | None = None, splits: float | None = None, config: str | Path | None = None,
+         run: int | None = None, simulations: int = DEFAULT_SIMULATIONS, seed: int = 0) -> Plan:
+    """The items the registered power needs, from a pilot (`pilot`: records or a run store, as `decide` reads)
+    or from expected rates (`expect`: the candidate's win rate under the registered tie policy; `splits`: the
+    share of split pairs); the power promised is simulated again at those items. `config`: a run configuration
+    whose dry-run pricing gives the cost of the planned calls."""
+    spec, _ = load_decision(decision)
+    if (pilot is None) == (expect is None):
+        raise PlanError("give either {pilot} or an expected win rate ({expect}, with {splits}), not both",
+                        arguments=("pilot", "expect", "splits"))
+    if simulations < 100:
+        raise PlanError(f"{{simulations}} must be at least 100, got {simulations}", arguments=("simulations",))
+    pairs_per_item = 1.0
+    notes: list[str] = []
+    if pilot is not None:
+        loaded, extra = _load(pilot, run)
+        source = _select(loaded, spec, extra)
+        pairs, _ = _stream(build_pairs(source.calls), source.order)
+        scores = _scores(pairs, spec.candidate, spec.tie_policy)
+        share = scores.splits / scores.pairs if scores.pairs else None
+        design = pilot_design(scores.scores, scores.unscored, share)
+        pairs_per_item = scores.pairs / max(1, scores.n + scores.unscored)
+        notes.append(f"planned from the pilot's {scores.n + scores.unscored:,} items ({source.label}): its item "
+                     f"scores resampled, win rate {pct(design.rate)}")
+    else:
+        if splits is None:
+            raise PlanError("an expected win rate needs the expected share of split pairs too ({splits})",
+                            arguments=("splits",))
+        assert expect is not None
+        design = expected_design(expect, splits, spec.tie_policy)
+    result = plan_items(design, bar=spec.bar, alpha=spec.alpha, power=spec.power, monitoring=spec.monitoring,
+                        hypothesis=spec.hypothesis, tie_policy=str(spec.tie_policy), simulations=simulations,
+                        seed=seed, registered_items=spec.items)
+    if design.splits is not None and 1 - design.splits < spec.min_consistency:
+        notes.append(f"with {pct(design.splits)} split pairs, swap-consistency could be as low as "
+                     f"{pct(1 - design.splits)} (if every split is a flip), below the gate of "
+                     f"{pct(spec.min_consistency)}: the decision would then keep")
+    calls = None if result.items is None else math.ceil(result.items * pairs_per_item) * 2
+    result = dataclasses.replace(result, calls=calls, notes=(*result.notes, *notes))
+    return result if config is None or calls is None else _priced(result, Path(config), spec)
+
+
+def _priced(result: Plan, config: Path, spec: DecisionFile) -> Plan:
+    """The planned calls at the configured judge's prices, sync and batch, from the dry run of the configuration
+    (its average prompt over the configured pairs)."""
+    from swapjudge.config import load_config
+    from swapjudge.runner.dry_run import estimate
+
+    loaded = load_config(config)
+    with tempfile.TemporaryDirectory() as empty:  # no store: every call priced, none served from a cache
+        est = estimate(loaded, store_path=Path(empty) / "plan.db")
+    notes = list(result.notes)
+    pairs_cfg = loaded.config.pairs
+    configured = {pairs_cfg.a, pairs_cfg.b} - {None}
+    if configured and configured != {spec.candidate, spec.incumbent}:
+        notes.append(f"the run configuration compares {', '.join(sorted(str(s) for s in configured))}, not "
+                     f"{spec.candidate} and {spec.incumbent}: priced at its prompts all the same")
+    if not est.calls_to_make:
+        notes.append("the run configuration plans no judge call to price")
+        return dataclasses.replace(result, model=est.model, notes=tuple(notes))
+    assert result.calls is not None
+    per_call = None if est.cost_usd is None else est.cost_usd / est.calls_to_make
+    per_batch = None if est.batch_cost_usd is None else est.batch_cost_usd / est.calls_to_make
+    if per_call is None:
+        notes.append(f"no price is known for {est.model}: add it under `prices:` in the run configuration")
+    return dataclasses.replace(
+        result, model=est.model, cost_usd=None if per_call is None else per_call * result.calls,
+        batch_cost_usd=None if per_batch is None else per_batch * result.calls, notes=tuple(notes))
+
+
+__all__ = ["decide", "is_store", "plan"]
