@@ -4,8 +4,9 @@ in ../shared/data/llmbar.
 Selection (seeded, reproducible, no judgement involved): from each of the eight LLMBar sets below, a sample of
 round(n * 600 / 885) pairs, stratified by label (which output is better) in proportion to the set's own split; the
 `quick` suite takes 4 pairs of each set's sample (stratified by label the same way), 32 in all: few enough that the
-embedded CPU judge cards it in minutes. Item ids keep the subset and the source index (`Adversarial/GPTInst#17` is index 17 of `dataset__LLMBar__Adversarial__GPTInst.json`),
-so a published evaluator output of the same set (indexed by position) lines up with the suite's pairs.
+embedded CPU judge cards it in minutes. Item ids keep the subset and the source index (`Adversarial/GPTInst#17` is
+index 17 of `dataset__LLMBar__Adversarial__GPTInst.json`), so a published evaluator output of the same set (indexed
+by position) lines up with the suite's pairs.
 Source: github.com/princeton-nlp/LLMBar at commit 900616bff90b6c6c8e1681f7d079250637c55992, license MIT.
 
     python examples/make_card_suite.py [--shared ../shared]

@@ -3,7 +3,8 @@ Anthropic Messages wire formats (stdlib `http.server`, HTTP/1.1 keep-alive, one 
 
 It reads the prompt the way a model would: it finds the boundary code, cuts the two answers out of their
 frames and decides by a policy (`first`: always the answer in slot 1; `better`: the answer containing the
-word CORRECT; `first_marker`, with any policy: slot 1 whenever the task contains that text). It counts every request per prompt, and can inject faults per (prompt, attempt).
+word CORRECT; `first_marker`, with any policy: slot 1 whenever the task contains that text). It counts every
+request per prompt, and can inject faults per (prompt, attempt).
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ from scipy.stats import binomtest, fisher_exact
 from statsmodels.stats.multitest import multipletests
 from typer.testing import CliRunner
 
+from card_helpers import MARK, write_suite
 from judge_server import JudgeServer
 from runner_helpers import write_config
 from swapjudge.cli import app
 from swapjudge.drift.card_compare import newcombe_independent
-from test_carding import MARK, write_suite
 
 
 def cli(*args: str, ok: tuple[int, ...] = (0,)) -> Any:

@@ -15,29 +15,10 @@ import pytest
 from scipy.stats import binomtest
 from typer.testing import CliRunner
 
+from card_helpers import MARK, SUBSETS, write_suite
 from judge_server import JudgeServer
 from runner_helpers import write_config
 from swapjudge.cli import app
-
-MARK = "SLOT-ONE"
-SUBSETS = ("alpha", "beta", "gamma")
-
-
-def write_suite(directory: Path, n: int = 48) -> tuple[Path, list[dict[str, Any]]]:
-    """n items in three subsets; every fourth item's task carries the marker; the better answer (CORRECT, and
-    longer) sits under output_1 or output_2 by turns, so a slot-1 judge is right only when it sits in slot 1."""
-    rows = []
-    for i in range(n):
-        good = f"CORRECT: the answer to question {i} is {i * 7}, because " + "seven times over. " * (1 + i % 9)
-        bad = f"Perhaps {i * 7 + 1}."
-        better_first = (i // 3) % 2 == 0
-        answers = {"output_1": good, "output_2": bad} if better_first else {"output_1": bad, "output_2": good}
-        rows.append({"item": f"{SUBSETS[i % 3]}#{i}", "prompt": f"Question {i}: what is {i} times 7?"
-                     + (f" {MARK}" if i % 4 == 0 else ""), "answers": answers,
-                     "label": "output_1" if better_first else "output_2"})
-    path = directory / "suite.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path, rows
 
 
 def cli(*args: str, ok: tuple[int, ...] = (0,)) -> Any:
@@ -196,3 +177,18 @@ def test_a_config_without_pairs_and_bad_suites_are_one_line_errors(tmp_path: Pat
     assert "bad.jsonl:1" in done.stderr and "answers" in done.stderr
     est = json.loads(cli("card", str(config), "--suite", "quick", "--dry-run", "--format", "json").stdout)
     assert est["pairs"] == 32 and est["run"]["planned_calls"] == 64
+
+
+def test_the_python_api_gives_the_card_and_a_notebook_shows_it(tmp_path: Path) -> None:
+    import swapjudge as sj
+
+    suite, _ = write_suite(tmp_path, 12)
+    with JudgeServer(first_marker=MARK) as server:
+        config = {"judge": {"backend": "openai", "model": "judge-model", "base_url": server.openai_url},
+                  "store": str(tmp_path / "api.db")}
+        made = sj.card(config, suite=suite, references=False)
+    assert isinstance(made.card, sj.JudgeCard)
+    assert made.to_dict()["subsets"][0]["consistency"] == made.card.subsets[0].analysis.consistency.to_dict()
+    page, md = made._repr_html_(), made._repr_markdown_()
+    assert page is not None and "openai:judge-model" in page and "<script" not in page
+    assert md is not None and md.startswith("### swapjudge judge card")

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from swapjudge.core.display import Displayable
 from swapjudge.core.codes import Outcome
+from swapjudge.core.display import Displayable
 from swapjudge.core.pairs import MISSING, PairTable
 
 if TYPE_CHECKING:

@@ -99,7 +99,8 @@ def identical_cell(s: Mapping[str, Any]) -> str:
     if not i:
         return "n/a"
     calls = i["first"] + i["second"] + i["tie"]
-    return f"{i['first']}/{i['second']}/{i['tie']} of {calls}" + (f", {i['unparsed']} unparsed" if i["unparsed"] else "")
+    unparsed = f", {i['unparsed']} unparsed" if i["unparsed"] else ""
+    return f"{i['first']}/{i['second']}/{i['tie']} of {calls}{unparsed}"
 
 
 def length_cell(s: Mapping[str, Any]) -> str:
@@ -109,12 +110,13 @@ def length_cell(s: Mapping[str, Any]) -> str:
     p = probe["prefer_longer"]
     if p.get("value") is None:
         return "n/a"
-    return f"longer won {pct(p['value'])} ({interval(p.get('low'), p.get('high'))}) of {p.get('n')}, p {_p(p.get('p_value'))}"
+    share = f"{pct(p['value'])} ({interval(p.get('low'), p.get('high'))})"
+    return f"longer won {share} of {p.get('n')}, p {_p(p.get('p_value'))}"
 
 
 SUBSET_COLUMNS = ("subset", "pairs", "swap-consistency (95%) k/n", "gate", "flip direction",
-                  "right in both orders", "better in slot 1", "better in slot 2", "κ vs labels", "identical 1st/2nd/tie",
-                  "length")
+                  "right in both orders", "better in slot 1", "better in slot 2", "κ vs labels",
+                  "identical 1st/2nd/tie", "length")
 
 
 def subset_row(s: Mapping[str, Any]) -> tuple[str, ...]:
@@ -153,7 +155,7 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
     repeat = card.get("repeat")
     if repeat and repeat.get("stability"):
         st = repeat["stability"]
-        rows = [("same verdict when the call is repeated", _ci(st["unanimous"], "value"),
+        rows: list[tuple[str, ...]] = [("same verdict when the call is repeated", _ci(st["unanimous"], "value"),
                  f"{st['unanimous']['calls']} of {st['calls_complete']} calls"),
                 ("pair outcome unchanged", _ci(st["outcome_stable"]), f"{st['pairs_complete']} pairs")]
         out.append(table(f"Repeat stability ({repeat['pairs']} pairs judged again, same order)",
@@ -162,7 +164,7 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
                           f"{repeat.get('failed_calls', 0)} repeated call(s) failed."]))
     diffs = card.get("differences") or []
     if diffs:
-        rows = [(d["subset"], d["measure"], d["b"], f"{pct(d['rate_a'])} vs {pct(d['rate_b'])}",
+        rows = [(str(d["subset"]), str(d["measure"]), str(d["b"]), f"{pct(d['rate_a'])} vs {pct(d['rate_b'])}",
                  f"{100 * d['difference']:+.1f} pts ({interval(d['low'], d['high'])})" if d["difference"] is not None
                  else "n/a", _p(d["p_value"]), _p(d["p_holm"]), "yes" if d["differs"] else "not shown",
                  "paired, shared pairs" if d["paired"] else "independent samples")
@@ -172,10 +174,12 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
                           "differs", "how"), rows,
                          ["A difference is claimed only where the Holm-adjusted p (over every difference in this "
                           "table) is at most 0.05. Independent samples: the reference's published counts cover the "
-                          "whole set and this card a sample of it; sharing pairs makes that interval conservative."]))
+                          "whole set and this card a sample of it; the pairs they share make that interval wider than "
+                          "a paired one when the judges tend to get the same pairs right."]))
     tiers = card.get("tiers") or []
     if tiers:
-        rows = [(t["subset"], t["measure"], " | ".join(", ".join(tier) for tier in t["tiers"])) for t in tiers]
+        rows = [(str(t["subset"]), str(t["measure"]), " | ".join(", ".join(tier) for tier in t["tiers"]))
+                for t in tiers]
         out.append(table("Tiers (judges whose intervals overlap the tier's best are one tier, not a ranking)",
                          ("subset", "measure", "tiers, best first"), rows))
     own = [r for r in card.get("references") or [] if not r.get("shared_subsets")]
@@ -184,7 +188,7 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
         for r in own:
             for s in r.get("subsets") or []:
                 both, _, _ = accuracy_cells(s)
-                rows.append((r["label"], str(s["name"]), consistency_cell(s), flip_cell(s), both))
+                rows.append((str(r["label"]), str(s["name"]), consistency_cell(s), flip_cell(s), both))
         out.append(table("Reference cards on their own pairs (no pair shared with this card: not compared)",
                          ("reference", "subset", "swap-consistency (95%) k/n", "flip direction", "right in both"),
                          rows))

@@ -179,8 +179,8 @@ def _repeat_items(suite: Suite, k: int, seed: str) -> list[str]:
     return sorted(random.Random(f"repeat|{suite.digest}|{seed}").sample(items, min(k, len(items))))
 
 
-async def _probes(loaded: LoadedConfig, identical_n: int, repeat_items: Sequence[str]) -> tuple[Any, list[dict[str, Any]],
-                                                                                                  int]:
+async def _probes(loaded: LoadedConfig, identical_n: int,
+                  repeat_items: Sequence[str]) -> tuple[Any, list[dict[str, Any]], int]:
     """The identical-answer probe and the repeated calls, through one judge: each call through the runner's
     retries and rate limits, none stored (a probe measures the judge; it is not part of the run)."""
     from swapjudge.judges.registry import create_judge
@@ -265,9 +265,9 @@ class CardRun(Displayable):
     def to_dict(self) -> dict[str, Any]:
         from swapjudge.core.documents import json_document
 
-        if self.card is None:
-            return json_document({"kind": CARD_KIND, "card": None, "run": self.run.to_dict()["run"]})
-        document: dict[str, Any] = json_document(self.card.to_dict())
+        document: dict[str, Any] = json_document(
+            {"kind": CARD_KIND, "card": None, "run": self.run.to_dict()["run"]} if self.card is None
+            else self.card.to_dict())
         return document
 
 
@@ -331,8 +331,8 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
 
 def _card_notes(subsets: Sequence[SubsetCard]) -> tuple[str, ...]:
     notes = ["each subset's figures are those `swapjudge analyze` and `swapjudge agreement` print on that "
-             "subset's records; every interval says what it treats as independent (`independent` in the JSON: pairs, or "
-             "items where an item holds several pairs)"]
+             "subset's records; every interval says what it treats as independent (`independent` in the JSON: "
+             "pairs, or items where an item holds several pairs)"]
     if len(subsets) > 1:
         notes.append(f"{len(subsets)} subsets are tested separately: a flip-direction p-value below 0.05 in one of "
                      "them is one of several tests (the comparisons with reference cards are Holm-corrected)")
