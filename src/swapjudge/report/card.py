@@ -5,6 +5,7 @@ built once (`card_tables`) and laid out three ways. Only formatting: every figur
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -13,7 +14,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from swapjudge.report.probe_tables import Table, fold, table, to_rich
-from swapjudge.report.wording import interval, pct
+from swapjudge.report.wording import interval, pct, plain
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -108,9 +109,9 @@ def length_cell(s: Mapping[str, Any]) -> str:
     if not probe:
         return "n/a" if s.get("length_note") is None else "not shown"
     p = probe["prefer_longer"]
-    if p.get("value") is None:
+    if p.get("rate") is None:
         return "n/a"
-    share = f"{pct(p['value'])} ({interval(p.get('low'), p.get('high'))})"
+    share = f"{pct(p['rate'])} ({interval(p.get('low'), p.get('high'))})"
     return f"longer won {share} of {p.get('n')}, p {_p(p.get('p_value'))}"
 
 
@@ -134,7 +135,7 @@ def headline(card: Mapping[str, Any]) -> str:
     gate = o.get("gate") or {}
     both, first, second = accuracy_cells(o)
     passed = "passes" if gate.get("passed") else "fails"
-    text = (f"{card['judge']} on {card['suite'].get('pairs')} pairs of the {card['suite'].get('suite')} suite: "
+    text = (f"{card['judge']} on the {card['suite'].get('pairs')} pairs of suite \"{card['suite'].get('suite')}\": "
             f"swap-consistency {_ci(c)}, which {passed} the {pct(gate.get('min_self_consistency'), 0)} gate")
     if o.get("accuracy"):
         text += f"; right in both orders {both}; with the better answer in slot 1 {first}, in slot 2 {second}"
@@ -148,7 +149,9 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
                  ["Intervals are 95% Wilson (clustered by item where items repeat); each subset is one analysis, as "
                   "`swapjudge analyze` prints it. Flip direction: flips and half-ties toward slot 1, exact test; a "
                   "lean is named only where it rejects. Better in slot 1/2: right when the better answer sat in that "
-                  "slot. κ: order-cancelled verdict against the label."])]
+                  "slot. κ: order-cancelled verdict against the label. Length: among complete pairs whose answers "
+                  "differ by more than 100 characters, the consistent wins that went to the longer answer (a length "
+                  "preference and quality go together where the better answer is the longer one)."])]
     notes = [f"{s['name']}: {s['length_note']}" for s in subsets if s.get("length_note")]
     if notes:
         out[0] = table(out[0].title, out[0].columns, out[0].rows, [*out[0].notes, *notes])
@@ -176,12 +179,8 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
                           "table) is at most 0.05. Independent samples: the reference's published counts cover the "
                           "whole set and this card a sample of it; the pairs they share make that interval wider than "
                           "a paired one when the judges tend to get the same pairs right."]))
-    tiers = card.get("tiers") or []
-    if tiers:
-        rows = [(str(t["subset"]), str(t["measure"]), " | ".join(", ".join(tier) for tier in t["tiers"]))
-                for t in tiers]
-        out.append(table("Tiers (judges whose intervals overlap the tier's best are one tier, not a ranking)",
-                         ("subset", "measure", "tiers, best first"), rows))
+    if card.get("tiers"):
+        out.append(tier_table(card["tiers"]))
     own = [r for r in card.get("references") or [] if not r.get("shared_subsets")]
     if own:
         rows = []
@@ -199,6 +198,14 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
                      [(str(s["name"]), str(s.get("source") or "-"), str(s.get("licence") or "-"),
                        str(s.get("label_meaning") or "-")) for s in subsets]))
     return out
+
+
+def tier_table(tiers: Sequence[Mapping[str, Any]]) -> Table:
+    rows = [(str(t["subset"]), str(t["measure"]), str(n), ", ".join(members))
+            for t in tiers for n, members in enumerate(t["tiers"], start=1)]
+    return table("Tiers", ("subset", "measure", "tier", "judges"), rows,
+                 ["Per subset and measure, best estimate first: a tier is the best card not yet placed and every card "
+                  "whose interval overlaps that card's. Judges in one tier are not ranked."])
 
 
 def _value(value: Any) -> str:
@@ -234,10 +241,8 @@ def comparison_tables(doc: Mapping[str, Any]) -> list[Table]:
                            "paired, shared pairs" if d["paired"] else "independent samples") for d in diffs],
                          ["Holm over every difference in this table; a difference is claimed only where the adjusted "
                           "p is at most 0.05. Cards of different pair sets are not differenced."]))
-    tiers = doc.get("tiers") or []
-    if tiers:
-        out.append(table("Tiers", ("subset", "measure", "tiers, best first"),
-                         [(t["subset"], t["measure"], " | ".join(", ".join(x) for x in t["tiers"])) for t in tiers]))
+    if doc.get("tiers"):
+        out.append(tier_table(doc["tiers"]))
     return out
 
 
@@ -248,9 +253,10 @@ def _folded(tables: Sequence[Table], width: int | None) -> list[Table]:
 def render_text(card: Mapping[str, Any], width: int | None = None) -> RenderableType:
     """The terminal card; tables wider than `width` fold into blocks of columns."""
     parts: list[RenderableType] = [Text(headline(card), style="bold"), Text("")]
-    parts.append(to_rich(_folded(card_tables(card), width)))
+    tables = [table(t.title, t.columns, t.rows, [plain(n) for n in t.notes]) for t in card_tables(card)]
+    parts.append(to_rich(_folded(tables, width)))
     for note in card.get("notes") or []:
-        parts.append(Text(note, style="italic"))
+        parts.append(Text(plain(note), style="italic"))
     return Group(*parts)
 
 
@@ -286,10 +292,15 @@ def e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
+def prose(value: Any) -> str:
+    """A sentence for HTML: escaped, its `code` marks shown as <code>."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", e(value))
+
+
 def _html_table(t: Table) -> str:
     head = "".join(f"<th>{e(c)}</th>" for c in t.columns)
     body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in t.rows)
-    notes = "".join(f'<p class="note">{e(n)}</p>' for n in t.notes)
+    notes = "".join(f'<p class="note">{prose(n)}</p>' for n in t.notes)
     return f"<h2>{e(t.title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{notes}"
 
 
@@ -302,12 +313,12 @@ def render_html(card: Mapping[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">',
         f"<title>swapjudge judge card · {e(card['judge'])}</title><style>{CSS}</style></head><body>",
-        f"<header><h1>Judge card · {e(card['judge'])}</h1><div class=\"sub\">suite {e(card['suite'].get('suite'))} "
-        f"({e(card['suite'].get('pairs'))} pairs) · {e(protocol.get('date'))} · swapjudge "
+        f"<header><h1>Judge card · {e(card['judge'])}</h1><div class=\"sub\">suite \"{e(card['suite'].get('suite'))}\""
+        f" ({e(card['suite'].get('pairs'))} pairs) · {e(protocol.get('date'))} · swapjudge "
         f"{e(protocol.get('swapjudge_version'))}</div></header>",
         f'<div class="headline{" failed" if failed else ""}">{e(headline(card))}</div>',
         "".join(_html_table(t) for t in card_tables(card)),
-        "".join(f'<p class="note">{e(n)}</p>' for n in card.get("notes") or []),
+        "".join(f'<p class="note">{prose(n)}</p>' for n in card.get("notes") or []),
         "</body></html>\n",
     ])
 
