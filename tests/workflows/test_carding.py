@@ -192,3 +192,19 @@ def test_the_python_api_gives_the_card_and_a_notebook_shows_it(tmp_path: Path) -
     page, md = made._repr_html_(), made._repr_markdown_()
     assert page is not None and "openai:judge-model" in page and "<script" not in page
     assert md is not None and md.startswith("### swapjudge judge card")
+
+
+def test_a_batch_judge_cards_the_same_as_a_synchronous_one(made: Any, tmp_path: Path) -> None:
+    from batch_server import BatchServer
+
+    suite, _ = write_suite(tmp_path)
+    with BatchServer() as server:
+        server.judge.first_marker = MARK
+        config = write_config(tmp_path, base_url=server.openai_url, store=str(tmp_path / "batch.db"),
+                              judge={"batch": True, "batch_poll_s": 0.01})
+        card = json.loads(cli("card", str(config), "--suite", str(suite), "--format", "json", "--no-progress",
+                              "--no-references").stdout)
+        assert server.created >= 1 and sum(server.received.values()) == 2 * 48  # the run's calls, by batch
+    for batch, sync in zip(card["subsets"], made[0]["subsets"], strict=True):
+        for key in ("pairs", "outcomes", "consistency", "flip_direction", "accuracy", "identical", "per_pair"):
+            assert batch[key] == sync[key], key
