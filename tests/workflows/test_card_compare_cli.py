@@ -81,6 +81,10 @@ def test_a_quick_card_is_set_beside_the_llmbar_references_as_independent_samples
     assert (d["difference"], d["low"], d["high"]) == pytest.approx(newcombe_independent(0, 4, 97, 100))
     assert d["p_value"] == pytest.approx(fisher_exact([[0, 4], [97, 3]]).pvalue)
     assert len(card["differences"]) == 8 * 2 * 2  # eight subsets, two measures, two LLMBar judges
+    # GPT-4's published per-pair verdicts on GPTOut pair the two cards on the pairs they share
+    paired = [x for x in card["differences"] if x["paired"]]
+    assert {(x["subset"], x["b"]) for x in paired} == {("Adversarial/GPTOut", "GPT-4 Vanilla (LLMBar)")}
+    assert all(x["units_a"] == x["units_b"] == 4 for x in paired)
     shi = [r for r in card["references"] if r["source"] == "Shi et al. 2024"]
     assert len(shi) == 8 and all(r["shared_subsets"] == [] for r in shi)
     tiers = [t for t in card["tiers"] if t["subset"] == "Natural" and t["measure"] == "consistency"]

@@ -77,6 +77,14 @@ def test_the_shi_cards_reproduce_the_published_counts_and_log_lines() -> None:
     assert gpt4["repeat"]["stability"]["calls_complete"] > 0
 
 
+def test_the_published_gpt4_gptout_verdicts_line_up_with_the_suites_pairs() -> None:
+    card = next(c for c in reference_cards() if c["judge"] == "GPT-4 Vanilla")
+    gptout = next(s for s in card["subsets"] if s["name"] == "Adversarial/GPTOut")
+    labels = {r[0]: r[3] for r in gptout["per_pair"]}
+    suite = [r for r in load_suite("default").rows if r["item"].startswith("Adversarial/GPTOut#")]
+    assert len(suite) == 32 and all(labels[r["item"]] == r["label"] for r in suite)
+
+
 @pytest.mark.parametrize("judge", ["GPT-4", "ChatGPT"])
 def test_the_llmbar_cards_carry_the_published_statistics(judge: str) -> None:
     published = json.loads((SUITES / "references" / "llmbar_published.json").read_text())
@@ -97,4 +105,12 @@ def test_the_llmbar_cards_carry_the_published_statistics(judge: str) -> None:
         # (wrong) output twice, so "neither" equals "equal but not right"; a pair with an unparsed verdict breaks it
         neither = n - first - second + both
         assert neither - (equal - both) == (1 if s["name"] == "LLMEval2" else 0)
+        if s["per_pair"]:  # the published per-pair winners give the published statistics
+            rows = s["per_pair"]
+            assert len(rows) == n
+            right = [(r[4] == "first") == (r[3] == "output_1") for r in rows]  # the output_1-first call
+            right_t = [(r[5] == "second") == (r[3] == "output_1") for r in rows]  # the output_2-first call
+            assert (sum(right), sum(right_t)) == (first, second)
+            assert sum(a and b for a, b in zip(right, right_t, strict=True)) == both
+            assert sum(r[6] in ("x_wins", "y_wins") for r in rows) == equal
 

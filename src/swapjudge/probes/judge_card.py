@@ -195,6 +195,21 @@ def counts_subset(name: str, *, consistent: int, pairs: int, right_both: int | N
             "accuracy": accuracy, "per_pair": []}
 
 
+_POSITION = {("1", "x"): "first", ("2", "x"): "second", ("1", "y"): "second", ("2", "y"): "first"}
+_OUTCOME = {"11": "x_wins", "22": "y_wins", "12": "flip_first", "21": "flip_second"}
+
+
+def published_pairs(subset: str, entries: Sequence[str]) -> list[list[Any]]:
+    """Per-pair rows from LLMBar's published winners (`"L:FT"`: the label, the winner with output_1 shown first and
+    with output_2 shown first, 1 or 2 each): x = output_1, y = output_2, so the first winner is the x-first call's."""
+    rows = []
+    for index, entry in enumerate(entries):
+        label, (first, second) = entry.split(":")
+        rows.append([f"{subset}#{index}", "output_1", "output_2", f"output_{label}", _POSITION[(first, "x")],
+                     _POSITION[(second, "y")], _OUTCOME[first + second]])
+    return rows
+
+
 def llmbar_reference_cards(published: Mapping[str, Any], confidence: float = 0.95) -> list[dict[str, Any]]:
     """One reference card per LLMBar evaluator, from its published statistics files: `equal` (the same output
     chosen in both orders) is swap-consistency, `correct_both` order-controlled accuracy, `correct_False` /
@@ -214,6 +229,9 @@ def llmbar_reference_cards(published: Mapping[str, Any], confidence: float = 0.9
                                    by_order={"output_1_first": first / n, "output_2_first": second / n},
                                    confidence=confidence, info=info)
             subset["published"] = dict(stats)
+            if entry.get("per_pair"):
+                subset["per_pair"] = published_pairs(entry["subset"], entry["per_pair"]["pairs"])
+                subset["per_pair_source"] = f"{published['source']}: {entry['per_pair']['file']}"
             subsets.append(subset)
         cards.append({"kind": "reference_card", "judge": f"{judge} Vanilla", "source": "LLMBar",
                       "method": published["method"], "subsets": subsets,
