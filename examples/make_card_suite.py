@@ -2,7 +2,8 @@
 in ../shared/data/llmbar.
 
 Selection (seeded, reproducible, no judgement involved): from each of the eight LLMBar sets below, a sample of
-round(n * 600 / 885) pairs, stratified by label (which output is better) in proportion to the set's own split; the
+round(n * 600 / 885) pairs, stratified by label (which output is better) in proportion to the set's own split (less
+any pair whose two outputs are the same text: one, LLMEval2 index 57); the
 `quick` suite takes 4 pairs of each set's sample (stratified by label the same way), 32 in all: few enough that the
 embedded CPU judge cards it in minutes. Item ids keep the subset and the source index (`Adversarial/GPTInst#17` is
 index 17 of `dataset__LLMBar__Adversarial__GPTInst.json`), so a published evaluator output of the same set (indexed
@@ -68,13 +69,15 @@ def main() -> None:
         by_label: dict[int, list[int]] = {}
         for index, pair in enumerate(pairs):
             by_label.setdefault(int(pair["label"]), []).append(index)
-        chosen = stratified(rng, by_label, round(len(pairs) * DEFAULT_SIZE / total))
+        sampled = stratified(rng, by_label, round(len(pairs) * DEFAULT_SIZE / total))
+        # a pair whose two outputs are the same text (LLMEval2 index 57) has no better answer to find: left out
+        chosen = [i for i in sampled if pairs[i]["output_1"] != pairs[i]["output_2"]]
         sizes[name] = (len(pairs), len(chosen))
         sample_by_label: dict[int, list[int]] = {}
-        for index in chosen:
+        for index in sampled:
             sample_by_label.setdefault(int(pairs[index]["label"]), []).append(index)
         quick += [f"{name}#{i}" for i in stratified(random.Random(f"{SEED}|quick|{name}"), sample_by_label,
-                                                     QUICK_PER_SUBSET)]
+                                                     QUICK_PER_SUBSET) if i in chosen]
         for index in chosen:
             pair = pairs[index]
             rows.append({"item": f"{name}#{index}", "prompt": pair["input"],
