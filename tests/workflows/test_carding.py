@@ -208,3 +208,20 @@ def test_a_batch_judge_cards_the_same_as_a_synchronous_one(made: Any, tmp_path: 
     for batch, sync in zip(card["subsets"], made[0]["subsets"], strict=True):
         for key in ("pairs", "outcomes", "consistency", "flip_direction", "accuracy", "identical", "per_pair"):
             assert batch[key] == sync[key], key
+
+
+def test_a_suite_without_subsets_or_labels_is_one_subset_without_accuracy(tmp_path: Path) -> None:
+    rows = [{"item": f"q{i}", "prompt": f"Question {i}", "answers": {"v1": f"CORRECT {i}", "v2": f"no {i}"}}
+            for i in range(10)]
+    suite = tmp_path / "plain.jsonl"
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with JudgeServer() as server:
+        config = write_config(tmp_path, base_url=server.openai_url, store=str(tmp_path / "plain.db"))
+        card = json.loads(cli("card", str(config), "--suite", str(suite), "--format", "json", "--no-progress",
+                              "--no-references", "-o", str(tmp_path / "plain.md")).stdout)
+        text = cli("card", str(config), "--suite", str(suite), "--no-progress", "--no-references").stdout
+    (only,) = card["subsets"]
+    assert only["name"] == "all" and only["accuracy"] is None and only["agreement"] is None
+    assert only["consistency"]["consistent"] == 10
+    assert "n/a (no labels)" in text
+    assert (tmp_path / "plain.md").read_text().startswith("### swapjudge judge card")
