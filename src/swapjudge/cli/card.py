@@ -99,6 +99,9 @@ def card_command(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
     no_wait: Annotated[bool, typer.Option(
         "--no-wait", help="With judge.batch: submit the batches and exit; the same command collects them.")] = False,
+    retry_unparsed: Annotated[bool, typer.Option(
+        "--retry-unparsed",
+        help="Ask the judge again for the stored calls whose reply had no parsable verdict.")] = False,
 ) -> None:
     """Run the configured judge in both orders on a suite of public labelled pairs and print its judge card: per
     subset swap-consistency and the gate, flip direction, order-controlled accuracy and accuracy with the better
@@ -126,7 +129,7 @@ def card_command(
             _print_estimate(est)
         return
     made = carding.card(config, suite=suite, store=store, references=references, progress=progress,
-                        console=stderr, handle_sigint=True, batch_wait=not no_wait)
+                        console=stderr, handle_sigint=True, batch_wait=not no_wait, retry_unparsed=retry_unparsed)
     if made.card is None:
         run = made.run
         if run.interrupted:

@@ -204,7 +204,8 @@ def published_pairs(subset: str, entries: Sequence[str]) -> list[list[Any]]:
     with output_2 shown first, 1 or 2 each): x = output_1, y = output_2, so the first winner is the x-first call's."""
     rows = []
     for index, entry in enumerate(entries):
-        label, (first, second) = entry.split(":")
+        label, winners = entry.split(":")
+        first, second = winners[0], winners[1]
         rows.append([f"{subset}#{index}", "output_1", "output_2", f"output_{label}", _POSITION[(first, "x")],
                      _POSITION[(second, "y")], _OUTCOME[first + second]])
     return rows

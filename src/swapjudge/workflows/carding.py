@@ -274,7 +274,7 @@ class CardRun(Displayable):
 def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | Path = "default",
          store: str | Path | None = None, references: bool = True, progress: bool = False,
          console: Console | None = None, handle_sigint: bool = False, wait: bool = False,
-         batch_wait: bool = True) -> CardRun:
+         batch_wait: bool = True, retry_unparsed: bool = False) -> CardRun:
     """Judge the suite in both orders with the configured judge and make its card (`swapjudge card CONFIG`). Running
     it again resumes the run and reuses every stored reply; the probes' calls are made again."""
     from swapjudge import __version__
@@ -285,7 +285,7 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
     chosen = load_suite(suite)
     loaded = card_config(config, chosen, store=store)
     result = run(loaded, store=store, progress=progress, console=console, handle_sigint=handle_sigint, wait=wait,
-                 batch_wait=batch_wait)
+                 batch_wait=batch_wait, retry_unparsed=retry_unparsed)
     if result.interrupted or result.waiting:
         return CardRun(result, None)
     with Store(result.store_path) as st:
@@ -323,14 +323,21 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
     }
     made = JudgeCard(cfg.judge.judge_name, {**chosen.description, "pairs": len(chosen.rows),
                                             "sha256": chosen.digest, "suite": chosen.name},
-                     subsets, overall, repeat_check, protocol, notes=_card_notes(subsets))
+                     subsets, overall, repeat_check, protocol, notes=_card_notes(subsets, result.stats))
     if references:
         made = replace(made, comparison=compare_with_references(made.to_dict(), loaded.config.confidence))
     return CardRun(result, made)
 
 
-def _card_notes(subsets: Sequence[SubsetCard]) -> tuple[str, ...]:
-    notes = ["each subset's figures are those `swapjudge analyze` and `swapjudge agreement` print on that "
+def _card_notes(subsets: Sequence[SubsetCard], stats: Mapping[str, Any]) -> tuple[str, ...]:
+    notes = []
+    if stats.get("failed"):
+        notes.append(f"{stats['failed']} call(s) failed after retries: their pairs are incomplete, shown and left out "
+                     "of every rate; the same command retries only those")
+    if stats.get("unparsed_stored"):
+        notes.append(f"{stats['unparsed_stored']} stored call(s) have no parsable verdict: their pairs are incomplete "
+                     "(the same command with --retry-unparsed asks the judge again for exactly those)")
+    notes += ["each subset's figures are those `swapjudge analyze` and `swapjudge agreement` print on that "
              "subset's records; every interval says what it treats as independent (`independent` in the JSON: "
              "pairs, or items where an item holds several pairs)"]
     if len(subsets) > 1:
