@@ -72,7 +72,7 @@ def length_note(probe: LengthProbe | None) -> str | None:
         return "no answer texts for a length probe"
     apart = probe.prefer_longer.n + probe.prefer_longer_splits
     if apart < MIN_LENGTH_APART:
-        return (f"lengths vary too little for a length probe: {apart} complete pair(s) differ by more than "
+        return (f"no length probe: {apart} complete pair(s) have answers whose lengths differ by more than "
                 f"{probe.threshold} {probe.unit.value} (at least {MIN_LENGTH_APART} needed)")
     return None
 

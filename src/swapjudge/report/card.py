@@ -168,12 +168,11 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
     diffs = card.get("differences") or []
     if diffs:
         rows = [(str(d["subset"]), str(d["measure"]), str(d["b"]), f"{pct(d['rate_a'])} vs {pct(d['rate_b'])}",
-                 f"{100 * d['difference']:+.1f} pts ({interval(d['low'], d['high'])})" if d["difference"] is not None
-                 else "n/a", _p(d["p_value"]), _p(d["p_holm"]), "yes" if d["differs"] else "not shown",
+                 points(d), _p(d["p_value"]), _p(d["p_holm"]), "yes" if d["differs"] else "not shown",
                  "paired, shared pairs" if d["paired"] else "independent samples")
                 for d in diffs]
         out.append(table("Beside the reference cards (this card minus the reference)",
-                         ("subset", "measure", "reference", "this vs reference", "difference (95%)", "p", "p Holm",
+                         ("subset", "measure", "reference", "this vs reference", DIFFERENCE, "p", "p Holm",
                           "differs", "how"), rows,
                          ["A difference is claimed only where the Holm-adjusted p (over every difference in this "
                           "table) is at most 0.05. Independent samples: the reference's published counts cover the "
@@ -208,6 +207,18 @@ def tier_table(tiers: Sequence[Mapping[str, Any]]) -> Table:
                   "whose interval overlaps that card's. Judges in one tier are not ranked."])
 
 
+DIFFERENCE = "difference, points (95%)"
+
+
+def points(d: Mapping[str, Any]) -> str:
+    """A difference of two shares in percentage points, with its interval."""
+    if d.get("difference") is None:
+        return "n/a"
+    span = "" if d.get("low") is None or d.get("high") is None else \
+        f" ({100 * d['low']:+.1f} to {100 * d['high']:+.1f})"
+    return f"{100 * d['difference']:+.1f} pts{span}"
+
+
 def _value(value: Any) -> str:
     return "-" if value is None or value == "" else str(value)
 
@@ -232,13 +243,11 @@ def comparison_tables(doc: Mapping[str, Any]) -> list[Table]:
                                             "right in both orders", "better in slot 1", "better in slot 2"), rows))
     diffs = doc.get("differences") or []
     if diffs:
-        out.append(table("Differences (a minus b)", ("subset", "measure", "a", "b", "difference (95%)", "p", "p Holm",
-                                                     "differs", "how"),
-                         [(d["subset"], d["measure"], d["a"], d["b"],
-                           "n/a" if d["difference"] is None else
-                           f"{100 * d['difference']:+.1f} pts ({interval(d['low'], d['high'])})",
-                           _p(d["p_value"]), _p(d["p_holm"]), "yes" if d["differs"] else "not shown",
-                           "paired, shared pairs" if d["paired"] else "independent samples") for d in diffs],
+        diff_rows = [(str(d["subset"]), str(d["measure"]), str(d["a"]), str(d["b"]), points(d), _p(d["p_value"]),
+                 _p(d["p_holm"]), "yes" if d["differs"] else "not shown",
+                 "paired, shared pairs" if d["paired"] else "independent samples") for d in diffs]
+        out.append(table("Differences (a minus b)", ("subset", "measure", "a", "b", DIFFERENCE, "p", "p Holm",
+                                                     "differs", "how"), diff_rows,
                          ["Holm over every difference in this table; a difference is claimed only where the adjusted "
                           "p is at most 0.05. Cards of different pair sets are not differenced."]))
     if doc.get("tiers"):
