@@ -76,8 +76,8 @@ if TYPE_CHECKING:
     from swapjudge.probes.judge_card import JudgeCard
     from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.runner.dry_run import DryRunEstimate
-    from swapjudge.workflows.deciding import decide, plan
     from swapjudge.workflows.carding import card
+    from swapjudge.workflows.deciding import decide, plan
     from swapjudge.workflows.judging import RunResult
 
 

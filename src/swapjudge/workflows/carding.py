@@ -5,7 +5,7 @@ together, set beside the reference cards of published judges; `--compare` sets s
 Nothing is recomputed here: the judge runs through `workflows.judging.run` (both orders, the store, resume, the
 cache, any backend, batch included), each subset's records go through `analyze` and `agreement` as those commands
 read them, the length probe through `workflows.probing.length`, the identical-answer probe through the live probe
-(`workflows.probing.identical`'s code), and repeat stability through `probes.repeat` on calls made again.
+(`runner.identical_probe`), and repeat stability through `probes.repeat` on calls made again.
 """
 
 from __future__ import annotations
@@ -131,12 +131,15 @@ def _suite_pairs_path(suite: Suite, store_path: Path) -> Path:
 def _read_config(config: str | Path | Mapping[str, Any] | LoadedConfig) -> LoadedConfig:
     """The run configuration, its `pairs` optional (the suite takes its place)."""
     from swapjudge.config import LoadedConfig, PairsConfig, parse_config
+    from swapjudge.runner.backend import check_judge_options
 
     if isinstance(config, LoadedConfig):
         return config
     placeholder = {"path": "(the suite)"}
     if isinstance(config, Mapping):
-        return parse_config({**dict(config), "pairs": placeholder}, source=Path.cwd() / "(configuration)")
+        loaded = parse_config({**dict(config), "pairs": placeholder}, source=Path.cwd() / "(configuration)")
+        check_judge_options(loaded)
+        return loaded
     import yaml
 
     source = Path(config)
@@ -154,6 +157,7 @@ def _read_config(config: str | Path | Mapping[str, Any] | LoadedConfig) -> Loade
         raise ConfigError(f"{source}: the configuration must be a mapping of keys to values")
     loaded = parse_config({**data, "pairs": placeholder}, source=source)
     assert isinstance(loaded.config.pairs, PairsConfig)
+    check_judge_options(loaded)
     return loaded
 
 
@@ -182,29 +186,29 @@ def _repeat_items(suite: Suite, k: int, seed: str) -> list[str]:
 async def _probes(loaded: LoadedConfig, identical_n: int,
                   repeat_items: Sequence[str]) -> tuple[Any, list[dict[str, Any]], int]:
     """The identical-answer probe and the repeated calls, through one judge: each call through the runner's
-    retries and rate limits, none stored (a probe measures the judge; it is not part of the run)."""
-    from swapjudge.judges.registry import create_judge
-    from swapjudge.probes.identical_live import run_identical_async
-    from swapjudge.runner.execute import call_with_retries, resolved_judge_config
+    retry policy and rate limiter, none stored (a probe measures the judge; it is not part of the run)."""
+    from swapjudge.runner.backend import open_judge
+    from swapjudge.runner.identical_probe import run_identical_async
     from swapjudge.runner.plan import estimated_tokens, expected_output_tokens
     from swapjudge.runner.ratelimit import RateLimiter
+    from swapjudge.runner.retry import Pacing, RetryPolicy, call_with_retries
     from swapjudge.runner.session import prepare
 
-    judge = create_judge(resolved_judge_config(loaded))
+    judge = open_judge(loaded)
     jc = loaded.config.judge
     try:
         identical = await run_identical_async(loaded, sample=identical_n, seed=loaded.config.seed, judge=judge)
         _, plan = prepare(loaded)
         wanted = set(repeat_items)
         calls = [c for c in plan.calls if c.item in wanted and not c.identical]
-        limiter = RateLimiter(jc.requests_per_minute, jc.tokens_per_minute)
+        pacing = Pacing(RateLimiter(jc.requests_per_minute, jc.tokens_per_minute))
+        policy = RetryPolicy.of(jc)
         gate = asyncio.Semaphore(max(1, jc.max_concurrency))
 
         async def again(call: Any) -> dict[str, Any]:
             async with gate:
                 reply, error, _ = await call_with_retries(
-                    judge, call.request, timeout_s=jc.timeout_s, max_retries=jc.max_retries, backoff_s=jc.backoff_s,
-                    max_backoff_s=jc.max_backoff_s, limiter=limiter,
+                    lambda: judge.judge(call.request), policy, pacing,
                     est_tokens=estimated_tokens(call.request, expected_output_tokens(call.request)))
             return {"judge": jc.judge_name, "round": 1, "item": call.item, "first": call.first,
                     "second": call.second, "verdict": reply.verdict if reply else None,
@@ -278,9 +282,8 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
     """Judge the suite in both orders with the configured judge and make its card (`swapjudge card CONFIG`). Running
     it again resumes the run and reuses every stored reply; the probes' calls are made again."""
     from swapjudge import __version__
-    from swapjudge.store import Store
     from swapjudge.store.analysis import run_records
-    from swapjudge.workflows.judging import run
+    from swapjudge.workflows.judging import open_store, run
 
     chosen = load_suite(suite)
     loaded = card_config(config, chosen, store=store)
@@ -288,7 +291,7 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
                  batch_wait=batch_wait, retry_unparsed=retry_unparsed)
     if result.interrupted or result.waiting:
         return CardRun(result, None)
-    with Store(result.store_path) as st:
+    with open_store(result.store_path) as st:
         records = [{k: r[k] for k in CORE_FIELDS if k in r} for r in run_records(st, result.run_id)
                    if r.get("source") != "inferred"]
         info = st.run(result.run_id)
@@ -493,8 +496,8 @@ def card_dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite
     """What `swapjudge card` would call and cost, calling nothing (the suite's pairs file is written beside the
     store, as the run would)."""
     from swapjudge.core.pairs_file import load_pairs
-    from swapjudge.judges.registry import supports_structured
-    from swapjudge.probes.identical_live import plan_self_pairs
+    from swapjudge.runner.backend import structured_output
+    from swapjudge.runner.identical_probe import plan_self_pairs
     from swapjudge.runner.plan import CHARS_PER_TOKEN, expected_output_tokens
     from swapjudge.runner.pricing import call_cost, price_for
     from swapjudge.runner.session import prepare
@@ -505,7 +508,7 @@ def card_dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite
     estimate = dry_run(loaded, store=store)
     cfg = loaded.config
     identical_n, repeat_n = probe_sizes(len(chosen.rows))
-    structured = cfg.judge.structured_output and supports_structured(cfg.judge.backend)
+    structured = structured_output(cfg.judge)
     requests = [c.request for c in plan_self_pairs(loaded, load_pairs(loaded.pairs_path), sample=identical_n,
                                                    seed=cfg.seed, structured=structured)]
     wanted = set(_repeat_items(chosen, repeat_n, cfg.seed))
