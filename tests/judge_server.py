@@ -3,7 +3,8 @@ Anthropic Messages wire formats (stdlib `http.server`, HTTP/1.1 keep-alive, one 
 
 It reads the prompt the way a model would: it finds the boundary code, cuts the two answers out of their
 frames and decides by a policy (`first`: always the answer in slot 1; `better`: the answer containing the
-word CORRECT). It counts every request per prompt, and can inject faults per (prompt, attempt).
+word CORRECT; `first_marker`, with any policy: slot 1 whenever the task contains that text). It counts every
+request per prompt, and can inject faults per (prompt, attempt).
 """
 
 from __future__ import annotations
@@ -83,8 +84,10 @@ class JudgeServer(LocalServer):
         delay_s: float = 0.0,
         faults: Callable[[str, int], Fault | None] | None = None,
         logprobs: bool = True,
+        first_marker: str | None = None,
     ) -> None:
         self.policy = policy
+        self.first_marker = first_marker
         self.delay_s = delay_s
         self.faults = faults
         self.logprobs = logprobs
@@ -154,6 +157,8 @@ class JudgeServer(LocalServer):
     # ---- the judge ----------------------------------------------------------------------------------------
 
     def decide(self, user: str, allow_tie: bool) -> str:
+        if self.first_marker is not None and self.first_marker in (frame_text(user, "task") or ""):
+            return "A"
         if self.policy == "first":
             return "A"
         if self.policy == "second":

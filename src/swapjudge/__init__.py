@@ -1,7 +1,7 @@
 """swapjudge: pairwise LLM-as-judge evaluation that judges every pair in both orders and reports honestly.
 
-The documented API is `__all__`: `analyze`, `load_records`, `run`, `dry_run`, `rank`, `calculate`, `plan`, `decide`
-and the result types. Everything else lives in subpackages whose names say what they are (see
+The documented API is `__all__`: `analyze`, `load_records`, `run`, `dry_run`, `rank`, `calculate`, `plan`, `decide`,
+`card` and the result types. Everything else lives in subpackages whose names say what they are (see
 docs/architecture.md). Names load on first use, so `import swapjudge` stays fast.
 """
 
@@ -24,6 +24,8 @@ _LAZY = {
     "plan": "swapjudge.workflows.deciding",
     "Verdict": "swapjudge.decision.verdict",
     "Plan": "swapjudge.decision.power",
+    "card": "swapjudge.workflows.carding",
+    "JudgeCard": "swapjudge.probes.judge_card",
     "Analyses": "swapjudge.core.analysis",
     "RunResult": "swapjudge.workflows.judging",
     "JudgeAnalysis": "swapjudge.core.analysis",
@@ -42,6 +44,7 @@ __all__ = [
     "DryRunEstimate",
     "InputError",
     "JudgeAnalysis",
+    "JudgeCard",
     "Plan",
     "Ranking",
     "RecordSet",
@@ -52,6 +55,7 @@ __all__ = [
     "__version__",
     "analyze",
     "calculate",
+    "card",
     "decide",
     "dry_run",
     "load_records",
@@ -69,8 +73,10 @@ if TYPE_CHECKING:
     from swapjudge.decision.power import Plan
     from swapjudge.decision.verdict import Verdict
     from swapjudge.errors import InputError, SwapjudgeError
+    from swapjudge.probes.judge_card import JudgeCard
     from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.workflows.carding import card
     from swapjudge.workflows.deciding import decide, plan
     from swapjudge.workflows.judging import RunResult
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 # Each module registers its commands on import; the order here is the order of `swapjudge --help`.
-from swapjudge.cli import analyze, run, decide, rank, calibrate, report, review, importers, probes, history, models  # noqa: F401  # isort: skip
+from swapjudge.cli import analyze, run, card, decide, rank, calibrate  # noqa: F401  # isort: skip
+from swapjudge.cli import report, review, importers, probes, history, models  # noqa: F401  # isort: skip
 from swapjudge.cli.app import app
 
 

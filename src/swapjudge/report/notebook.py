@@ -105,3 +105,46 @@ register_display("swapjudge.decision.verdict.Verdict", html=decision_report.rend
                  markdown=decision_report.render_markdown)
 register_display("swapjudge.decision.power.Plan", html=decision_report.render_plan_html,
                  markdown=decision_report.render_plan_markdown)
+
+
+def card_html(doc: dict[str, Any]) -> str:
+    from swapjudge.report.card import render_text
+
+    failed = not ((doc.get("overall") or {}).get("gate") or {}).get("passed", True)
+    banner = gate_banner(str(doc.get("judge")), not failed, "below the self-consistency gate on the whole suite")
+    return "<div class=\"swapjudge\">" + banner + rich_html(render_text(doc, HTML_WIDTH)) + "</div>"
+
+
+def card_markdown(doc: dict[str, Any]) -> str:
+    from swapjudge.report.card import render_markdown
+
+    return render_markdown(doc)
+
+
+def card_set_html(doc: dict[str, Any]) -> str:
+    from swapjudge.report.card import render_comparison_text
+
+    return "<div class=\"swapjudge\">" + rich_html(render_comparison_text(doc, HTML_WIDTH)) + "</div>"
+
+
+def card_set_markdown(doc: dict[str, Any]) -> str:
+    from swapjudge.report.card import render_comparison_markdown
+
+    return render_comparison_markdown(doc)
+
+
+def _card_run_html(result: Any) -> str:
+    if result.card is None:
+        return f"<p>{html.escape(_run_head(result.run))}: the card waits for the run's remaining calls</p>"
+    return card_html(result.card.to_dict())
+
+
+def _card_run_markdown(result: Any) -> str:
+    return _run_head(result.run) + ": waiting" if result.card is None else card_markdown(result.card.to_dict())
+
+
+register_display("swapjudge.probes.judge_card.JudgeCard", html=lambda c: card_html(c.to_dict()),
+                 markdown=lambda c: card_markdown(c.to_dict()))
+register_display("swapjudge.workflows.carding.CardRun", html=_card_run_html, markdown=_card_run_markdown)
+register_display("swapjudge.workflows.carding.CardSet", html=lambda s: card_set_html(s.to_dict()),
+                 markdown=lambda s: card_set_markdown(s.to_dict()))
