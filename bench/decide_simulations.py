@@ -21,8 +21,8 @@ from swapjudge.decision.power import (
     simulated_power_fixed,
     simulated_power_sequential,
 )
-from swapjudge.workflows.deciding import plan
 from swapjudge.decision.simulate import fixed_false_ship, monitoring_false_ship, null_design
+from swapjudge.workflows.deciding import plan
 
 
 def main() -> None:
