@@ -18,7 +18,7 @@ from swapjudge.core.records import load_records
 from swapjudge.core.stats import mean_interval, proportion_interval
 
 sys.path.insert(0, str(ROOT / "bench"))
-from graded_coverage import Judge, coverage, truths  # noqa: E402
+from graded_coverage import Judge, coverage, truths
 
 # the five levels as (verdict, strength), in slot terms
 LEVEL = {"A>>B": ("first", 2), "A>B": ("first", 1), "A=B": ("tie", None), "B>A": ("second", 1),
@@ -82,7 +82,7 @@ def independent(pairs: list[tuple[str, str, str, str, str]], a: str, b: str) -> 
         item.append(it.split(":")[0])
         if la == lb and la != "A=B":
             flips["strong" if ">>" in la else "weak"] += 1
-        elif la != lb and la != "A=B" and lb != "A=B" and la[0] == lb[0] and la.replace(">>", ">") == lb.replace(">>", ">"):
+        elif la != lb and "A=B" not in (la, lb) and la.replace(">>", ">") == lb.replace(">>", ">"):
             flips["mixed"] += 1
     return {"agree": np.array(agree, dtype=float), "score": np.array(score), "item": np.array(item),
             "flips": flips}

@@ -49,10 +49,7 @@ def reference_battles(path: Path, baseline_default: str | None = None,
             side, weight = LABELS[label]
             # game 1: baseline in A, model in B; game 2: swapped
             a_is_base = number == 0
-            if side == "tie":
-                winner = "tie"
-            else:
-                winner = "model_a" if (side == "A") == a_is_base else "model_b"
+            winner = "tie" if side == "tie" else ("model_a" if (side == "A") == a_is_base else "model_b")
             rows += [{"model_a": base, "model_b": row["model"], "winner": winner}] * weight
     return pd.DataFrame(rows)
 

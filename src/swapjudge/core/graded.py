@@ -35,10 +35,10 @@ ARENA_HARD_WEIGHT = 3  # arena-hard-auto's show_result: a strong verdict is this
 GRADED_DEFINITION = ("each call's score for the system (much better 1, slightly better 0.75, tie 0.5, slightly "
                      "worse 0.25, much worse 0) averaged over the pair's two orders; the interval treats each item "
                      "(its pairs) as one unit")
-ARENA_HARD_CONVENTION = ("arena-hard-auto's convention: every call is its own battle, a 'much better' verdict counts "
-                         "as 3 battles, a tie as half a win, the two orders never reconciled; the interval treats every "
-                         "battle as independent (as its bootstrap over battles does), so it is narrower than the data "
-                         "support")
+ARENA_HARD_CONVENTION = ("arena-hard-auto's convention: every call is its own battle, a 'much better' verdict "
+                         "counts as 3 battles, a tie as half a win, the two orders never reconciled; the interval "
+                         "treats every battle as independent (as its bootstrap over battles does), so it is narrower "
+                         "than the data support")
 
 
 def levels(verdicts: np.ndarray, strengths: np.ndarray) -> np.ndarray:

@@ -83,7 +83,8 @@ def _graded_instructions(*, allow_tie: bool, chain_of_thought: bool, structured:
                     f"{meanings}. Write the reason first, then the verdict.")
         return (f'Reply with a JSON object and nothing else: {{"verdict": {levels}, "reason": "<one short '
                 f'sentence>"}}, the verdict being {meanings}.')
-    verdict_line = f"`{VERDICT_PREFIX}` followed by {meanings} (for example `{VERDICT_PREFIX}{SLOT_LABELS[0]}>{SLOT_LABELS[1]}`)"
+    example = f"{VERDICT_PREFIX}{SLOT_LABELS[0]}>{SLOT_LABELS[1]}"
+    verdict_line = f"`{VERDICT_PREFIX}` followed by {meanings} (for example `{example}`)"
     if chain_of_thought:
         return ("First explain your reasoning briefly (a few sentences). Then end your reply with one final "
                 f"line, with nothing after it: {verdict_line}.")
@@ -218,7 +219,8 @@ def render_user(task: str, first: str, second: str, *, allow_tie: bool, code: st
 
 def _hashed(system: str, user: str, structured: bool, allow_tie: bool, graded: bool) -> str:
     # a graded prompt says so in its hash; an ungraded one hashes exactly as before graded verdicts existed
-    parts = [PROMPT_VERSION, system, user, structured, allow_tie, SLOT_LABELS, TIE_LABEL, *(["graded"] if graded else [])]
+    parts = [PROMPT_VERSION, system, user, structured, allow_tie, SLOT_LABELS, TIE_LABEL,
+             *(["graded"] if graded else [])]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 

@@ -12,10 +12,11 @@ What arena-hard-auto v0.1's `show_result.py` computes (lmarena/arena-hard-auto; 
   to one decimal after rounding to two.
 
 The fit here maximises the same likelihood (ties as half wins, no penalty) with the baseline's strength fixed
-at 0, which removes the free common shift and makes the maximum unique, by Newton's method to rounding. In arena-hard's design every battle is against the baseline, and then each model's score is
-exactly its battles' mean score; v2's `show_result.py` (without style control) reports that mean directly
-(as the centre of 100 unseeded bootstrap means) and keeps only questions with both games usable:
-`complete_pairs_only=True` does the same.
+at 0, which removes the free common shift and makes the maximum unique, by Newton's method to rounding. In
+arena-hard's design every battle is against the baseline, and then each model's score is exactly its battles'
+mean score; v2's `show_result.py` (without style control) reports that mean directly (as the centre of 100
+unseeded bootstrap means) and keeps only questions with both games usable: `complete_pairs_only=True` does the
+same.
 """
 
 from __future__ import annotations
