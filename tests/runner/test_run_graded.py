@@ -14,6 +14,7 @@ from judge_server import JudgeServer
 from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.config import load_config
 from swapjudge.core.analysis import analyze
+from swapjudge.runner.provenance import run_provenance
 from swapjudge.runner.session import run
 from swapjudge.store import Store
 from swapjudge.store.analysis import run_record_set
@@ -99,7 +100,8 @@ def test_a_plain_scale_changes_no_hash(tmp_path: Path) -> None:
                                       judge={"verdict_scale": "graded"}))
     assert (plain.config_hash, plain.judge_hash) == (spelled.config_hash, spelled.judge_hash)
     assert plain.judge_hash != graded.judge_hash
-    assert plain.provenance(structured=True)["template_hash"] != graded.provenance(structured=True)["template_hash"]
+    template = [run_provenance(c.normalised(), structured=True)["template_hash"] for c in (plain, graded)]
+    assert template[0] != template[1]
 
 
 def test_an_unknown_scale_is_a_config_error(tmp_path: Path) -> None:
