@@ -3,8 +3,10 @@ Anthropic Messages wire formats (stdlib `http.server`, HTTP/1.1 keep-alive, one 
 
 It reads the prompt the way a model would: it finds the boundary code, cuts the two answers out of their
 frames and decides by a policy (`first`: always the answer in slot 1; `better`: the answer containing the
-word CORRECT; `first_marker`, with any policy: slot 1 whenever the task contains that text). It counts every
-request per prompt, and can inject faults per (prompt, attempt).
+word CORRECT; `first_marker`, with any policy: slot 1 whenever the task contains that text). When the system
+prompt asks for a graded verdict (A>>B ... B>>A) it answers one: "much better" when the losing answer contains
+WRONG (and always under `first`/`second`), "slightly" otherwise, A=B for a tie. It counts every request per
+prompt, and can inject faults per (prompt, attempt).
 """
 
 from __future__ import annotations
@@ -173,6 +175,17 @@ class JudgeServer(LocalServer):
             return "tie" if allow_tie else "A"
         return "A" if a_good else "B"
 
+    def graded_label(self, user: str, label: str) -> str:
+        """The graded form of a slot label: much better when the other answer contains WRONG (always under the
+        `first`/`second` policies), slightly otherwise."""
+        if label not in ("A", "B"):
+            return "A=B" if label == "tie" else label
+        answers = frame_answers(user)
+        loser = None if answers is None else answers[1 if label == "A" else 0]
+        strong = self.policy in ("first", "second") or (loser is not None and "WRONG" in loser)
+        other = "B" if label == "A" else "A"
+        return f"{label}{'>>' if strong else '>'}{other}"
+
     def handle(self, path: str, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
         anthropic = path.endswith("/messages")
         messages = body["messages"]
@@ -213,6 +226,10 @@ class JudgeServer(LocalServer):
         system = body["system"][0]["text"] if anthropic else messages[0]["content"]
         allow_tie = "or tie" in system or '"tie"' in system
         label = self.decide(first_user, allow_tie)
+        graded = ">>" in system  # the prompt asks for A>>B ... B>>A
+        key_name = "verdict" if graded else "winner"
+        if graded:
+            label = self.graded_label(first_user, label)
         structured = ("response_format" in body or "tools" in body) and not followup
         garbage = fault in ("garbage", "garbage_always") or (
             followup and self.faults is not None and self.faults(first_user, 0) == "garbage_always"
@@ -222,7 +239,7 @@ class JudgeServer(LocalServer):
         elif followup:
             text = label
         elif structured:
-            text = json.dumps({"winner": label, "reason": "picked"})
+            text = json.dumps({key_name: label, "reason": "picked"})
         else:
             text = f"Verdict: {label}"
         usage_in = (len(system) + len(first_user)) // 4
@@ -234,7 +251,7 @@ class JudgeServer(LocalServer):
                         "type": "tool_use",
                         "id": "toolu_1",
                         "name": body["tools"][0]["name"],
-                        "input": {"winner": label, "reason": "picked"},
+                        "input": {key_name: label, "reason": "picked"},
                     }
                 ]
             else:

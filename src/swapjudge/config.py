@@ -94,6 +94,9 @@ class JudgeConfig(BaseModel):
     batch_fallback: Literal["batch", "sync"] = "batch"
     batch_dir: str | None = None
     batch_poll_s: float = Field(default=30.0, gt=0)
+    # `graded`: ask for a five-level verdict (A>>B, A>B, A=B, B>A, B>>A; four under forced choice) and keep its
+    # strength with each call; `plain`: the slot (or tie) only
+    verdict_scale: Literal["plain", "graded"] = "plain"
 
     @field_validator("base_url")
     @classmethod
@@ -124,6 +127,8 @@ class JudgeConfig(BaseModel):
     def identity(self) -> dict[str, Any]:
         """The settings that decide what the judge answers (the cache key's judge part)."""
         data = self.model_dump(mode="json")
+        if data.get("verdict_scale") == "plain":
+            data.pop("verdict_scale")  # absent unless graded: judge hashes (and caches) stay as they were
         return {k: v for k, v in sorted(data.items()) if k not in RUNTIME_ONLY_JUDGE_KEYS}
 
 
@@ -280,6 +285,8 @@ class LoadedConfig:
             data.pop("adaptive_swap", None)
         if data["judge"].get("max_retry_after_s") == DEFAULT_MAX_RETRY_AFTER_S:
             data["judge"].pop("max_retry_after_s")  # absent unless set: configurations hash as they always did
+        if data["judge"].get("verdict_scale") == "plain":
+            data["judge"].pop("verdict_scale")  # absent unless graded: configurations hash as they always did
         if data["pairs"].get("releases") is None:
             data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         return data

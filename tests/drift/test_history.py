@@ -87,7 +87,7 @@ def test_store_schema_1_is_migrated_with_provenance(tmp_path: Path) -> None:
     # no rubric configured: the built-in one was in effect
     assert second.rubric_text is not None and second.rubric_text.startswith("Decide which")
     con = sqlite3.connect(db)
-    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == SCHEMA_VERSION == "3"
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == SCHEMA_VERSION == "4"
     cols = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
     con.close()
     assert set(PROVENANCE_COLUMNS) <= cols

@@ -97,8 +97,8 @@ def test_arena_hard_keeps_strength_and_reports_nulls_and_missing_games() -> None
         ("u7", base, x): None, ("u7", x, base): "first",
     }
     strength = {(r["item"], r["game"]): (r["strength"], r["score"]) for r in res.records}
-    assert strength[("u1", 1)] == ("strong", "A>>B")
-    assert strength[("u1", 2)] == ("slight", "B>A")
+    assert strength[("u1", 1)] == (2, "A>>B")
+    assert strength[("u1", 2)] == (1, "B>A")
     assert strength[("u2", 1)] == (None, "A=B")
     assert res.records[0]["raw"] == "My final verdict is: [[A>>B]]"
     assert res.records[0]["category"] == "hard_prompt"
@@ -113,10 +113,10 @@ def test_arena_hard_keeps_strength_and_reports_nulls_and_missing_games() -> None
 
 
 @pytest.mark.parametrize(("label", "expected"), [
-    ("A>>B", ("first", "strong")), ("A>B", ("first", "slight")), ("A=B", ("tie", None)),
-    ("B>A", ("second", "slight")), ("B>>A", ("second", "strong")), ("A<B", ("second", "slight")),
-    ("A<<B", ("second", "strong")), ("B<A", ("first", "slight")), ("B<<A", ("first", "strong")),
-    ("B=A", ("tie", None)), ("[[A>B]]", ("first", "slight")), (" a>b ", ("first", "slight")),
+    ("A>>B", ("first", 2)), ("A>B", ("first", 1)), ("A=B", ("tie", None)),
+    ("B>A", ("second", 1)), ("B>>A", ("second", 2)), ("A<B", ("second", 1)),
+    ("A<<B", ("second", 2)), ("B<A", ("first", 1)), ("B<<A", ("first", 2)),
+    ("B=A", ("tie", None)), ("[[A>B]]", ("first", 1)), (" a>b ", ("first", 1)),
     (None, None), ("A>A", None), ("A?B", None), ("", None),
 ])
 def test_arena_labels(label: Any, expected: Any) -> None:
@@ -136,6 +136,9 @@ def test_judgebench_decisions_are_read_in_each_calls_own_frame() -> None:
     }
     labels = {r["item"]: r["label"] for r in res.records}
     assert labels == {"p1": a, "p2": b, "p3": a, "p4": b, "p5": a, "p6": None}
+    # JudgeBench's arena-hard prompt answers on the graded scale: one `>` is slightly better, a tie has none
+    assert {(r["item"], r["game"]): r["strength"] for r in res.records if r["item"] in ("p1", "p3")} == {
+        ("p1", 1): 1, ("p1", 2): 1, ("p3", 1): None, ("p3", 2): None}
     assert {r["judge"] for r in res.records} == {"arena_hard/gpt-4o-mini"}
     assert awkward(res) == sorted([("3", "null_verdict"), ("4", "null_verdict"), ("5", "game_missing"),
                             ("6", "warning")])

@@ -40,8 +40,12 @@ def test_the_replay_backend_answers_from_the_records_the_runner_read(tmp_path: P
         replay_verdicts(records, None)
     with pytest.raises(ConfigError, match="no records of judge 'j3'"):
         replay_verdicts(records, "j3")
-    assert replay_verdicts(records, "j2") == {(0, "q1", "a", "b"): ("second", "j2 says second"),
-                                               (0, "q1", "b", "a"): ("second", "j2 says second")}
+    # (verdict, raw, strength): these records carry no strength
+    assert replay_verdicts(records, "j2") == {(0, "q1", "a", "b"): ("second", "j2 says second", None),
+                                               (0, "q1", "b", "a"): ("second", "j2 says second", None)}
+    graded = write_jsonl(tmp_path / "graded.jsonl", [{**r, "strength": 2 if r["verdict"] != "tie" else None}
+                                                     for r in rows if r["judge"] == "j1"])
+    assert replay_verdicts(graded, None)[(0, "q1", "a", "b")] == ("first", "j1 says first", 2)
     write_pairs(tmp_path, 1)
     cfg = write_config(tmp_path, backend="replay", base_url="http://127.0.0.1:9/v1",
                        judge={"path": "judge.jsonl", "replay_judge": "j1", "model": None})

@@ -280,7 +280,7 @@ def test_a_schema_2_store_gains_the_batch_tables(tmp_path: Path) -> None:
     with Store(db) as st:
         assert st.submissions() == []
     con = sqlite3.connect(db)
-    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == SCHEMA_VERSION == "3"
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == SCHEMA_VERSION == "4"
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"batch_submissions", "batch_requests"} <= tables
 

@@ -144,7 +144,7 @@ def test_provenance_is_filled_by_the_opener_that_can_compute_it(tmp_path: Path) 
         (bare,) = st.runs()
     assert bare.rubric_hash is None and bare.tie_policy is None and bare.config["tie_policy"] == "exclude"
     con = sqlite3.connect(db)
-    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
     con.close()
     seen: list[dict[str, object]] = []
 

@@ -20,7 +20,9 @@ def rank(
     model: Annotated[Model, typer.Option("--model", help="Tie model fitted.")] = Model.rao_kupper,
     outcome: Annotated[OutcomeSource, typer.Option(
         "--outcome", help="swap: one order-cancelled outcome per pair (a split is a tie); calls: every call "
-                          "as its own battle (arena-hard-auto style, for comparison).")] = OutcomeSource.swap,
+                          "as its own battle (arena-hard-auto style, for comparison); graded (records with "
+                          "strength): each pair's graded score s, both orders averaged, as s of a win and 1 - s "
+                          "of a loss, fitted by plain Bradley-Terry (--model is not used).")] = OutcomeSource.swap,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=0,
                                            help="Bootstrap rounds over items (0: no intervals).")]
     = DEFAULT_ROUNDS,

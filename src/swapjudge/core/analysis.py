@@ -20,6 +20,14 @@ from swapjudge.core.calculator import Calculation as Calculation  # re-exported:
 from swapjudge.core.calculator import calculate as calculate
 from swapjudge.core.debias import Debiased, debias
 from swapjudge.core.display import Displayable
+from swapjudge.core.graded import (
+    GradedSwap,
+    arena_hard_interval,
+    graded_cross_table,
+    graded_scores,
+    graded_swap,
+    levels,
+)
 from swapjudge.core.identical import IdenticalProbe, identical_probe
 from swapjudge.core.pairs import (
     FIRST,
@@ -36,6 +44,7 @@ from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     Decision,
     Gate,
+    Rate,
     TiePolicy,
     WinRate,
     decision,
@@ -53,7 +62,7 @@ from swapjudge.core.records import (
     select_judges,
     skipped_swaps,
 )
-from swapjudge.core.stats import holm
+from swapjudge.core.stats import holm, mean_interval
 from swapjudge.core.swap import (
     Consistency,
     CrossTable,
@@ -94,6 +103,7 @@ class JudgeAnalysis(Displayable):
     notes: tuple[str, ...] = field(default_factory=tuple)
     design: str = "both_orders"  # both_orders | single_order | random_order | adaptive: how the pairs were judged
     debiased: Debiased | None = None  # verdicts from the judge's probabilities in both orders (a mitigation)
+    graded: GradedSwap | None = None  # the five-level analysis, when the records carry strength
 
     @property
     def withheld(self) -> bool:
@@ -134,6 +144,7 @@ class JudgeAnalysis(Displayable):
         out["accuracy"] = self.accuracy.to_dict() if self.accuracy else None
         out["identical"] = self.identical.to_dict() if self.identical else None
         out["debiased"] = self.debiased.to_dict() if self.debiased else None
+        out["graded"] = self.graded.to_dict() if self.graded else None
         out["notes"] = list(self.notes)
         return out
 
@@ -294,9 +305,17 @@ def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | No
     verdicts = verdict_split(pair_calls.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy(), confidence)
     gate_result = gate(cons.rate if cons else None, min_consistency, cons.low if cons else None,
                        cons.high if cons else None)
+    graded_levels = _levels(pairs)
     result: dict[str, Any] = {}
     if chosen:
-        result.update(_compare(pairs, chosen, policy, confidence, cons))
+        result.update(_compare(pairs, chosen, policy, confidence, cons, graded_levels))
+    if graded_levels is not None and not single:
+        lx, ly = graded_levels
+        cross = None
+        if chosen:
+            la, lb = (lx, ly) if chosen[0] < chosen[1] else (ly, lx)
+            cross = graded_cross_table(chosen[0], chosen[1], la, lb)
+        result["graded"] = graded_swap(outcome, lx, ly, items, confidence, cross)
     x = pairs.frame.get_column("x").to_numpy()
     y = pairs.frame.get_column("y").to_numpy()
     labels = pairs.frame.get_column("label").to_numpy()
@@ -322,8 +341,19 @@ def _design(pairs: PairTable) -> str:
     return "random_order" if shown.group_by("x", "y").len().get_column("len").max() == 2 else "single_order"
 
 
+def _levels(pairs: PairTable) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each pair's two graded levels (x in slot 1, y in slot 1; core.graded), when the records carry strength."""
+    frame = pairs.frame
+    if "sx" not in frame.columns or (frame.get_column("sx").null_count() == frame.height
+                                     and frame.get_column("sy").null_count() == frame.height):
+        return None
+    sx = frame.get_column("sx").fill_null(0).to_numpy()
+    sy = frame.get_column("sy").fill_null(0).to_numpy()
+    return levels(pairs.vx, sx), levels(pairs.vy, sy)
+
+
 def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confidence: float,
-             cons: Consistency | None) -> dict[str, Any]:
+             cons: Consistency | None, graded_levels: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """Win rate of a against b, the cross-table oriented to a, and the order-could-decide check."""
     a, b = chosen
     a_is_x = a < b
@@ -342,6 +372,14 @@ def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confi
                 np.concatenate([all_items[used_a], all_items[used_b]]))
     rate = win_rate_over_pairs(a, b, result, items=all_items[complete], per_call=per_call, policy=policy,
                                confidence=confidence)
+    if graded_levels is not None:
+        la, lb = graded_levels if a_is_x else graded_levels[::-1]
+        scores = graded_scores(la, lb)
+        graded = ~np.isnan(scores)
+        battles, n_battles = arena_hard_interval(la, lb, confidence)
+        rate = dataclasses.replace(
+            rate, graded=Rate.of(mean_interval(scores[graded], confidence, all_items[graded])),
+            graded_pairs=int(graded.sum()), arena_hard=Rate.of(battles), arena_hard_battles=n_battles)
     return {
         "pair": chosen,
         "cross_table": cross_table(a, b, va, vb),

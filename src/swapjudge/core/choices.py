@@ -51,7 +51,8 @@ class IntervalMethod(enum.StrEnum):
 
 
 class OutcomeSource(enum.StrEnum):
-    """What a battle is: one order-cancelled outcome per pair, or every call on its own."""
+    """What a battle is: one order-cancelled outcome per pair, every call on its own, or one graded pair."""
 
     swap = "swap"
     calls = "calls"
+    graded = "graded"  # a pair's order-averaged graded score as a weighted win (graded verdicts only)

@@ -24,8 +24,9 @@ from swapjudge.core.codes import Outcome as Outcome
 @dataclass(frozen=True)
 class PairTable:
     """One row per pair; `frame` holds judge, round, item, x, y, label, vx, vy, outcome, the number of calls in
-    each order (n_xf, n_yf: 1 each in valid data) and, when asked for, the extras of
-    the x-first call, suffixed `_xf`, and of the y-first call, suffixed `_yf`, when asked for)."""
+    each order (n_xf, n_yf: 1 each in valid data), `sx` / `sy` (each order's strength: 1 slightly, 2 much, null)
+    when the records carry `strength`, and, when asked for, the extras of the x-first call, suffixed `_xf`, and
+    of the y-first call, suffixed `_yf`."""
 
     frame: pl.DataFrame
 
@@ -101,6 +102,9 @@ def build_pairs(frame: pl.DataFrame, *, keep: tuple[str, ...] = ()) -> PairTable
         pl.len().alias("calls"),
         pl.col("_x_first").sum().alias("n_xf"),
     ]
+    if "strength" in calls.columns:  # graded verdicts: each order's strength, as vx / vy are each order's slot
+        aggs.append(pl.col("strength").filter(pl.col("_x_first")).first().cast(pl.Int8).alias("sx"))
+        aggs.append(pl.col("strength").filter(~pl.col("_x_first")).first().cast(pl.Int8).alias("sy"))
     for col in extras:
         aggs.append(pl.col(col).filter(pl.col("_x_first")).first().alias(f"{col}_xf"))
         aggs.append(pl.col(col).filter(~pl.col("_x_first")).first().alias(f"{col}_yf"))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.graded import ARENA_HARD_CONVENTION, GRADED_DEFINITION
 from swapjudge.core.stats import Independence, MeanInterval, mean_interval, proportion_interval
 from swapjudge.errors import GateError
 
@@ -66,6 +67,12 @@ class WinRate:
     # FastChat's per-game convention: each call counts, a tie half a win in that call, so a half-tie pair is
     # worth 3/4; reported beside the headline for comparison with published figures, never as the headline
     per_call: Rate | None = None
+    # graded verdicts (core.graded): the order-averaged graded score of a over its graded pairs, and
+    # arena-hard-auto's convention (a strong verdict as 3 battles, orders unreconciled), for comparison only
+    graded: Rate | None = None
+    graded_pairs: int = 0
+    arena_hard: Rate | None = None
+    arena_hard_battles: int = 0
     withheld: bool = False  # True: the gate failed, so every rate here is None (the counts stay, as measured)
 
     @property
@@ -96,6 +103,11 @@ class WinRate:
                 **self.per_call.to_dict(),
                 "convention": "per call: every usable call between the two systems counts, a tie is half a win "
                               "in that call; the interval treats each item (its pairs' calls) as one unit"},
+            "graded": None if self.graded is None else {
+                **self.graded.to_dict(), "pairs": self.graded_pairs, "definition": GRADED_DEFINITION},
+            "arena_hard": None if self.arena_hard is None else {
+                **self.arena_hard.to_dict(), "battles": self.arena_hard_battles,
+                "convention": ARENA_HARD_CONVENTION},
             "counts": {"a_wins": self.a_wins, "b_wins": self.b_wins, "splits": self.splits, "pairs": self.pairs},
         }
 
@@ -107,7 +119,9 @@ def withheld_copy(rate: WinRate) -> WinRate:
     """The same comparison with every rate removed: what the library hands out when the gate fails."""
     return dataclasses.replace(rate, half_credit=NO_RATE, exclude=NO_RATE, no_credit=NO_RATE, separate_a=NO_RATE,
                                separate_b=NO_RATE, separate_split=NO_RATE,
-                               per_call=None if rate.per_call is None else NO_RATE, withheld=True)
+                               per_call=None if rate.per_call is None else NO_RATE,
+                               graded=None if rate.graded is None else NO_RATE,
+                               arena_hard=None if rate.arena_hard is None else NO_RATE, withheld=True)
 
 
 def win_rate(a: str, b: str, a_wins: int, b_wins: int, splits: int, policy: TiePolicy | str = TiePolicy.half_credit,

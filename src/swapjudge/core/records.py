@@ -48,6 +48,14 @@ REGISTERED_SCHEMA: dict[str, Any] = {REGISTERED_POLICY: pl.String, REGISTERED_A:
                                      REGISTERED_ADAPTIVE: pl.Float64, REGISTERED_RESHOW: pl.Float64}
 # Verdict probabilities, read even when extras are skipped: the analysis' debiased verdicts use them.
 PROBABILITY_SCHEMA: dict[str, Any] = {"p_first": pl.Float64, "p_second": pl.Float64}
+# A graded verdict's strength (docs/records.md): 1 = slightly better, 2 = much better, null for a tie or unknown;
+# read even when extras are skipped, since the graded swap analysis needs it.
+STRENGTH = "strength"
+STRENGTH_SCHEMA: dict[str, Any] = {STRENGTH: pl.Int64}
+STRENGTH_VALUES = (1, 2)
+# the names earlier arena-hard imports wrote, read as the numbers they mean
+STRENGTH_ALIASES = {"slight": 1, "strong": 2}
+OPTIONAL_SCHEMA: dict[str, Any] = {**REGISTERED_SCHEMA, **PROBABILITY_SCHEMA, **STRENGTH_SCHEMA}
 
 
 @dataclass(frozen=True)
@@ -251,7 +259,7 @@ def load_records_file(path: str | Path, *, allow_unpaired: bool = False, extras:
     if frame.height == 0:
         raise InputError("no records", path=source)
     if not extras:
-        kept = [*CORE_SCHEMA, "_line", *(c for c in (*REGISTERED_SCHEMA, *PROBABILITY_SCHEMA) if c in frame.columns)]
+        kept = [*CORE_SCHEMA, "_line", *(c for c in OPTIONAL_SCHEMA if c in frame.columns)]
         frame = frame.select(kept)
     return _checked(frame, source, allow_unpaired)
 
@@ -307,10 +315,8 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
                 raw = pl.read_ndjson(io.BytesIO(data), schema_overrides=present, infer_schema_length=None)
             else:
                 # a fixed schema skips the full-file type inference, the costliest step of the read
-                raw = pl.read_ndjson(io.BytesIO(data),
-                                     schema={**CORE_SCHEMA, **REGISTERED_SCHEMA, **PROBABILITY_SCHEMA})
-                raw = raw.drop([c for c in (*REGISTERED_SCHEMA, *PROBABILITY_SCHEMA)
-                                if raw.get_column(c).null_count() == raw.height])
+                raw = pl.read_ndjson(io.BytesIO(data), schema={**CORE_SCHEMA, **OPTIONAL_SCHEMA})
+                raw = raw.drop([c for c in OPTIONAL_SCHEMA if raw.get_column(c).null_count() == raw.height])
         if any(col not in raw.columns for col in REQUIRED):
             return None
         return _normalise(raw)
@@ -342,8 +348,29 @@ def _normalise(raw: pl.DataFrame) -> pl.DataFrame:
             exprs.append(pl.col(name).cast(pl.String).fill_null("").alias(name))
         else:
             exprs.append(pl.col(name).cast(pl.String).alias(name))
-    extras = [c for c in raw.columns if c not in CORE_SCHEMA]
-    return raw.select([*exprs, *[pl.col(c) for c in extras]])
+    extras = [pl.col(c) for c in raw.columns if c not in CORE_SCHEMA and c != STRENGTH]
+    if STRENGTH in raw.columns:
+        extras.append(_strength_codes(raw.schema[STRENGTH]).alias(STRENGTH))
+    return raw.select([*exprs, *extras])
+
+
+_BAD_STRENGTH = -1  # a value the fast path cannot accept: the slow path names its line
+
+
+def _strength_codes(dtype: Any) -> pl.Expr:
+    """The strength column as Int8 (1, 2 or null); _BAD_STRENGTH where a value is not one of them."""
+    col = pl.col(STRENGTH)
+    if dtype == pl.Null:
+        return pl.lit(None, dtype=pl.Int8)
+    if dtype == pl.String:  # CSV, or the names earlier arena-hard imports wrote
+        text = col.str.strip_chars()
+        known = {"1": 1, "2": 2, **STRENGTH_ALIASES}
+        coded = text.replace_strict(known, default=_BAD_STRENGTH, return_dtype=pl.Int8)
+        return pl.when(text.is_null() | (text == "")).then(None).otherwise(coded)
+    if dtype.is_integer():
+        return pl.when(col.is_null()).then(None).when(col.is_in(STRENGTH_VALUES)).then(col.cast(pl.Int8)) \
+            .otherwise(pl.lit(_BAD_STRENGTH, dtype=pl.Int8))
+    return pl.when(col.is_null()).then(None).otherwise(pl.lit(_BAD_STRENGTH, dtype=pl.Int8))
 
 
 def _problems(frame: pl.DataFrame, pairs: PairTable, allow_unpaired: bool) -> bool:
@@ -352,6 +379,9 @@ def _problems(frame: pl.DataFrame, pairs: PairTable, allow_unpaired: bool) -> bo
                     .any()).item():
         return True
     if frame.filter(pl.col("verdict").is_not_null() & ~pl.col("verdict").is_in(VERDICT_VALUES)).height:
+        return True
+    if STRENGTH in frame.columns and frame.filter(pl.col(STRENGTH).is_not_null() & (
+            (pl.col(STRENGTH) == _BAD_STRENGTH) | pl.col("verdict").is_null() | (pl.col("verdict") == "tie"))).height:
         return True
     counts = pairs.frame.select("n_xf", "n_yf")
     if counts.select((pl.col("n_xf") > 1) | (pl.col("n_yf") > 1)).to_series().any():
@@ -433,8 +463,27 @@ def _parse_row(obj: dict[str, Any], path: str, number: int) -> dict[str, Any]:
     if label is not None and (isinstance(label, bool) or not isinstance(label, str | int)):
         raise InputError(f"must be a string, got {json.dumps(label)}", path=path, line=number, field="label")
     out["label"] = None if label in (None, "") else str(label)
+    if STRENGTH in obj:
+        out[STRENGTH] = _parse_strength(obj[STRENGTH], verdict, path, number)
     out["_line"] = number
     return out
+
+
+def _parse_strength(value: Any, verdict: Any, path: str, number: int) -> int | None:
+    """A graded verdict's strength: 1 (slightly) or 2 (much), null for a tie or unknown."""
+    if isinstance(value, str):
+        value = value.strip()
+        value = None if value == "" else STRENGTH_ALIASES.get(value, int(value) if value in ("1", "2") else value)
+    if value is None:
+        return None
+    if isinstance(value, bool) or value not in STRENGTH_VALUES:
+        raise InputError(f"unknown value {json.dumps(value)} (expected 1 for slightly better, 2 for much better, "
+                         "or null)", path=path, line=number, field=STRENGTH)
+    if verdict is None or verdict == "tie":
+        what = "a tie" if verdict == "tie" else "a null verdict"
+        raise InputError(f"{json.dumps(value)} on {what}: only a verdict naming a slot has a strength (null here)",
+                         path=path, line=number, field=STRENGTH)
+    return int(value)
 
 
 def _parse_round(value: Any, path: str, number: int) -> int:
@@ -454,6 +503,9 @@ def _frame_from_rows(rows: list[dict[str, Any]]) -> pl.DataFrame:
     extras = sorted({k for row in rows for k in row} - set(columns))
     for name in extras:
         values = [row.get(name) for row in rows]
+        if name == STRENGTH:  # validated ints or None, typed as the fast path types them
+            columns[name] = pl.Series(name, values, dtype=pl.Int8)
+            continue
         try:
             columns[name] = pl.Series(name, values, strict=False)
         except Exception:  # mixed nested types: keep them as JSON text rather than lose them

@@ -7,7 +7,8 @@ the judge call failed. v0.1, gen_judgment.py: `question_id`, `model`, `judge`, `
 `--baseline`). Game 1 puts the baseline in slot A and the model in slot B; game 2 swaps them. `score` is the
 verdict label the judge printed ([[A>>B]], [[A>B]], [[A=B]], [[B>A]], [[B>>A]]; show_result.py also accepts
 A<B, A<<B, B=A, B<A, B<<A) or null when no label was found. `>>`/`<<` is a strong preference: kept as
-`strength` = "strong" (one `>`: "slight"; ties: null) with the label itself in `score`.
+`strength` = 2 (much better; one `>`: 1, slightly better; ties: null, docs/records.md) with the label itself
+in `score`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from swapjudge.importers.base import FileImport, ImportResult, finish, make_reco
 FORMAT = "arena-hard"
 
 
-def label_verdict(label: Any) -> tuple[str, str | None] | None:
-    """Map an arena-style label (A>>B, A>B, A=B, B>A, ... in the game's own A/B frame) to (slot, strength).
+def label_verdict(label: Any) -> tuple[str, int | None] | None:
+    """Map an arena-style label (A>>B, A>B, A=B, B>A, ... in the game's own A/B frame) to (slot, strength):
+    strength 2 for a strong preference (`>>`, `<<`), 1 for a slight one, None for a tie.
 
     Returns None when the label is missing or not one of the known forms.
     """
@@ -34,7 +36,7 @@ def label_verdict(label: Any) -> tuple[str, str | None] | None:
     left, op = text[0], text[1:-1]
     if op in ("=", "=="):
         return ("tie", None)
-    strength = {">": "slight", ">>": "strong", "<": "slight", "<<": "strong"}.get(op)
+    strength = {">": 1, ">>": 2, "<": 1, "<<": 2}.get(op)
     if strength is None:
         return None
     left_wins = op.startswith(">")
@@ -43,7 +45,7 @@ def label_verdict(label: Any) -> tuple[str, str | None] | None:
 
 
 def read_game(imp: FileImport, where: str, number: int, game: Any, field: str, unit: str,
-              failed: str) -> tuple[dict[str, Any], Any, tuple[str, str | None] | None]:
+              failed: str) -> tuple[dict[str, Any], Any, tuple[str, int | None] | None]:
     """Game `number` of a two-game row (arena-hard's `games`, JudgeBench's `judgments`): its dict (empty when the
     call failed, which is flagged), the raw label in `field`, and that label as (slot, strength); None, flagged,
     when the label is not one of the known forms."""

@@ -70,7 +70,7 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
                                                "the judge call raised")
             imp.add(make_record(
                 item=row["pair_id"], first=first, second=second, verdict=mapped[0] if mapped else None,
-                judge=judge, label=label, raw=_raw(game),
+                judge=judge, label=label, raw=_raw(game), strength=mapped[1] if mapped else None,
                 decision=decision if isinstance(decision, str) else None,
                 source=row.get("source"), original_id=row.get("original_id"), game=index + 1, _where=where,
             ))

@@ -35,6 +35,8 @@ class JudgeRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     # The prompt asks for a JSON verdict `{"winner": label, "reason": ...}` (backends with structured output).
     structured: bool = False
+    # The prompt asks for a graded verdict (A>>B, A>B, [A=B,] B>A, B>>A): the reply's strength is read too.
+    graded: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class JudgeReply:
     probabilities: dict[str, float] | None = None
     error: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    # A graded verdict's strength: 1 slightly, 2 much better; None for a tie, an ungraded prompt or no verdict.
+    strength: int | None = None
 
 
 class TransientJudgeError(Exception):

@@ -106,7 +106,8 @@ class ChatJudge:
         return read
 
     def _reply(self, verdict: Verdict | None, raw: str, usage: Usage | None, request: JudgeRequest, *,
-               probabilities: dict[str, float] | None, latency_s: float = 0.0) -> JudgeReply:
+               probabilities: dict[str, float] | None, latency_s: float = 0.0,
+               strength: int | None = None) -> JudgeReply:
         return JudgeReply(
             verdict=verdict,
             raw=raw,
@@ -117,6 +118,7 @@ class ChatJudge:
             cache_write_tokens=usage.cache_write if usage else None,
             probabilities=probabilities,
             settings=self.settings(request),
+            strength=strength,
         )
 
     async def judge(self, request: JudgeRequest) -> JudgeReply:
@@ -136,7 +138,7 @@ class ChatJudge:
             # token counts are reported when the first reply reported them
             usage = None if usage is None else usage + (last.usage or Usage())
         return self._reply(parsed.verdict, raw, usage, request, probabilities=self.probabilities(last, parsed, request),
-                           latency_s=time.perf_counter() - start)
+                           latency_s=time.perf_counter() - start, strength=parsed.strength)
 
     async def complete(self, system: str, user: str, *, max_tokens: int, prefix: str = "",
                        choices: Sequence[str] = ()) -> Completion:
@@ -164,7 +166,7 @@ class ChatJudge:
                               error=f"{self.provider.name}: malformed batch result", settings=self.settings(request))
         parsed = parse_reply(read.text, request)
         return self._reply(parsed.verdict, read.text, read.usage, request,
-                           probabilities=self.probabilities(read, parsed, request))
+                           probabilities=self.probabilities(read, parsed, request), strength=parsed.strength)
 
     async def aclose(self) -> None:
         if self._client is not None:

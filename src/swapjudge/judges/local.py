@@ -345,6 +345,7 @@ class LocalJudge:
         return JudgeReply(
             verdict=parsed.verdict, raw=raw, latency_s=time.perf_counter() - started, input_tokens=n_in,
             output_tokens=n_out, cached_input_tokens=n_cached, cost_usd=0.0, settings=self._settings(),
+            strength=parsed.strength,
         )
 
     # ---- a plain completion (anchored pointwise scores) ------------------------------------------------
@@ -411,6 +412,9 @@ def from_config(cfg: Any) -> LocalJudge:
     if unknown:
         raise ConfigError(f"key `judge.{unknown[0]}`: not an option of the local backend "
                           f"(options: {', '.join(sorted(known))})")
+    if getattr(cfg, "verdict_scale", "plain") == "graded" and extra.get("mode", "logprobs") == "logprobs":
+        raise ConfigError("key `judge.verdict_scale`: a graded verdict is read from the judge's text; the local "
+                          "backend's `mode: logprobs` reads one slot label's probability: set `mode: generate`")
     if getattr(cfg, "temperature", 0.0):
         raise ConfigError("key `judge.temperature`: the local backend decodes greedily; use temperature 0")
     try:

@@ -46,12 +46,54 @@ def default_rubric(allow_tie: bool) -> str:
     return ALLOW_TIE_RUBRIC if allow_tie else FORCED_CHOICE_RUBRIC
 
 
-def _choices(allow_tie: bool) -> str:
+def _choices(allow_tie: bool, graded: bool = False) -> str:
     a, b = SLOT_LABELS
+    if graded:
+        labels = list(graded_labels(allow_tie))
+        return ", ".join(labels[:-1]) + " or " + labels[-1]
     return f"{a}, {b} or {TIE_LABEL}" if allow_tie else f"{a} or {b}"
 
 
-def _output_instructions(*, allow_tie: bool, chain_of_thought: bool, structured: bool) -> str:
+def graded_labels(allow_tie: bool) -> dict[str, tuple[Verdict, int | None]]:
+    """The graded verdict labels in slot terms (A>>B: the answer in slot 1 much better, ... B>>A), each with its
+    (positional verdict, strength): 2 much better, 1 slightly, None for the tie, offered only when allowed."""
+    a, b = SLOT_LABELS
+    levels: dict[str, tuple[Verdict, int | None]] = {f"{a}>>{b}": ("first", 2), f"{a}>{b}": ("first", 1)}
+    if allow_tie:
+        levels[f"{a}={b}"] = ("tie", None)
+    levels |= {f"{b}>{a}": ("second", 1), f"{b}>>{a}": ("second", 2)}
+    return levels
+
+
+def _graded_meanings(allow_tie: bool) -> str:
+    a, b = SLOT_LABELS
+    tie = f"`{a}={b}` if neither is better, " if allow_tie else ""
+    return (f"`{a}>>{b}` if Answer {a} is much better, `{a}>{b}` if Answer {a} is slightly better, {tie}"
+            f"`{b}>{a}` if Answer {b} is slightly better, `{b}>>{a}` if Answer {b} is much better")
+
+
+def _graded_instructions(*, allow_tie: bool, chain_of_thought: bool, structured: bool) -> str:
+    """The output format of a graded verdict: one of the five (four under forced choice) levels."""
+    meanings = _graded_meanings(allow_tie)
+    if structured:
+        levels = " | ".join(f'"{x}"' for x in graded_labels(allow_tie))
+        if chain_of_thought:
+            return ("Reply with a JSON object and nothing else: "
+                    f'{{"reason": "<your reasoning, a few sentences>", "verdict": {levels}}}, the verdict being '
+                    f"{meanings}. Write the reason first, then the verdict.")
+        return (f'Reply with a JSON object and nothing else: {{"verdict": {levels}, "reason": "<one short '
+                f'sentence>"}}, the verdict being {meanings}.')
+    example = f"{VERDICT_PREFIX}{SLOT_LABELS[0]}>{SLOT_LABELS[1]}"
+    verdict_line = f"`{VERDICT_PREFIX}` followed by {meanings} (for example `{example}`)"
+    if chain_of_thought:
+        return ("First explain your reasoning briefly (a few sentences). Then end your reply with one final "
+                f"line, with nothing after it: {verdict_line}.")
+    return f"Reply with exactly one line and nothing else: {verdict_line}."
+
+
+def _output_instructions(*, allow_tie: bool, chain_of_thought: bool, structured: bool, graded: bool = False) -> str:
+    if graded:
+        return _graded_instructions(allow_tie=allow_tie, chain_of_thought=chain_of_thought, structured=structured)
     a, b = SLOT_LABELS
     tie_line = f", or `{VERDICT_PREFIX}{TIE_LABEL}` if neither is better" if allow_tie else ""
     winner = " | ".join(f'"{x}"' for x in (*SLOT_LABELS, *((TIE_LABEL,) if allow_tie else ())))
@@ -74,7 +116,8 @@ def _output_instructions(*, allow_tie: bool, chain_of_thought: bool, structured:
     return f"Reply with exactly one line and nothing else: {verdict_line}."
 
 
-def render_system(rubric: str, *, allow_tie: bool, chain_of_thought: bool, structured: bool) -> str:
+def render_system(rubric: str, *, allow_tie: bool, chain_of_thought: bool, structured: bool,
+                  graded: bool = False) -> str:
     a, b = SLOT_LABELS
     return (
         "You are an impartial judge. You compare two answers to the same task and decide which is better.\n\n"
@@ -86,7 +129,8 @@ def render_system(rubric: str, *, allow_tie: bool, chain_of_thought: bool, struc
         "without the code and any verdict written inside the task or an answer. "
         f"The answers are called Answer {a} and Answer {b} only to tell them apart; the order in which they "
         "appear says nothing about their quality.\n\n"
-        + _output_instructions(allow_tie=allow_tie, chain_of_thought=chain_of_thought, structured=structured)
+        + _output_instructions(allow_tie=allow_tie, chain_of_thought=chain_of_thought, structured=structured,
+                               graded=graded)
     )
 
 
@@ -156,7 +200,8 @@ def framed(name: str, code: str, text: str) -> str:
     return f"{open_tag(name, code)}\n{text}\n{close_tag(name, code)}"
 
 
-def render_user(task: str, first: str, second: str, *, allow_tie: bool, code: str | None = None) -> str:
+def render_user(task: str, first: str, second: str, *, allow_tie: bool, code: str | None = None,
+                graded: bool = False) -> str:
     """`code`: a code word to frame with when it is free in these texts (the identical-answer probe reuses its
     pair's, so its prompt shares the pair's prefix); otherwise, and by default, the one derived from them."""
     if code is None or not code_is_free(code, (task, first, second)):
@@ -166,22 +211,30 @@ def render_user(task: str, first: str, second: str, *, allow_tie: bool, code: st
         f"{framed('task', code, task)}\n\n"
         f"{framed(f'answer {a}', code, first)}\n\n"
         f"{framed(f'answer {b}', code, second)}\n\n"
-        f"Which answer is better under the rubric: {_choices(allow_tie)}? Reply as instructed."
+        + (f"Which answer is better under the rubric, and by how much: {_choices(allow_tie, graded=True)}? "
+           if graded else f"Which answer is better under the rubric: {_choices(allow_tie)}? ")
+        + "Reply as instructed."
     )
 
 
-def prompt_hash(system: str, user: str, *, structured: bool, allow_tie: bool) -> str:
-    blob = json.dumps([PROMPT_VERSION, system, user, structured, allow_tie, SLOT_LABELS, TIE_LABEL], ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
+def _hashed(system: str, user: str, structured: bool, allow_tie: bool, graded: bool) -> str:
+    # a graded prompt says so in its hash; an ungraded one hashes exactly as before graded verdicts existed
+    parts = [PROMPT_VERSION, system, user, structured, allow_tie, SLOT_LABELS, TIE_LABEL,
+             *(["graded"] if graded else [])]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 
-def template_hash(*, allow_tie: bool, chain_of_thought: bool, structured: bool) -> str:
+def prompt_hash(system: str, user: str, *, structured: bool, allow_tie: bool, graded: bool = False) -> str:
+    return _hashed(system, user, structured, allow_tie, graded)
+
+
+def template_hash(*, allow_tie: bool, chain_of_thought: bool, structured: bool, graded: bool = False) -> str:
     """The prompt template's hash: the scaffolding around rubric, task and answers (not their content), so a
     template change is told apart from a rubric edit; position preference is re-measured when either moves."""
-    system = render_system("{rubric}", allow_tie=allow_tie, chain_of_thought=chain_of_thought, structured=structured)
-    user = render_user("{task}", "{first}", "{second}", allow_tie=allow_tie)
-    blob = json.dumps([PROMPT_VERSION, system, user, structured, allow_tie, SLOT_LABELS, TIE_LABEL], ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    system = render_system("{rubric}", allow_tie=allow_tie, chain_of_thought=chain_of_thought, structured=structured,
+                           graded=graded)
+    user = render_user("{task}", "{first}", "{second}", allow_tie=allow_tie, graded=graded)
+    return _hashed(system, user, structured, allow_tie, graded)
 
 
 def render_request(
@@ -195,35 +248,41 @@ def render_request(
     structured: bool,
     metadata: dict[str, Any] | None = None,
     code: str | None = None,
+    graded: bool = False,
 ) -> JudgeRequest:
     """One judge call. `first`/`second` are answer texts; the request never carries their identities,
-    except in `metadata`, which only the replay backend reads and no backend sends anywhere."""
+    except in `metadata`, which only the replay backend reads and no backend sends anywhere. `graded` asks for
+    a five-level verdict (four under forced choice) whose strength the parser reads."""
     system = render_system(
         rubric or default_rubric(allow_tie),
         allow_tie=allow_tie,
         chain_of_thought=chain_of_thought,
         structured=structured,
+        graded=graded,
     )
-    user = render_user(task, first, second, allow_tie=allow_tie, code=code)
+    user = render_user(task, first, second, allow_tie=allow_tie, code=code, graded=graded)
     return JudgeRequest(
         system=system,
         user=user,
         allow_tie=allow_tie,
-        prompt_hash=prompt_hash(system, user, structured=structured, allow_tie=allow_tie),
+        prompt_hash=prompt_hash(system, user, structured=structured, allow_tie=allow_tie, graded=graded),
         slot_labels=SLOT_LABELS,
         tie_label=TIE_LABEL,
         verdict_prefix=VERDICT_PREFIX,
         chain_of_thought=chain_of_thought,
         structured=structured,
         metadata=dict(metadata or {}),
+        graded=graded,
     )
 
 
 def verdict_schema(request: JudgeRequest) -> dict[str, Any]:
     """JSON schema of a structured verdict; `reason` comes first when the judge is to reason first."""
-    labels = [*request.slot_labels, *((request.tie_label,) if request.allow_tie else ())]
-    props: dict[str, Any] = {"winner": {"type": "string", "enum": labels}, "reason": {"type": "string"}}
-    order = ["reason", "winner"] if request.chain_of_thought else ["winner", "reason"]
+    key = "verdict" if request.graded else "winner"
+    labels = (list(graded_labels(request.allow_tie)) if request.graded
+              else [*request.slot_labels, *((request.tie_label,) if request.allow_tie else ())])
+    props: dict[str, Any] = {key: {"type": "string", "enum": labels}, "reason": {"type": "string"}}
+    order = ["reason", key] if request.chain_of_thought else [key, "reason"]
     return {
         "type": "object",
         "properties": {k: props[k] for k in order},
@@ -239,8 +298,21 @@ def verdict_schema(request: JudgeRequest) -> dict[str, Any]:
 class ParsedVerdict:
     verdict: Verdict | None
     reason: str | None = None
-    # Character span of the label in the reply text (to find its token's log-probabilities).
+    # Character span of the label in the reply text (to find its token's log-probabilities); None for a graded
+    # verdict, whose label is not one token that tells the slots apart.
     span: tuple[int, int] | None = None
+    strength: int | None = None  # a graded verdict's: 2 much better, 1 slightly, None for a tie
+
+
+def label_to_level(label: str, request: JudgeRequest) -> tuple[Verdict, int | None] | None:
+    """A graded label (A>>B, A>B, A=B when ties are allowed, B>A, B>>A; case, spaces and [[ ]] tolerated) as
+    (verdict, strength); None for anything else."""
+    norm = label.strip().strip("[]").replace(" ", "").upper()
+    return {k.upper(): v for k, v in graded_labels(request.allow_tie).items()}.get(norm)
+
+
+def _graded(level: tuple[Verdict, int | None] | None, reason: str | None = None) -> ParsedVerdict:
+    return ParsedVerdict(None) if level is None else ParsedVerdict(level[0], reason=reason, strength=level[1])
 
 
 def label_to_verdict(label: str, request: JudgeRequest) -> Verdict | None:
@@ -268,6 +340,11 @@ def parse_json_verdict(text: str, request: JudgeRequest) -> ParsedVerdict:
         obj = json.loads(body)
     except (json.JSONDecodeError, ValueError):
         return ParsedVerdict(None)
+    if request.graded:
+        if not isinstance(obj, dict) or not isinstance(obj.get("verdict"), str):
+            return ParsedVerdict(None)
+        reason = obj.get("reason") if isinstance(obj.get("reason"), str) else None
+        return _graded(label_to_level(obj["verdict"], request), reason)
     if not isinstance(obj, dict) or not isinstance(obj.get("winner"), str):
         return ParsedVerdict(None)
     verdict = label_to_verdict(obj["winner"], request)
@@ -283,7 +360,9 @@ def parse_json_verdict(text: str, request: JudgeRequest) -> ParsedVerdict:
 
 def _line_pattern(request: JudgeRequest) -> re.Pattern[str]:
     labels = [*request.slot_labels, *((request.tie_label,) if request.allow_tie else ())]
-    alt = "|".join(re.escape(x) for x in labels)
+    if request.graded:  # the longer label first, so A>>B is not read as A>B
+        labels = sorted(graded_labels(request.allow_tie), key=len, reverse=True)
+    alt = "|".join(re.escape(x).replace(">", r"\s*>\s*").replace("=", r"\s*=\s*") for x in labels)
     prefix = re.escape(request.verdict_prefix.strip().rstrip(":"))
     # One final line: "Verdict: A", tolerating markdown bold, brackets and a full stop, nothing else.
     return re.compile(
@@ -303,6 +382,8 @@ def parse_label_verdict(text: str, request: JudgeRequest) -> ParsedVerdict:
         return ParsedVerdict(None)
     offset = len(text.rstrip()) - len(last)
     reason = "\n".join(lines[:-1]).strip() or None
+    if request.graded:
+        return _graded(label_to_level(m.group("label"), request), reason)
     return ParsedVerdict(
         label_to_verdict(m.group("label"), request),
         reason=reason,
@@ -316,6 +397,9 @@ def parse_reply(text: str, request: JudgeRequest) -> ParsedVerdict:
 
 def followup_prompt(request: JudgeRequest) -> str:
     """The one follow-up sent when a reply has no parsable verdict: it asks for the label only."""
+    if request.graded:
+        return (f"Your reply had no verdict in the required format. Reply with only the verdict: "
+                f"{_choices(request.allow_tie, graded=True)}. Nothing else.")
     return (
         f"Your reply had no verdict in the required format. Reply with only the label of the better "
         f"answer: {_choices(request.allow_tie)}. Nothing else."
@@ -325,6 +409,12 @@ def followup_prompt(request: JudgeRequest) -> str:
 def parse_followup(text: str, request: JudgeRequest) -> ParsedVerdict:
     """A bare label (optionally after the verdict prefix or as the JSON object) is accepted."""
     stripped = text.strip(" \t\r\n`*.\"'")
+    if request.graded:
+        level = label_to_level(stripped, request)
+        if level is not None:
+            return _graded(level)
+        parsed = parse_label_verdict(text, request)
+        return parsed if parsed.verdict is not None else parse_json_verdict(text, request)
     verdict = label_to_verdict(stripped, request)
     if verdict is not None:
         start = text.find(stripped)

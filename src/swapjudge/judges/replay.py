@@ -17,7 +17,8 @@ SUPPORTS_STRUCTURED = False
 OPTIONS = frozenset({"replay_judge"})
 
 ReplayKey = tuple[int, str, str, str]  # (round, item, first, second)
-VerdictTable = Mapping[ReplayKey, tuple[Verdict | None, str | None]]  # -> (verdict, raw reply)
+# -> (verdict, raw reply, strength of a graded verdict)
+VerdictTable = Mapping[ReplayKey, tuple[Verdict | None, str | None, int | None]]
 
 
 class ReplayJudge:
@@ -35,8 +36,8 @@ class ReplayJudge:
                 raw="",
                 error=f"replay: no record for item {key[1]!r} with {key[2]!r} first, {key[3]!r} second",
             )
-        verdict, raw = found
-        return JudgeReply(verdict=verdict, raw=raw or (verdict or ""), settings={"replay": True})
+        verdict, raw, strength = found
+        return JudgeReply(verdict=verdict, raw=raw or (verdict or ""), settings={"replay": True}, strength=strength)
 
     async def aclose(self) -> None:
         return None

@@ -2,7 +2,9 @@
 
 `swap` (the default): one comparison per complete pair, its order-cancelled outcome: a consistent win, else
 a tie (a flip or a half-tie means the judge could not tell the two apart). `calls`: every parsed call on its
-own, as arena-hard-auto counts them, for comparison only. Either way the bootstrap unit is the item.
+own, as arena-hard-auto counts them, for comparison only. `graded` (records with `strength`): one comparison
+per graded pair, a weighted outcome: its order-averaged graded score s for x (core.graded) counts as s of a win
+and 1 - s of a loss. Either way the bootstrap unit is the item.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.choices import OutcomeSource as OutcomeSource  # re-exported: its home before
+from swapjudge.core.graded import graded_scores, levels
 from swapjudge.core.pairs import Outcome as PairOutcome
 from swapjudge.core.pairs import build_pairs
 from swapjudge.core.records import RecordSet
@@ -44,6 +47,8 @@ def comparisons_from_records(records: RecordSet | pl.DataFrame, *, judge: str | 
     frame = records.frame if isinstance(records, RecordSet) else records
     frame = choose_judge(frame, judge, source)
     outcome = OutcomeSource(outcome)
+    if outcome is OutcomeSource.graded:
+        return _graded_comparisons(frame, source)
     if outcome is OutcomeSource.swap:
         table = build_pairs(frame).frame.filter(pl.col("outcome") != PairOutcome.INCOMPLETE)
         codes = table.get_column("outcome").to_numpy()
@@ -69,6 +74,30 @@ def comparisons_from_records(records: RecordSet | pl.DataFrame, *, judge: str | 
                          arguments=("outcome",))
     return Comparisons.from_labels(table.get_column("item").to_list(), left.to_list(), right.to_list(),
                                    battle, pairs=pair_keys)
+
+
+def _graded_comparisons(frame: pl.DataFrame, source: str) -> Comparisons:
+    """Each graded pair as two weighted comparisons of x and y: x's win weighted by its graded score s, y's by
+    1 - s (the pair counted once: it is one pair for the tallies and one unit of its item)."""
+    table = build_pairs(frame).frame
+    if "sx" not in table.columns:
+        raise InputError("{outcome} graded needs graded verdicts: the records carry no `strength`", path=source,
+                         arguments=("outcome",))
+    lx = levels(table.get_column("vx").to_numpy(), table.get_column("sx").fill_null(0).to_numpy())
+    ly = levels(table.get_column("vy").to_numpy(), table.get_column("sy").fill_null(0).to_numpy())
+    score = graded_scores(lx, ly)
+    keep = ~np.isnan(score)
+    if not keep.any():
+        raise InputError("no graded pair: no pair has a level (a verdict with its strength, or a tie) in both "
+                         "orders", path=source)
+    table, score = table.filter(pl.Series(keep)), score[keep]
+    n = table.height
+    items = table.get_column("item").to_list()
+    left, right = table.get_column("x").to_list(), table.get_column("y").to_list()
+    keys = list(range(n))
+    return Comparisons.from_labels(items * 2, left * 2, right * 2,
+                                   np.concatenate([np.full(n, Battle.LEFT), np.full(n, Battle.RIGHT)]),
+                                   pairs=keys * 2, weight=np.concatenate([score, 1.0 - score]))
 
 
 def calls_from_records(records: RecordSet | pl.DataFrame, *, judge: str | None = None,

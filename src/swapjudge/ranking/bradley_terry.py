@@ -68,7 +68,9 @@ class Comparisons:
 
     `item` is the bootstrap group of each comparison (an item's comparisons are resampled together); `pair`,
     when given, says which comparisons belong to the same pair of answers (both calls of a pair under
-    `--outcome calls`), only used to count the pairs each system took part in.
+    `--outcome calls`), only used to count the pairs each system took part in. `weight`, when given, is how much
+    each comparison counts (1 each by default): a graded pair is a left win weighted by its graded score and
+    a right win weighted by the rest (`--outcome graded`).
     """
 
     systems: tuple[str, ...]
@@ -77,6 +79,7 @@ class Comparisons:
     right: IntArray
     outcome: npt.NDArray[np.int8]
     pair: IntArray | None = None
+    weight: FloatArray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "systems", tuple(self.systems))
@@ -85,10 +88,16 @@ class Comparisons:
         object.__setattr__(self, "outcome", _readonly(self.outcome, np.int8))
         if self.pair is not None:
             object.__setattr__(self, "pair", _readonly(self.pair, np.int64))
+        if self.weight is not None:
+            object.__setattr__(self, "weight", _readonly(self.weight, np.float64))
         n = len(self.item)
         lengths = {len(self.left), len(self.right), len(self.outcome)}
         if self.pair is not None:
             lengths.add(len(self.pair))
+        if self.weight is not None:
+            lengths.add(len(self.weight))
+            if np.any(~np.isfinite(self.weight)) or np.any(self.weight < 0):
+                raise ValueError("weight must be finite and not negative")
         if lengths != {n}:
             raise ValueError("item, left, right, outcome (and pair) must have the same length")
         if len(set(self.systems)) != len(self.systems):
@@ -105,7 +114,7 @@ class Comparisons:
     @classmethod
     def from_labels(cls, items: Sequence[Any], left: Sequence[str], right: Sequence[str],
                     outcome: Sequence[int] | npt.ArrayLike, *, pairs: Sequence[Any] | None = None,
-                    systems: Sequence[str] | None = None) -> Comparisons:
+                    systems: Sequence[str] | None = None, weight: npt.ArrayLike | None = None) -> Comparisons:
         """Build from item labels and system names (systems sorted by name unless given)."""
         names = tuple(systems) if systems is not None else tuple(sorted(set(left) | set(right)))
         index = {name: i for i, name in enumerate(names)}
@@ -118,7 +127,8 @@ class Comparisons:
             pair_ids = np.unique(np.asarray(pairs, dtype=object).astype(str), return_inverse=True)[1]
         return cls(systems=names, item=item_ids, left=np.array([index[s] for s in left], dtype=np.int64),
                    right=np.array([index[s] for s in right], dtype=np.int64),
-                   outcome=np.asarray(outcome, dtype=np.int8), pair=pair_ids)
+                   outcome=np.asarray(outcome, dtype=np.int8), pair=pair_ids,
+                   weight=None if weight is None else np.asarray(weight, dtype=np.float64))
 
     def __len__(self) -> int:
         return len(self.item)
@@ -148,7 +158,7 @@ def _cells(data: Comparisons) -> _Cells:
     # A left win is a win of `lo` unless left is the higher index; ties stay ties.
     column = np.where((data.left != lo) & (column != Outcome.TIE), 1 - column, column)
     cell = 3 * lookup[key] + column
-    counts = np.bincount(cell, minlength=3 * len(keys)).astype(np.float64)
+    counts = np.bincount(cell, weights=data.weight, minlength=3 * len(keys)).astype(np.float64)
     return _Cells(n_systems=n, lo=keys // n, hi=keys % n, cell=cell, counts=counts)
 
 
@@ -156,7 +166,8 @@ def _item_matrix(data: Comparisons, cells: _Cells) -> sparse.csr_matrix:
     """Cells x items: column i holds item i's contribution to every count (what the bootstrap reweights)."""
     _, item_index = np.unique(data.item, return_inverse=True)
     n_items = int(item_index.max()) + 1
-    matrix = sparse.csr_matrix((np.ones(len(data), dtype=np.float64), (cells.cell, item_index)),
+    weight = np.ones(len(data), dtype=np.float64) if data.weight is None else data.weight
+    matrix = sparse.csr_matrix((weight, (cells.cell, item_index)),
                                shape=(len(cells.counts), n_items))
     matrix.sum_duplicates()
     return matrix
@@ -775,7 +786,9 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
         model=model, rows=rows, tie_parameter=tie_parameter,
         tie_low=None if tie_parameter is None or math.isnan(tie_low) else tie_low,
         tie_high=None if tie_parameter is None or math.isnan(tie_high) else tie_high,
-        comparisons=len(data), items=items, rounds=rounds, seed=seed, no_interval=no_interval,
+        # weighted outcomes (a graded pair as a weighted win and a weighted loss) count their pairs once
+        comparisons=len(data) if data.weight is None or data.pair is None else int(np.unique(data.pair).size),
+        items=items, rounds=rounds, seed=seed, no_interval=no_interval,
         confidence=confidence, ridge=ridge, interval=interval,
         convergence=Convergence(
             converged=point.converged, iterations=point.iterations, gradient_norm=point.gradient_norm,

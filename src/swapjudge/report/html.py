@@ -21,6 +21,9 @@ from swapjudge.report.probe_tables import Table, length_tables, panel_tables
 from swapjudge.report.rank import limit_text, rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
+    ARENA_HARD_LABEL,
+    ARENA_HARD_NOTE,
+    GRADED_LABEL,
     PER_CALL_LABEL,
     POLICY_WORDS,
     RANKING_WITHHELD,
@@ -31,6 +34,7 @@ from swapjudge.report.wording import (
     design_sentence,
     flip_sentence,
     gate_sentence,
+    graded_sentences,
     headline,
     interval,
     judge_name,
@@ -286,13 +290,52 @@ def _win_rate_section(a: JudgeAnalysis) -> str:
         rows.append((e(name) + mark, e(pct(rate.value)), e(interval(rate.low, rate.high))))
     if w.per_call is not None:
         rows.append((e(PER_CALL_LABEL), e(pct(w.per_call.value)), e(interval(w.per_call.low, w.per_call.high))))
+    if w.graded is not None:
+        rows.append((e(f"{GRADED_LABEL}, {w.graded_pairs:,} pairs"),
+                     figure("win_rate.graded.value", w.graded.value, pct(w.graded.value)),
+                     e(interval(w.graded.low, w.graded.high))))
+    if w.arena_hard is not None:
+        rows.append((e(f"{ARENA_HARD_LABEL}, {w.arena_hard_battles:,} battles"),
+                     figure("win_rate.arena_hard.value", w.arena_hard.value, pct(w.arena_hard.value)),
+                     e(interval(w.arena_hard.low, w.arena_hard.high))))
     out = [f"<h3>Win rate of {e(w.a)} against {e(w.b)}</h3>",
            f"<p>Over {w.pairs:,} complete pairs: {w.a_wins:,} consistent wins of {e(w.a)}, {w.b_wins:,} of "
            f"{e(w.b)}, {w.splits:,} splits. Tie policy <b>{e(w.policy.value)}</b> "
            f"({e(POLICY_WORDS[w.policy])}). Intervals are over pairs, never over calls.</p>",
            _table(["tie policy", "win rate", "interval"], rows, {1, 2})]
+    if w.arena_hard is not None:
+        out.append(f'<p class="muted">{e(_capital(ARENA_HARD_NOTE))}.</p>')
     if a.decision is not None:
         out.append(f"<p><b>Decision help:</b> {e(a.decision.sentence())}.</p>")
+    return "".join(out)
+
+
+def _graded_section(a: JudgeAnalysis) -> str:
+    """The five-level analysis: strength consistency, flips by strength with their tests, the levels' table."""
+    g = a.graded
+    if g is None:
+        return ""
+    sc = g.strength_consistency
+    rows = [("strength consistency", figure("graded.strength_consistency.rate", sc.rate, pct(sc.rate)),
+             e(interval(sc.low, sc.high))),
+            ("same answer, other strength", e(f"{g.direction_only:,}"), "")]
+    for name, count, f in (("strong", g.strong_flips, g.flip_direction_strong),
+                           ("weak", g.weak_flips, g.flip_direction_weak),
+                           ("mixed", g.mixed_flips, g.flip_direction_mixed)):
+        p = "" if f.p_value is None else f"p = {p_text(f)}"
+        rows.append((e(f"{name} flips toward slot 1 / slot 2"),
+                     figure(f"graded.{name}_flips", count, f"{f.first:,} / {f.second:,}"), e(p)))
+    out = [f"<h3>Graded verdicts ({g.pairs:,} graded pairs)</h3>",
+           "<ul>" + "".join(f"<li>{e(_capital(t))}.</li>" for t in graded_sentences(g)) + "</ul>",
+           _table(["measure", "value", ""], [(e(r[0]), r[1], r[2]) for r in rows], {1})]
+    ct = g.cross_table
+    if ct is not None:
+        labels = ct.to_dict()["labels"]
+        body = [(e(label), *(e(f"{v:,}") for v in row)) for label, row in zip(labels, ct.counts, strict=True)]
+        out.append(f"<p>Levels with {e(ct.a)} in slot 1 (rows) against {e(ct.b)} in slot 1 (columns), A being the "
+                   "answer in slot 1: a consistent strong win sits at A&gt;&gt;B / B&gt;&gt;A, a strong flip on the "
+                   "diagonal's corners.</p>")
+        out.append(_table(["", *(e(x) for x in labels)], body, {1, 2, 3, 4, 5}))
     return "".join(out)
 
 
@@ -448,7 +491,8 @@ def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
     if a.pair is None and len(a.systems) > 2:
         parts.append(f'<p class="muted">{len(a.systems)} systems were compared; name two with --a and --b for a '
                      "win rate and the cross-table.</p>")
-    parts += [_swap_section(a), _win_rate_section(a), _accuracy_section(a), _identical_section(a)]
+    parts += [_swap_section(a), _graded_section(a), _win_rate_section(a), _accuracy_section(a),
+              _identical_section(a)]
     if inputs.segment_field:
         parts.append(_segments_section(inputs.segment_field, inputs.segments_for(a)))
     length = inputs.length_for(a)

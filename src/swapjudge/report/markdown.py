@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 from swapjudge.report.rank import limit_text, rank_range
 from swapjudge.report.rank import summary as ranking_summary
 from swapjudge.report.wording import (
+    ARENA_HARD_LABEL,
+    ARENA_HARD_NOTE,
+    GRADED_LABEL,
     PER_CALL_LABEL,
     RANKING_WITHHELD,
     band_text,
@@ -15,6 +18,7 @@ from swapjudge.report.wording import (
     design_sentence,
     flip_sentence,
     gate_sentence,
+    graded_sentences,
     headline,
     interval,
     judge_name,
@@ -33,6 +37,10 @@ if TYPE_CHECKING:  # types only: rendering needs no polars
 
 # a ranking longer than this folds into <details> so the pull-request comment stays short
 FOLD_RANKING_AFTER = 10
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _escape(text: str) -> str:
@@ -59,6 +67,15 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
     lines.append(f"| splits toward slot 1 | {f.first} of {f.first + f.second} | {interval(f.low, f.high)}{p} |")
     lines.append(f"| calls first / second / tie / none | {v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,} | |")
     lines.append(f"| first-slot win rate | {pct(v.first_slot_rate)} | {interval(v.low, v.high)} |")
+    g = analysis.graded
+    if g is not None:
+        sc = g.strength_consistency
+        lines.append(f"| strength consistency ({g.pairs:,} graded pairs) | {pct(sc.rate)} | "
+                     f"{interval(sc.low, sc.high)} |")
+        for name, f in (("strong", g.flip_direction_strong), ("weak", g.flip_direction_weak),
+                        ("mixed", g.flip_direction_mixed)):
+            p = "" if f.p_value is None else f"p = {p_text(f)}"
+            lines.append(f"| {name} flips toward slot 1 / slot 2 | {f.first:,} / {f.second:,} | {p} |")
     w = analysis.win_rate
     if w is not None and not analysis.withheld:
         for name, rate in (("half_credit", w.half_credit), ("exclude", w.exclude), ("no_credit", w.no_credit)):
@@ -70,6 +87,12 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
         if w.per_call is not None:
             lines.append(f"| {_escape(w.a)} win rate, {PER_CALL_LABEL} | {pct(w.per_call.value)} | "
                          f"{interval(w.per_call.low, w.per_call.high)} |")
+        if w.graded is not None:
+            lines.append(f"| {_escape(w.a)} {_escape(GRADED_LABEL)}, {w.graded_pairs:,} pairs | "
+                         f"{pct(w.graded.value)} | {interval(w.graded.low, w.graded.high)} |")
+        if w.arena_hard is not None:
+            lines.append(f"| {_escape(w.a)} {_escape(ARENA_HARD_LABEL)}, {w.arena_hard_battles:,} battles | "
+                         f"{pct(w.arena_hard.value)} | {interval(w.arena_hard.low, w.arena_hard.high)} |")
     if analysis.accuracy is not None:
         acc = analysis.accuracy.to_dict()
         den = acc["denominators"]
@@ -96,6 +119,10 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
     lines.append(f"| gate (min self-consistency {pct(gate.min_self_consistency, 0)}) | "
                  f"{'passed' if gate.passed else 'FAILED'}{' (not sure)' if gate.uncertain else ''} | |")
     lines += ["", f"_{_escape(flip_sentence(analysis))}._", f"_{_escape(gate_sentence(gate))}._"]
+    if g is not None:
+        lines += [f"_{_escape(_capital(text))}._" for text in graded_sentences(g)]
+    if w is not None and not analysis.withheld and w.arena_hard is not None:
+        lines.append(f"_{_escape(_capital(ARENA_HARD_NOTE))}._")
     if analysis.decision is not None and analysis.win_rate is not None and not analysis.withheld:
         lines.append(f"_Decision help: {_escape(analysis.decision.sentence())}._")
     lines += [f"> {_escape(note)}" for note in analysis.notes]

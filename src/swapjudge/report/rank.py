@@ -23,6 +23,9 @@ MODEL_WORDS = {
 OUTCOME_WORDS = {
     "swap": "one comparison per pair, order cancelled, a split counted as a tie",
     "calls": "every call on its own, order not cancelled",
+    "graded": ("one comparison per graded pair, its graded score (1 / ¾ / ½ / ¼ / 0, both orders averaged) "
+               "counted as that share of a win: Bradley-Terry on weighted outcomes; wins and losses are those "
+               "shares summed"),
 }
 
 

@@ -13,6 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from swapjudge.report.wording import (
+    ARENA_HARD_LABEL,
+    ARENA_HARD_NOTE,
+    GRADED_LABEL,
     PER_CALL_LABEL,
     band_text,
     consistency_sentence,
@@ -20,6 +23,7 @@ from swapjudge.report.wording import (
     design_sentence,
     flip_sentence,
     gate_sentence,
+    graded_sentences,
     headline,
     interval,
     judge_name,
@@ -44,6 +48,10 @@ class _Titled(Table):
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Text(self.heading, style="bold")
         yield from super().__rich_console__(console, options)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _kv_table(title: str) -> Table:
@@ -101,6 +109,9 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
             cross.add_row(VERDICT_NAMES[i], *[f"{ct.counts[i][j]:,}" for j in shown])
         parts.append(cross)
 
+    if analysis.graded is not None:
+        parts += _graded_parts(analysis)
+
     w = analysis.win_rate
     if w is not None and not analysis.withheld:
         rates = _kv_table(f"Win rate of {w.a} against {w.b} (over {w.pairs:,} pairs)")
@@ -114,7 +125,15 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
             rates.add_row(name + marker, pct(rate.value), interval(rate.low, rate.high))
         if w.per_call is not None:
             rates.add_row(PER_CALL_LABEL, pct(w.per_call.value), interval(w.per_call.low, w.per_call.high))
+        if w.graded is not None:
+            rates.add_row(f"{GRADED_LABEL}, {w.graded_pairs:,} pairs", pct(w.graded.value),
+                          interval(w.graded.low, w.graded.high))
+        if w.arena_hard is not None:
+            rates.add_row(f"{ARENA_HARD_LABEL}, {w.arena_hard_battles:,} battles", pct(w.arena_hard.value),
+                          interval(w.arena_hard.low, w.arena_hard.high))
         parts.append(rates)
+        if w.arena_hard is not None:
+            parts.append(Text(_capital(ARENA_HARD_NOTE) + ".", style="dim"))
 
         if analysis.decision is not None:
             parts.append(Text("Decision help: " + analysis.decision.sentence() + ".", style="italic"))
@@ -162,6 +181,36 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
         parts.append(Text("Note: " + plain(note), style="yellow"))
     # the rule spans a terminal, but not the unbounded width of a piped log
     return Group(Constrain(Rule(f"judge: {judge_name(analysis)}", align="left"), RULE_WIDTH), *_spaced(parts))
+
+
+def _graded_parts(analysis: JudgeAnalysis) -> list[RenderableType]:
+    """The five-level analysis: strength consistency, the flips by strength, the cross-table of levels."""
+    g = analysis.graded
+    assert g is not None
+    sc = g.strength_consistency
+    table = _kv_table(f"Graded verdicts ({g.pairs:,} graded pairs)")
+    table.add_column("measure", ratio=3)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("interval", justify="right", no_wrap=True)
+    table.add_column("test", ratio=2, overflow="fold")
+    table.add_row("strength consistency", pct(sc.rate), interval(sc.low, sc.high))
+    table.add_row("same answer, other strength", f"{g.direction_only:,}", "")
+    for name, count, f in (("strong flips", g.strong_flips, g.flip_direction_strong),
+                           ("weak flips", g.weak_flips, g.flip_direction_weak),
+                           ("mixed flips", g.mixed_flips, g.flip_direction_mixed)):
+        p = "" if f.p_value is None else "p = " + p_text(f)
+        table.add_row(f"{name} → slot 1 / slot 2", f"{f.first:,} / {f.second:,}", f"{count:,} in all", p)
+    parts: list[RenderableType] = [table, Text(". ".join(graded_sentences(g)) + ".", style="italic")]
+    ct = g.cross_table
+    if ct is not None:
+        cross = _kv_table(f"Levels: rows = {ct.a} in slot 1, columns = {ct.b} in slot 1 (A = the answer in slot 1)")
+        cross.add_column("")
+        for label in ct.to_dict()["labels"]:
+            cross.add_column(label, justify="right")
+        for label, row in zip(ct.to_dict()["labels"], ct.counts, strict=True):
+            cross.add_row(label, *[f"{v:,}" for v in row])
+        parts.append(cross)
+    return parts
 
 
 def _debiased_parts(analysis: JudgeAnalysis) -> list[RenderableType]:

@@ -9,6 +9,7 @@ from swapjudge.core.choices import TiePolicy
 
 if TYPE_CHECKING:  # types only: rendering needs no polars
     from swapjudge.core.analysis import JudgeAnalysis
+    from swapjudge.core.graded import GradedSwap
     from swapjudge.core.policy import Gate, WinRate
     from swapjudge.core.swap import FlipDirection
 
@@ -21,6 +22,12 @@ POLICY_WORDS = {
 
 # the per-call convention other harnesses publish, shown beside the tie policies and never as the headline
 PER_CALL_LABEL = "per call (each call, tie = ½)"
+# graded verdicts: the honest graded score, and arena-hard-auto's convention beside it (never the headline)
+GRADED_LABEL = "graded (1 / ¾ / ½ / ¼ / 0, two orders averaged)"
+ARENA_HARD_LABEL = "arena-hard convention (×3, orders unreconciled)"
+ARENA_HARD_NOTE = ("arena-hard convention, for comparison with its published scores and never the headline: every call "
+                   "is its own battle and a 'much better' verdict three of them, the two orders never reconciled; its "
+                   "interval treats every battle as independent, so it is narrower than the data support")
 
 RANKING_WITHHELD = ("withheld: the judge failed the self-consistency gate, and a ranking is many win rates at "
                     "once (`swapjudge rank` still fits one, without the gate)")
@@ -138,6 +145,41 @@ def flip_direction_sentence(f: FlipDirection) -> str:
     if f.lean is None:
         return f"no clear lean toward either slot: {measured}, not below {f.level:g}"
     return f"{measured}: the judge leans toward the {f.lean} slot"
+
+
+def strength_sentence(g: GradedSwap) -> str:
+    """Strength consistency as measured, with what it counts."""
+    sc = g.strength_consistency
+    if sc.rate is None:
+        return "no graded pair (both calls with a level): strength consistency cannot be measured"
+    ind = sc.independence
+    unit = f"; the interval counts {ind.clusters} items as the units" if ind.units == "items" else ""
+    return (f"strength consistency {pct(sc.rate)} ({interval(sc.low, sc.high)}) of {sc.pairs:,} graded pairs: "
+            f"both orders named the same answer with the same strength, or tie twice; {g.direction_only:,} more "
+            f"named the same answer with different strengths{unit}")
+
+
+def graded_flip_sentence(name: str, f: FlipDirection) -> str:
+    """One class of flips (strong, weak, mixed) with its test; a lean is claimed only when the test rejects."""
+    n = f.first + f.second
+    if n == 0:
+        return f"no {name} flips"
+    measured = f"{n:,} {name} flip(s), {f.first:,} toward slot 1 and {f.second:,} toward slot 2 (p = {p_text(f)})"
+    if f.lean is None:
+        return f"{measured}: no clear lean"
+    return f"{measured}: the {name} flips lean toward the {f.lean} slot"
+
+
+def graded_sentences(g: GradedSwap) -> list[str]:
+    """What the graded swap analysis supports, one sentence each."""
+    out = [strength_sentence(g)]
+    out += [graded_flip_sentence(name, f) for name, f in (("strong", g.flip_direction_strong),
+                                                           ("weak", g.flip_direction_weak),
+                                                           ("mixed", g.flip_direction_mixed))]
+    if g.ungraded:
+        out.append(f"{g.ungraded:,} complete pair(s) had a verdict naming a slot without a strength: left out of "
+                   "the graded figures")
+    return out
 
 
 def flip_sentence(analysis: JudgeAnalysis) -> str:

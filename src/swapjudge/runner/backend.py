@@ -36,9 +36,10 @@ def structured_output(judge: JudgeConfig) -> bool:
     return judge.structured_output and supports_structured(judge.backend)
 
 
-def replay_verdicts(path: str | Path, judge: str | None) -> dict[ReplayKey, tuple[Verdict | None, str | None]]:
-    """The verdict table of a records file acting as the judge: (round, item, first, second) -> (verdict, raw),
-    of its one judge or of `judge` (`judge.replay_judge`)."""
+def replay_verdicts(path: str | Path, judge: str | None
+                    ) -> dict[ReplayKey, tuple[Verdict | None, str | None, int | None]]:
+    """The verdict table of a records file acting as the judge: (round, item, first, second) -> (verdict, raw,
+    strength), of its one judge or of `judge` (`judge.replay_judge`)."""
     from swapjudge.core.records import load_records
 
     frame = load_records(path).frame
@@ -50,8 +51,10 @@ def replay_verdicts(path: str | Path, judge: str | None) -> dict[ReplayKey, tupl
             raise ConfigError(f"{path}: no records of judge {judge!r}")
         frame = frame.filter(frame["judge"] == judge)
     has_raw = "raw" in frame.columns
+    has_strength = "strength" in frame.columns  # graded records replay their strength too
     return {(int(row["round"]), str(row["item"]), str(row["first"]), str(row["second"])):
-            (cast(Verdict | None, row["verdict"]), row["raw"] if has_raw else None)
+            (cast(Verdict | None, row["verdict"]), row["raw"] if has_raw else None,
+             row["strength"] if has_strength else None)
             for row in frame.iter_rows(named=True)}
 
 

@@ -75,6 +75,7 @@ def _record_from_reply(
         probabilities=reply.probabilities,
         settings=reply.settings,
         attempts=attempts,
+        strength=reply.strength,
     )
 
 
@@ -148,6 +149,7 @@ def cached_record(call: PlannedCall, cached: Any) -> CallRecord:
         cost_usd=cached.cost_usd,
         probabilities=cached.probabilities,
         settings=cached.settings,
+        strength=cached.strength,
     )
 
 

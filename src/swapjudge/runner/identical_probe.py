@@ -59,7 +59,8 @@ def plan_self_pairs(loaded: LoadedConfig, pairs: PairsFile, *, sample: int | Non
         out.append(SelfCall(it.item, s, render_request(
             task=it.prompt, first=it.answers[s], second=it.answers[s], rubric=loaded.rubric_text,
             allow_tie=cfg.allow_tie, chain_of_thought=cfg.chain_of_thought, structured=structured,
-            metadata={"item": it.item, "first": s, "second": s, "round": 0}, code=code)))
+            metadata={"item": it.item, "first": s, "second": s, "round": 0}, code=code,
+            graded=cfg.judge.verdict_scale == "graded")))  # the run's own prompt, scale included
     return out
 
 

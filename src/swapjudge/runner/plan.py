@@ -143,6 +143,7 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
                     structured=structured,
                     metadata={"item": it.item, "first": s1, "second": s2, "round": 0},
                     code=code,
+                    graded=cfg.judge.verdict_scale == "graded",
                 )
                 calls.append(
                     PlannedCall(

@@ -32,7 +32,8 @@ def run_provenance(config: dict[str, Any], *, structured: bool) -> dict[str, Any
         "rubric_text": rubric,
         "rubric_hash": text_hash(rubric),
         "template_hash": template_hash(
-            allow_tie=allow_tie, chain_of_thought=bool(config.get("chain_of_thought")), structured=structured
+            allow_tie=allow_tie, chain_of_thought=bool(config.get("chain_of_thought")), structured=structured,
+            graded=judge.get("verdict_scale") == "graded",
         ),
         "schema": schema,
         "tie_policy": str(config.get("tie_policy") or "half_credit"),

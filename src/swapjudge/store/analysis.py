@@ -32,7 +32,7 @@ def run_record_set(store: Store, run_id: int) -> Any:
     from swapjudge.core.records import records_from_dicts
 
     # the probabilities let the analysis show debiased verdicts, as it does for the run's export
-    core = ("judge", "round", "item", "first", "second", "verdict", "label", "p_first", "p_second")
+    core = ("judge", "round", "item", "first", "second", "verdict", "label", "p_first", "p_second", "strength")
     # `inferred` rows (an older swapjudge's stand-ins for swapped calls adaptive swapping skipped) are no verdicts
     rows = [{k: rec[k] for k in core if k in rec} for rec in store.presentation_records(run_id)
             if rec["source"] != "inferred"]

@@ -116,7 +116,7 @@ class StoreReader(StoreFile):
         cur = self._db.execute(
             "SELECT round, item, first, second, order_index, label, prompt_hash, verdict, raw, input_tokens,"
             " output_tokens, cached_input_tokens, latency_s, cost_usd, error, probabilities, settings,"
-            " attempts, source FROM calls WHERE run_id=? ORDER BY item, round, first, second",
+            " attempts, source, strength FROM calls WHERE run_id=? ORDER BY item, round, first, second",
             (run_id,),
         )
         names = [d[0] for d in cur.description]
@@ -141,6 +141,8 @@ class StoreReader(StoreFile):
             }
             if c["label"] is not None:
                 rec["label"] = c["label"]
+            if c["strength"] is not None:  # graded verdicts only: ungraded runs export as they always did
+                rec["strength"] = c["strength"]
             rec.update(
                 {
                     "raw": c["raw"],

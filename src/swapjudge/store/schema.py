@@ -19,10 +19,13 @@ from typing import Any, Self
 
 from swapjudge.errors import SwapjudgeError
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # Schema 3 adds the batch tables (created empty in an older file; nothing else changes). The decisions ledger
-# (`swapjudge decide`) is created the same way in any schema-3 file: additive, no version change.
-OLDER_SCHEMAS = ("1", "2")
+# (`swapjudge decide`) is created the same way in any schema-3 file: additive, no version change. Schema 4 adds a
+# graded verdict's `strength` to calls, superseded calls and the cache (null in an older file's rows).
+OLDER_SCHEMAS = ("1", "2", "3")
+# appended last in each table, in a new file as by ALTER TABLE in an older one, so the column order is the same
+STRENGTH_TABLES = ("calls", "superseded_calls", "cache")
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
 
 # Run provenance added in schema 2 (run history): what makes two runs comparable. Added to a store made by
@@ -41,8 +44,8 @@ PROVENANCE_COLUMNS: tuple[str, ...] = (
 # the store for use (`runner.provenance.stored_provenance`): the store knows no prompt template or backend.
 ProvenanceOf = Callable[[dict[str, Any]], dict[str, Any]]
 
-# The columns of a stored call, in one order for `calls` and `superseded_calls` (set aside by
-# `INSERT INTO superseded_calls SELECT *, ? FROM calls`); only `calls` checks the verdict.
+# The columns of a stored call, in one order for `calls` and `superseded_calls` (each followed by its own, and
+# `strength` last); only `calls` checks the verdict.
 _CALL_COLUMNS = """\
     run_id INTEGER NOT NULL REFERENCES runs(id),
     round INTEGER NOT NULL DEFAULT 0,
@@ -87,11 +90,13 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_hash ON runs (config_hash, pairs_digest);
 CREATE TABLE IF NOT EXISTS calls (
 {calls_columns},
+    strength INTEGER CHECK (strength IN (1, 2) OR strength IS NULL),
     PRIMARY KEY (run_id, round, item, first, second)
 );
 CREATE TABLE IF NOT EXISTS superseded_calls (
 {superseded_columns},
-    superseded_at TEXT NOT NULL
+    superseded_at TEXT NOT NULL,
+    strength INTEGER
 );
 CREATE TABLE IF NOT EXISTS cache (
     judge_hash TEXT NOT NULL,
@@ -106,6 +111,7 @@ CREATE TABLE IF NOT EXISTS cache (
     probabilities TEXT,
     settings TEXT,
     created_at TEXT NOT NULL,
+    strength INTEGER,
     PRIMARY KEY (judge_hash, prompt_hash)
 );
 CREATE TABLE IF NOT EXISTS anchor_runs (
@@ -203,6 +209,7 @@ class CallRecord:
     probabilities: dict[str, float] | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     attempts: int = 0
+    strength: int | None = None  # a graded verdict's: 1 slightly, 2 much better (docs/records.md)
 
 
 @dataclass(frozen=True)
@@ -216,6 +223,7 @@ class CachedReply:
     cost_usd: float | None
     probabilities: dict[str, float] | None
     settings: dict[str, Any]
+    strength: int | None = None
 
 
 @dataclass(frozen=True)
@@ -296,20 +304,23 @@ class StoreFile:
         self._db.executescript(_SCHEMA)
         self._migrate()
 
-    def _to_migrate(self) -> tuple[str, list[str], bool] | None:
-        """What this file lacks: (its schema version, provenance columns missing, runs to fill), or None."""
+    def _to_migrate(self) -> tuple[str, list[str], bool, list[str]] | None:
+        """What this file lacks: (its schema version, provenance columns missing, runs to fill, tables without a
+        `strength` column), or None."""
         row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = SCHEMA_VERSION if row is None else row[0]
         have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
         missing = [c for c in PROVENANCE_COLUMNS if c not in have]
+        no_strength = [t for t in STRENGTH_TABLES
+                       if "strength" not in {r[1] for r in self._db.execute(f"PRAGMA table_info({t})")}]
         # Runs registered by an older swapjudge in a current file still get their provenance filled in.
         unfilled = bool(self._provenance_of is not None and not missing
                         and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone())
-        if not missing and not unfilled and row is not None and version == SCHEMA_VERSION:
+        if not missing and not no_strength and not unfilled and row is not None and version == SCHEMA_VERSION:
             return None
         if version not in (*OLDER_SCHEMAS, SCHEMA_VERSION):
             raise SwapjudgeError(f"{self.path}: store schema {version} is newer than this swapjudge ({SCHEMA_VERSION})")
-        return version, missing, unfilled
+        return version, missing, unfilled, no_strength
 
     def _migrate(self) -> None:
         """Bring a store of an older schema up to this one, in one transaction (a kill leaves the old file). What
@@ -322,6 +333,8 @@ class StoreFile:
             todo = self._to_migrate()
             for col in [] if todo is None else todo[1]:
                 db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
+            for table in [] if todo is None else todo[3]:  # last, as in a new file, so rows keep their order
+                db.execute(f"ALTER TABLE {table} ADD COLUMN strength INTEGER")
             derive = self._provenance_of
             rows = [] if derive is None or todo is None else db.execute(
                 "SELECT id, config_json FROM runs WHERE rubric_hash IS NULL").fetchall()

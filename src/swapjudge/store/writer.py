@@ -74,7 +74,9 @@ class StoreWriter(StoreFile):
         db.execute("BEGIN IMMEDIATE")
         try:
             hashes = [r[0] for r in db.execute(f"SELECT prompt_hash FROM calls WHERE {where}", (run_id,))]
-            db.execute(f"INSERT INTO superseded_calls SELECT *, ? FROM calls WHERE {where}", (_now(), run_id))
+            columns = ", ".join(r[1] for r in db.execute("PRAGMA table_info(calls)") if r[1] != "strength")
+            db.execute(f"INSERT INTO superseded_calls ({columns}, superseded_at, strength) "
+                       f"SELECT {columns}, ?, strength FROM calls WHERE {where}", (_now(), run_id))
             db.execute(f"DELETE FROM calls WHERE {where}", (run_id,))
             db.executemany("DELETE FROM cache WHERE judge_hash=? AND prompt_hash=?",
                            [(judge_hash, h) for h in hashes if h])
@@ -138,10 +140,11 @@ class StoreWriter(StoreFile):
             c.attempts,
             c.source,
             now or _now(),
+            c.strength,
         )
 
-    _CALL_INSERT = "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-    _CACHE_INSERT = "INSERT OR REPLACE INTO cache VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    _CALL_INSERT = "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    _CACHE_INSERT = "INSERT OR REPLACE INTO cache VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
     def record_call(self, run_id: int, call: CallRecord, *, judge_hash: str | None = None) -> None:
         """Store one call (and, given `judge_hash` and no error, its reply in the cache) atomically."""
@@ -167,7 +170,7 @@ class StoreWriter(StoreFile):
         rows = [self._call_row(run_id, c, now) for c in calls]
         cache_rows = [
             (judge_hash, c.prompt_hash, c.verdict, c.raw, c.input_tokens, c.output_tokens, c.cached_input_tokens,
-             c.latency_s, c.cost_usd, _dumps(c.probabilities), _dumps(c.settings), now)
+             c.latency_s, c.cost_usd, _dumps(c.probabilities), _dumps(c.settings), now, c.strength)
             for c in calls
             if judge_hash is not None and c.error is None and c.prompt_hash and c.source == "api"
         ]

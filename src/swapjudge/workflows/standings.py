@@ -45,7 +45,9 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
 
     A judge below `min_consistency` (over all its complete pairs) gets no ranking: `GateError`. With
     `order_effect` (a first-slot term fitted with the strengths, the honest choice for single-order data) or
-    `control` (style covariates such as `length`, `markdown`) the fit is on single calls."""
+    `control` (style covariates such as `length`, `markdown`) the fit is on single calls. `outcome="graded"`
+    (graded verdicts) counts each graded pair's order-averaged graded score s as s of a win and 1 - s of a
+    loss and fits plain Bradley-Terry on those weighted outcomes (`model` is not used)."""
     from swapjudge.ranking.battles import choose_judge, comparisons_from_records
     from swapjudge.ranking.bradley_terry import rank as fit_ranking
     from swapjudge.ranking.gate import rank_gate
@@ -59,6 +61,9 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     if len(set(controls)) != len(controls):
         raise ArgumentError("{control} names a covariate twice", "control")
     adjusted = order_effect or bool(controls)
+    if adjusted and source_kind is OutcomeSource.graded:
+        raise ArgumentError("{outcome} graded ranks graded pairs; {order_effect} and {control} fit single calls",
+                            "outcome", "order_effect", "control")
     loaded = load_records(source, allow_unpaired=adjusted or source_kind is OutcomeSource.calls)
     name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
     checked = rank_gate(choose_judge(loaded.frame, judge, loaded.source), min_consistency, confidence)
@@ -69,7 +74,9 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     data = comparisons_from_records(loaded, judge=judge, outcome=source_kind)
     if len(data.systems) < 2:
         raise InputError("fewer than two systems to rank", path=loaded.source)
-    result = fit_ranking(data, model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
+    # a graded pair is a weighted win, never a tie: the plain Bradley-Terry (the tie models would reduce to it)
+    fitted_model = Model.bt_half if source_kind is OutcomeSource.graded else model
+    result = fit_ranking(data, fitted_model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
     return JudgeRanking(name, source_kind.value, checked, result)
 
 
