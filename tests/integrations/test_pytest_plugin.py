@@ -27,7 +27,7 @@ def _files(pytester) -> None:
 
 def test_a_shipping_candidate_passes_and_the_others_fail_with_the_verdict(pytester):
     _files(pytester)
-    pytester.makepyfile(test_models="""
+    pytester.makepyfile(test_plugin_candidates="""
         import json
         from swapjudge.integrations.pytest_plugin import assert_ships
 
