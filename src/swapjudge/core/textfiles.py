@@ -57,6 +57,16 @@ def decode_text(data: bytes, path: str) -> str:
         raise InputError(f"not UTF-8 text (byte {err.start})", path=path) from None
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """True when the text holds a surrogate code point (U+D800 to U+DFFF) on its own, as a JSON escape can give:
+    no UTF-8 file, HTTP body or SQLite text can hold one."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def read_text(path: Path) -> str:
     """The file's UTF-8 text; a missing, unreadable or non-UTF-8 file is an InputError."""
     return decode_text(read_bytes(path), str(path))
