@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swapjudge.core.textfiles import decode_text, has_lone_surrogate, json_lines, read_bytes
+from swapjudge.core.textfiles import allow_long_cells, decode_text, has_lone_surrogate, json_lines, read_bytes
 from swapjudge.errors import InputError
 
 
@@ -101,6 +101,7 @@ def _jsonl_rows(text: str, path: str) -> Iterator[PairItem]:
 
 
 def _csv_rows(text: str, path: str) -> Iterator[PairItem]:
+    allow_long_cells()  # answers can be longer than csv's default cell limit
     reader = csv.DictReader(io.StringIO(text, newline=""))
     fields = reader.fieldnames or []
     for key in ("item", "prompt"):

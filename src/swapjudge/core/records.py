@@ -19,7 +19,15 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core.pairs import PairTable, build_pairs
-from swapjudge.core.textfiles import csv_rows, decode_text, is_stdio, json_lines, looks_like_csv, read_bytes
+from swapjudge.core.textfiles import (
+    ESCAPED_CELL,
+    csv_rows,
+    decode_text,
+    is_stdio,
+    json_lines,
+    looks_like_csv,
+    read_bytes,
+)
 from swapjudge.errors import InputError, SwapjudgeError
 
 VERDICT_VALUES = ("first", "second", "tie")
@@ -305,6 +313,9 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
     try:
         if is_csv:
             raw = pl.read_csv(io.BytesIO(data), infer_schema=False, separator=_separator(data))
+            if b"'" in data and raw.select(pl.any_horizontal(pl.col(pl.String).str.contains(ESCAPED_CELL))
+                                           .fill_null(False).any()).item():
+                return None  # a cell escaped for spreadsheets: the slow path's reader takes the `'` off
         else:
             if not data.strip():
                 return None

@@ -17,6 +17,11 @@ from typing import Any, TextIO
 from swapjudge.errors import InputError, SwapjudgeError
 
 STDIO = "-"  # the conventional name of stdin (for an input) and stdout (for an output)
+# A text cell a spreadsheet runs as a formula when it starts with one of these (OWASP, "CSV injection")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+ESCAPED_CELL = r"^'+[=+\-@\t\r]"  # a cell `spreadsheet_cell` escaped, as a regular expression
+# Python's csv module refuses a cell over 131,072 characters; a judge's reply or an answer can be longer
+CSV_CELL_LIMIT = min(sys.maxsize, 2**31 - 1)  # the C long csv takes, on every platform
 _stdin_bytes: bytes | None = None  # stdin can be read once; a second reader of `-` gets the same bytes
 
 
@@ -89,10 +94,34 @@ def json_lines(text: str, path: str) -> Iterator[tuple[int, Any]]:
         yield number, value
 
 
+def spreadsheet_cell(value: Any) -> Any:
+    """A value as a CSV written for people holds it: a text a spreadsheet would run as a formula gets a leading
+    `'`, as OWASP advises, and so does a text that merely looks like such an escaped one, so that
+    `from_spreadsheet` gives back exactly the text written. Numbers and other values pass as they are."""
+    if isinstance(value, str) and value.lstrip("'").startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def from_spreadsheet(cell: str) -> str:
+    """A CSV cell's text with the `'` that `spreadsheet_cell` put before a formula-like text taken off again."""
+    if cell.startswith("'") and cell.lstrip("'").startswith(FORMULA_STARTS):
+        return cell[1:]
+    return cell
+
+
+def allow_long_cells() -> None:
+    """Let Python's csv module read cells of any length (its default limit is 131,072 characters)."""
+    if csv.field_size_limit() < CSV_CELL_LIMIT:
+        csv.field_size_limit(CSV_CELL_LIMIT)
+
+
 def csv_rows(text: str, path: str, *, required: Iterable[str] = (), delimiter: str = ","
              ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line where the record starts, row) per CSV record, after checking the header names every `required`
-    column; a row with more cells than the header is an InputError, one with fewer has None in the rest."""
+    column; a row with more cells than the header is an InputError, one with fewer has None in the rest. Each
+    cell is read as `from_spreadsheet` gives it back (the files swapjudge writes escape formula-like text)."""
+    allow_long_cells()
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
     header = reader.fieldnames or []
     for name in required:
@@ -104,7 +133,7 @@ def csv_rows(text: str, path: str, *, required: Iterable[str] = (), delimiter: s
         start, previous = previous + 1, reader.line_num
         if None in row:
             raise InputError("more cells than header columns", path=path, line=start)
-        yield start, row
+        yield start, {k: from_spreadsheet(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
 @contextmanager
