@@ -4,6 +4,7 @@ registered with, and write the run's analysis file beside its store."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -15,7 +16,7 @@ from swapjudge.core.analysis import Analyses
 from swapjudge.core.display import Displayable
 from swapjudge.core.documents import json_document
 from swapjudge.defaults import DEFAULT_STORE
-from swapjudge.errors import SwapjudgeError
+from swapjudge.errors import GateError, SwapjudgeError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,14 +65,21 @@ class RunResult(Displayable):
         return not self.waiting and not self.interrupted and bool(self.analyses.judges) and self.analyses.passed
 
     def raise_for_gate(self) -> None:
-        """`GateError` (exit 1 at the CLI) naming each judge below its gate; nothing when every judge passed."""
+        """`GateError` (exit 1 at the CLI) naming each judge below its gate, or saying that the run is not in yet
+        (requests waiting, or interrupted): no gate passes on part of the data. Nothing when `passed`."""
+        if self.waiting or self.interrupted:
+            why = (f"{self.waiting:,} request(s) still waiting in {self.batches_waiting:,} batch(es)" if self.waiting
+                   else "the run was interrupted")
+            raise GateError(f"run {self.run_id}: {why}: no gate passes on part of the data; run the same "
+                            "configuration again to finish it")
         self.analyses.raise_for_gate()
 
     def to_dict(self) -> dict[str, Any]:
         """`swapjudge run --format json`: the analysis, plus the run under `run`."""
         return {**self.analyses.to_dict(), "run": {
             "id": self.run_id, "config_hash": self.config_hash, "store": os.path.normpath(self.store_path),
-            "orders": self.orders, "coin_seed": self.coin_seed, "tie_policy": self.tie_policy, "stats": self.stats}}
+            "orders": self.orders, "coin_seed": self.coin_seed, "tie_policy": self.tie_policy, "stats": self.stats,
+            "waiting": self.waiting, "batches_waiting": self.batches_waiting, "interrupted": self.interrupted}}
 
     def to_frame(self, backend: str = "polars") -> Any:
         return self.analyses.to_frame(backend)
@@ -115,15 +123,41 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
                           batch_wait=batch_wait)
     with open_store(outcome.store_path) as st:
-        stored = any(True for _ in st.calls(outcome.run_id))
-        # calls still in a batch or never made are pairs without two verdicts: incomplete, not left out
-        analyses = analyze_run(st, outcome.run_id) if stored else []
+        # calls still in a batch are pairs without two verdicts: incomplete, not left out
+        waiting = _waiting_records(st, outcome.run_id) if outcome.batch_waiting else None
+        stored = waiting is not None or any(True for _ in st.calls(outcome.run_id))
+        analyses = analyze_run(st, outcome.run_id, waiting) if stored else []
+    if waiting is not None:
+        note = (f"{outcome.batch_requests_in_flight:,} request(s) are still waiting in {outcome.batches_in_flight:,} "
+                "batch(es): their pairs count as incomplete until the same configuration is run again to collect "
+                "them, and no gate passes before")
+        analyses = [dataclasses.replace(a, notes=(*a.notes, note)) for a in analyses]
     result = RunResult.from_outcome(outcome, Analyses(tuple(analyses)), config_hash=loaded.config_hash,
                                     tie_policy=str(loaded.config.tie_policy))
     if stored and not outcome.interrupted and not outcome.batch_waiting:
         path = analysis_path(outcome.store_path, outcome.run_id)
         write_atomic(path, json.dumps(json_document(result.to_dict()), indent=2, allow_nan=False) + "\n")
     return result
+
+
+def _waiting_records(st: Store, run_id: int) -> Any:
+    """The run's stored calls with one call without a verdict for each call still in a batch (None: none is), so
+    a pair with a call waiting counts as incomplete rather than not at all."""
+    from swapjudge.core.records import records_from_dicts
+    from swapjudge.store.analysis import run_record_set
+
+    done = st.done_keys(run_id)
+    keys = sorted(k for k in st.in_flight(run_id) if k not in done)
+    if not keys:
+        return None
+    rows: list[dict[str, Any]] = []
+    if any(True for _ in st.calls(run_id)):
+        rows = run_record_set(st, run_id).frame.to_dicts()
+    stored = {(r["round"], r["item"], r["first"], r["second"]) for r in rows}
+    judge = st.run(run_id).judge
+    rows += [{"judge": judge, "round": rnd, "item": item, "first": first, "second": second, "verdict": None}
+             for rnd, item, first, second in keys if (rnd, item, first, second) not in stored]
+    return records_from_dicts(rows, source=f"{st.path} run {run_id}", allow_unpaired=True)
 
 
 def dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *,
