@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swapjudge.core import arguments
 from swapjudge.core.analysis import Analyses
 from swapjudge.core.display import Displayable
 from swapjudge.core.documents import json_document
@@ -114,10 +115,18 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     """Judge the configured pairs in both orders, store every call, and analyse the run (`swapjudge run`).
     Running the same configuration again resumes an unfinished run; replies are cached. A finished run's analysis
     is also written beside the store (`<store>-run-N.analysis.json`)."""
+    from rich.console import Console
+
     from swapjudge.core.textfiles import write_atomic
     from swapjudge.runner.session import run as run_session
     from swapjudge.store.analysis import analyze_run
 
+    config = _config_argument(config)
+    store = arguments.path(store, "store", what="a run store's path")
+    progress, handle_sigint, wait, retry_unparsed, batch_wait = (arguments.flag(v, n) for v, n in (
+        (progress, "progress"), (handle_sigint, "handle_sigint"), (wait, "wait"), (retry_unparsed, "retry_unparsed"),
+        (batch_wait, "batch_wait")))
+    console = arguments.instance(console, "console", (Console,), "a rich Console")
     loaded = load_run_config(config)
     outcome = run_session(loaded, store_path=store, console=console, progress=progress,
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
@@ -165,6 +174,8 @@ def dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *,
     """What a run would call and cost, calling nothing and writing nothing (`swapjudge run --dry-run`)."""
     from swapjudge.runner.dry_run import estimate
 
+    config = _config_argument(config)
+    store = arguments.path(store, "store", what="a run store's path")
     return estimate(load_run_config(config), store_path=store)
 
 
@@ -172,7 +183,14 @@ def check(config: str | Path | Mapping[str, Any] | LoadedConfig) -> CheckResult:
     """One small request to prove the server, key and model (`swapjudge run --check`); stores nothing."""
     from swapjudge.runner.check import check_judge
 
-    return check_judge(load_run_config(config))
+    return check_judge(load_run_config(_config_argument(config)))
+
+
+def _config_argument(config: Any) -> Any:
+    from swapjudge.config import LoadedConfig
+
+    return arguments.mapping_or_path(config, "config", (LoadedConfig,), "a run configuration: a YAML file's "
+                                     "path, a mapping of its keys, or a LoadedConfig")
 
 
 def open_store(path: str | Path | None) -> Store:
