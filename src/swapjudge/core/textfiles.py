@@ -143,8 +143,7 @@ def atomic_text(path: Path, *, create_parent: bool = True) -> Iterator[TextIO]:
     InputError (an output path with a typo in it)."""
     if is_stdio(path):
         # `-o -`: stdout, written as it comes (there is no file to replace atomically)
-        yield sys.stdout
-        sys.stdout.flush()
+        yield from _stdout_data()
         return
     target = Path(path)
     directory = target.parent
@@ -166,6 +165,25 @@ def atomic_text(path: Path, *, create_parent: bool = True) -> Iterator[TextIO]:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def _stdout_data() -> Iterator[TextIO]:
+    """stdout for data: its bytes, as UTF-8 with no newline translation, exactly as a file gets them (what the CLI
+    prints as text is escaped for the terminal on its way; data is not text to be escaped). A stdout without
+    bytes below it (a plain StringIO) takes the text as it is."""
+    out = sys.stdout
+    out.flush()
+    binary = getattr(out, "buffer", None)
+    if binary is None:
+        yield out
+        out.flush()
+        return
+    handle = io.TextIOWrapper(binary, encoding="utf-8", newline="", write_through=True)
+    try:
+        yield handle
+        handle.flush()
+    finally:
+        handle.detach()  # the stream stays open: it is stdout
 
 
 def write_atomic(path: Path, text: str) -> None:
