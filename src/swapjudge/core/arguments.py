@@ -102,7 +102,7 @@ def path(value: Any, name: str, *, optional: bool = True, what: str = "a path") 
     """A file path: a string or an os.PathLike (pathlib.Path); None when `optional`."""
     if value is None and optional:
         return None
-    if isinstance(value, str) and value or isinstance(value, os.PathLike):
+    if (isinstance(value, str) and value) or isinstance(value, os.PathLike):
         return value
     raise ArgumentError(f"{{{name}}} must be {what}{' or None' if optional else ''}, got {_shown(value)}", name)
 
@@ -140,7 +140,7 @@ def records_source(value: Any, name: str, *, optional: bool = False) -> Any:
         return None
     from swapjudge.core.records import RecordSet
 
-    if isinstance(value, str) and value or isinstance(value, os.PathLike | list | tuple | RecordSet) \
+    if (isinstance(value, str) and value) or isinstance(value, os.PathLike | list | tuple | RecordSet) \
             or _is_frame(value):
         return value
     raise ArgumentError(f"{{{name}}} must be {RECORDS}{' or None' if optional else ''}, got {_shown(value)}", name)
@@ -149,6 +149,6 @@ def records_source(value: Any, name: str, *, optional: bool = False) -> Any:
 def mapping_or_path(value: Any, name: str, kinds: tuple[type, ...], what: str) -> Any:
     """A file path, a mapping of the file's keys, or an already loaded object of `kinds` (a configuration, a
     decision file)."""
-    if isinstance(value, str) and value or isinstance(value, (os.PathLike, Mapping, *kinds)):
+    if (isinstance(value, str) and value) or isinstance(value, (os.PathLike, Mapping, *kinds)):
         return value
     raise ArgumentError(f"{{{name}}} must be {what}, got {_shown(value)}", name)

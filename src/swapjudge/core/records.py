@@ -449,8 +449,9 @@ def _csv_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
     for number, row in csv_rows(text, path, required=REQUIRED, delimiter=_separator(text.encode()[:4096])):
         obj = {k: (None if v == "" and k in ("verdict", "label", "round") else v) for k, v in row.items()}
         for name in PROBABILITY_SCHEMA:  # a CSV cell is text: a number in it is a number
-            if isinstance(obj.get(name), str):
-                obj[name] = _number_or_text(obj[name])
+            cell = obj.get(name)
+            if isinstance(cell, str):
+                obj[name] = _number_or_text(cell)
         yield _parse_row(obj, path, number)
 
 
