@@ -28,6 +28,7 @@ BASE: dict[str, dict[str, Any]] = {
     "dry_run": {"config": MISSING},
     "decide": {"records": ROWS, "decision": MISSING},
     "plan": {"decision": MISSING, "expect": 0.6, "splits": 0.1},
+    "card": {"config": MISSING},
 }
 
 
@@ -84,7 +85,7 @@ WRONG_VALUES = [
     ("rank", "seed", -1, "seed must be 0 or more, got -1"),
     ("rank", "seed", 1.5, "seed must be an integer, got 1.5"),
     ("rank", "model", "elo", "model must be one of rao-kupper, davidson, bt-half, got 'elo'"),
-    ("rank", "outcome", "votes", "outcome must be one of swap, calls, got 'votes'"),
+    ("rank", "outcome", "votes", "outcome must be one of swap, calls, graded, got 'votes'"),
     ("rank", "interval", "normal", "interval must be one of percentile, bca, got 'normal'"),
     ("rank", "min_consistency", 1.5, "min_consistency must be a number between 0 and 1, got 1.5"),
     ("calculate", "to_first", 1.0, "to_first must be an integer or None, got 1.0"),
@@ -100,6 +101,8 @@ WRONG_VALUES = [
     ("decide", "run", 0, "run must be 1 or more, got 0"),
     ("plan", "simulations", "many", "simulations must be an integer, got 'many'"),
     ("plan", "expect", 1.2, "expect must be a number between 0 and 1 or None, got 1.2"),
+    ("card", "suite", None, "suite must be a suite's name (default, quick) or a pairs file's path, got None"),
+    ("card", "references", "yes", "references must be True or False, got 'yes'"),
 ]
 
 

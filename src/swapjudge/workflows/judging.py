@@ -121,7 +121,7 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     from swapjudge.runner.session import run as run_session
     from swapjudge.store.analysis import analyze_run
 
-    config = _config_argument(config)
+    config = config_argument(config)
     store = arguments.path(store, "store", what="a run store's path")
     progress, handle_sigint, wait, retry_unparsed, batch_wait = (arguments.flag(v, n) for v, n in (
         (progress, "progress"), (handle_sigint, "handle_sigint"), (wait, "wait"), (retry_unparsed, "retry_unparsed"),
@@ -174,7 +174,7 @@ def dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *,
     """What a run would call and cost, calling nothing and writing nothing (`swapjudge run --dry-run`)."""
     from swapjudge.runner.dry_run import estimate
 
-    config = _config_argument(config)
+    config = config_argument(config)
     store = arguments.path(store, "store", what="a run store's path")
     return estimate(load_run_config(config), store_path=store)
 
@@ -183,10 +183,11 @@ def check(config: str | Path | Mapping[str, Any] | LoadedConfig) -> CheckResult:
     """One small request to prove the server, key and model (`swapjudge run --check`); stores nothing."""
     from swapjudge.runner.check import check_judge
 
-    return check_judge(load_run_config(_config_argument(config)))
+    return check_judge(load_run_config(config_argument(config)))
 
 
-def _config_argument(config: Any) -> Any:
+def config_argument(config: Any) -> Any:
+    """The `config` argument of run, dry_run, check and card, checked (see core.arguments)."""
     from swapjudge.config import LoadedConfig
 
     return arguments.mapping_or_path(config, "config", (LoadedConfig,), "a run configuration: a YAML file's "
