@@ -1,6 +1,7 @@
-"""A lone surrogate in a pairs file (a JSON escape such as \\udced with no partner: no UTF-8 file, request body or
-SQLite text can hold it) is one line naming the file, line and field, exit 2, in `run`, `run --dry-run` and
-`review sheet`, before any call is made; before, each of them ended in a UnicodeEncodeError traceback."""
+"""A lone surrogate (a JSON escape such as \\udced with no partner: no UTF-8 file, request body or SQLite text can
+hold it) is one line naming the file, line and field, exit 2: in a pairs file for `run`, `run --dry-run` and
+`review sheet`, before any call is made, and in a records file for `analyze`; before, each of them ended in a
+UnicodeEncodeError traceback."""
 
 from __future__ import annotations
 
@@ -74,3 +75,24 @@ def test_run_dry_run_and_review_sheet_say_it_in_one_line(tmp_path: Path) -> None
     sheet = _cli(tmp_path, "review", "sheet", "pairs.jsonl", "-o", "sheet.csv", "--key", "key.csv")
     assert (sheet.returncode, sheet.stderr.strip()) == (2, expected), sheet.stderr
     assert not (tmp_path / "sheet.csv").exists() and not (tmp_path / "key.csv").exists()
+
+
+@pytest.mark.parametrize(("record", "field"), [
+    ({"item": f"q{LONE}"}, "item"),
+    ({"first": f"sys{LONE}"}, "first"),
+    ({"raw": {"reply": f"text {LONE}"}}, "raw.reply"),
+])
+def test_a_records_file_names_the_line_and_field_too(tmp_path: Path, record: dict[str, str], field: str) -> None:
+    rows = [{"item": "q1", "first": "a", "second": "b", "verdict": "first"},
+            {"item": "q1", "first": "b", "second": "a", "verdict": "second"}]
+    rows[1].update(record)
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    done = _cli(tmp_path, "analyze", "records.jsonl")
+    assert (done.returncode, done.stderr.strip()) == (
+        2, f"error: records.jsonl:2: field `{field}`: not valid Unicode (lone surrogate)"), done.stderr
+    # a surrogate pair (an emoji written as two escapes) is a valid character and reads as one
+    rows[1] = {"item": "q1", "first": "b", "second": "a", "verdict": "second", "note": "\U0001f600"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert "\\ud83d\\ude00" in path.read_text(encoding="utf-8")
+    assert _cli(tmp_path, "analyze", "records.jsonl").returncode == 0

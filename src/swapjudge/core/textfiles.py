@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -77,8 +78,32 @@ def read_text(path: Path) -> str:
     return decode_text(read_bytes(path), str(path))
 
 
+# the JSON escape of a surrogate code point: only such an escape can put a lone surrogate into decoded text
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _surrogate_field(value: Any, where: str) -> str | None:
+    """The dotted field (`prompt`, `answers.v1`; the mapping's own name for a key) holding a lone surrogate."""
+    if isinstance(value, str):
+        return where if has_lone_surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if has_lone_surrogate(str(key)):
+                return where or str(key)
+            found = _surrogate_field(item, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for item in value:
+            found = _surrogate_field(item, where)
+            if found is not None:
+                return found
+    return None
+
+
 def json_lines(text: str, path: str) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed value) for every non-blank line; a line that is not JSON is an InputError naming it."""
+    """(line number, parsed value) for every non-blank line; a line that is not JSON is an InputError naming it,
+    and so is a text holding a lone surrogate (no file, request or store can hold one), by its field."""
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -91,6 +116,10 @@ def json_lines(text: str, path: str) -> Iterator[tuple[int, Any]]:
         except ValueError as err:  # e.g. an integer of more digits than Python converts (4,300)
             why = "an integer too long to read (over 4,300 digits)" if "digits" in str(err) else str(err)
             raise InputError(f"not readable JSON: {why}", path=path, line=number) from None
+        if _SURROGATE_ESCAPE.search(line):
+            field = _surrogate_field(value, "")
+            if field is not None:
+                raise InputError("not valid Unicode (lone surrogate)", path=path, line=number, field=field or None)
         yield number, value
 
 
