@@ -68,7 +68,7 @@ def test_missing_required_column_in_a_frame():
     frame = pl.DataFrame(contract_400()[:4]).drop("verdict")
     with pytest.raises(sj.InputError, match="field `verdict`: missing column"):
         sj.load_records(frame)
-    with pytest.raises(sj.InputError, match="give a path, a list of dicts"):
+    with pytest.raises(sj.SwapjudgeError, match=r"^source must be a path \(str or pathlib.Path\), a list of dicts"):
         sj.load_records(42)
 
 

@@ -12,15 +12,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import swapjudge.report.notebook  # noqa: F401  # the results' notebook displays
+from swapjudge.core import arguments
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
-from swapjudge.core.records import load_records
+from swapjudge.core.records import load_records as load_any_records
 from swapjudge.workflows.audit import analyze
 from swapjudge.workflows.judging import dry_run, run
 
 if TYPE_CHECKING:
+    from swapjudge.core.records import RecordSet
     from swapjudge.ranking.bradley_terry import Ranking
 
 __all__ = ["analyze", "dry_run", "load_records", "rank", "run"]
+
+
+def load_records(source: str | Path | Any, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
+    """Validated presentation records from a JSONL/CSV path (`-`: stdin), a list of dicts, or a pandas or polars
+    DataFrame. Validation is the file loader's: an error names the file and line, or the row and field.
+    `extras=False` reads a file's core columns only (what the swap analysis needs: faster on large files);
+    `allow_unpaired` counts a pair judged in one order only as incomplete instead of an error."""
+    source = arguments.records_source(source, "source")
+    return load_any_records(source, allow_unpaired=arguments.flag(allow_unpaired, "allow_unpaired"),
+                            extras=arguments.flag(extras, "extras"))
 
 
 def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,

@@ -314,3 +314,46 @@ def test_two_epochs_count_every_epoch_and_import_as_two_rounds(tmp_path: Path) -
     assert out["consistency"]["independent"] == "items" and out["consistency"]["clusters"] == 12
     assert out["verdicts"]["first_slot_rate"] == pytest.approx(got["first_slot_share"])
     assert out["gate"]["passed"] is False
+
+
+def test_pairs_scored_shows_the_samples_a_failing_judge_left_out(tmp_path: Path) -> None:
+    """A judge that fails on the hard samples (HTTP 500 on them, inspect gives up after one retry) errors those
+    samples; with fail_on_error=False the eval goes on and its metrics are over the easy ones only.
+    `pairs_scored` says how many pairs the metrics are over, so the gap to the log's samples shows."""
+    from inspect_ai.model import GenerateConfig
+
+    pairs = llmbar_pairs(8)
+    better = {p["input"]: p["output_1"] if p["label"] == 1 else p["output_2"] for p in pairs}
+    hard = {p["input"] for p in pairs[:3]}
+    with MarkedJudge(better, slot_one=set(), garbage={pairs[3]["input"]}) as server:
+        server.faults = lambda user, attempt: "500" if frame_text(user, "task") in hard else None
+        judge = get_model(JUDGE, base_url=server.openai_url, api_key="test-key", memoize=False,
+                          config=GenerateConfig(max_retries=1, timeout=30))
+        task = Task(dataset=samples(pairs), solver=answer_from_metadata(), scorer=swap_judge(model=judge),
+                    fail_on_error=False)
+        (log,) = inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", log_format="eval")
+    assert log.status == "success" and log.results is not None
+    assert (log.results.total_samples, log.results.completed_samples) == (8, 5)  # 3 samples errored
+    got = metrics(log)
+    # 5 samples scored; one of them (pairs[3]) had no parsable verdict: 4 pairs are what the figures are over
+    assert got["pairs_scored"] == 4
+    assert got["swap_consistency"] == 1.0 and got["gate_passed"] == 1.0  # the easy samples alone
+    # the import of the log and `analyze` agree on the count: what was scored, not the 8 samples of the task
+    records = tmp_path / "records.jsonl"
+    done = cli("import", "inspect", str(log.location), "-o", str(records))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(cli("analyze", str(records), "--a", MODEL, "--b", "baseline", "--format", "json").stdout)
+    assert out["pairs"] == {"total": 5, "complete": 4, "incomplete": 1}
+
+
+def test_the_page_lists_every_metric_and_the_judge_limits() -> None:
+    from swapjudge.integrations import inspect as scorer_module
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "inspect.md").read_text(encoding="utf-8")
+    names = [n for n in ("swap_consistency", "first_slot_share", "win_rate", "gate_passed", "pairs_scored")
+             if hasattr(scorer_module, n)]
+    assert len(names) == 5
+    for name in names:
+        assert f"| `{name}` |" in page
+    for setting in ("attempt_timeout", "max_retries", "fail_on_error"):
+        assert f"`{setting}" in page

@@ -20,6 +20,7 @@ import typer.core
 from rich.console import Console
 from rich.markup import escape
 
+from swapjudge.cli.terminal import SafeConsole, escaping_stdout
 from swapjudge.core.documents import json_document
 from swapjudge.errors import GateError, SwapjudgeError
 
@@ -69,6 +70,7 @@ app = typer.Typer(
 
 @app.callback()
 def _options(
+    ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_version,
                                           is_eager=True)] = False,
 ) -> None:
@@ -77,10 +79,12 @@ def _options(
     Every input may be `-` for stdin and every `-o` may be `-` for stdout. The record format is described in
     docs/records.md; the JSON of `--format json` in docs/json.md.
     """
+    # every value a command prints reaches the terminal with its control characters escaped (cli/terminal.py)
+    ctx.with_resource(escaping_stdout())
 
 
-stdout = Console(soft_wrap=False)
-stderr = Console(stderr=True, soft_wrap=True)
+stdout = SafeConsole(soft_wrap=False)
+stderr = SafeConsole(stderr=True, soft_wrap=True)
 
 
 class OutputFormat(enum.StrEnum):
@@ -175,10 +179,10 @@ def dump_json(payload: Any) -> None:
     print(json.dumps(json_document(payload), indent=2, allow_nan=False))
 
 
-def wide_console() -> Console:
-    """stdout for a table: at a terminal its width; piped, wide enough that no cell is split mid-word (a CI log
-    has no width to fit)."""
-    return stdout if stdout.is_terminal else Console(width=1000, soft_wrap=False)
+def wide_console(width: int = 1000) -> Console:
+    """stdout for a table: at a terminal its width; piped, `width` columns, wide enough that no cell is split
+    mid-word (a CI log has no width to fit)."""
+    return stdout if stdout.is_terminal else SafeConsole(width=width, soft_wrap=False)
 
 
 def shown_path(path: Path) -> str:

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from swapjudge.cli.app import OutputFormat, RecordsArg, app, dump_json, stdout, user_errors
+from swapjudge.cli.app import OutputFormat, RecordsArg, app, dump_json, user_errors, wide_console
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
 
 
@@ -62,7 +61,7 @@ def rank(
         return
     name = result.judge or None
     # Piped output has no terminal to fit: print the table whole rather than at rich's default 80 columns.
-    console = stdout if stdout.is_terminal else Console(width=160, soft_wrap=False)
+    console = wide_console(160)
     if result.adjusted is None:
         if output is OutputFormat.markdown:
             print(render.render_markdown(result.ranking, judge=name, outcome=result.outcome, gate=result.gate),

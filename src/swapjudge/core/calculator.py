@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from swapjudge.core import arguments
 from swapjudge.core.display import Displayable
 from swapjudge.core.policy import Decision, decision
 from swapjudge.core.swap import Consistency, FlipDirection, consistency, flip_direction
@@ -41,6 +42,12 @@ class Calculation(Displayable):
 def calculate(pairs: int, consistent: int, *, to_first: int | None = None, to_second: int | None = None,
               margin: float | None = None, confidence: float = 0.95) -> Calculation:
     """Swap-consistency figures from counts alone (`swapjudge calc`)."""
+    pairs = arguments.integer(pairs, "pairs")
+    consistent = arguments.integer(consistent, "consistent")
+    to_first = arguments.integer(to_first, "to_first", optional=True)
+    to_second = arguments.integer(to_second, "to_second", optional=True)
+    margin = arguments.number(margin, "margin", optional=True)
+    confidence = arguments.number(confidence, "confidence")
     if pairs <= 0:
         raise ArgumentError(f"{{pairs}} must be positive, got {pairs}", "pairs")
     if not 0 <= consistent <= pairs:

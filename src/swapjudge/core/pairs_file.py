@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swapjudge.core.textfiles import decode_text, json_lines, read_bytes
+from swapjudge.core.textfiles import allow_long_cells, decode_text, has_lone_surrogate, json_lines, read_bytes
 from swapjudge.errors import InputError
 
 
@@ -45,11 +45,19 @@ class PairsFile:
 
 def _text(value: Any, *, path: str, line: int, field: str, allow_int: bool = False) -> str:
     if isinstance(value, str):
-        return value
+        return _unicode(value, path=path, line=line, field=field)
     if allow_int and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     kind = "a string or integer" if allow_int else "a string"
     raise InputError(f"must be {kind}, got {type(value).__name__}", path=path, line=line, field=field)
+
+
+def _unicode(value: str, *, path: str, line: int, field: str) -> str:
+    """The text as it is; a lone surrogate (a JSON escape such as \\udced with no partner) is no character any
+    file, prompt or store can hold, so it is named here rather than failing later, mid-run."""
+    if has_lone_surrogate(value):
+        raise InputError("not valid Unicode (lone surrogate)", path=path, line=line, field=field)
+    return value
 
 
 def _item_from(obj: Any, *, path: str, line: int) -> PairItem:
@@ -67,6 +75,7 @@ def _item_from(obj: Any, *, path: str, line: int) -> PairItem:
         raise InputError("must map at least two system names to answer texts", path=path, line=line, field="answers")
     answers: dict[str, str] = {}
     for name, text in answers_raw.items():
+        _unicode(str(name), path=path, line=line, field="answers")
         if not str(name).strip() or str(name).strip().lower() == "tie":
             raise InputError(f"invalid system name {name!r}", path=path, line=line, field="answers")
         answers[str(name)] = _text(text, path=path, line=line, field=f"answers.{name}")
@@ -92,6 +101,7 @@ def _jsonl_rows(text: str, path: str) -> Iterator[PairItem]:
 
 
 def _csv_rows(text: str, path: str) -> Iterator[PairItem]:
+    allow_long_cells()  # answers can be longer than csv's default cell limit
     reader = csv.DictReader(io.StringIO(text, newline=""))
     fields = reader.fieldnames or []
     for key in ("item", "prompt"):

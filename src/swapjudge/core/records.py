@@ -19,7 +19,15 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core.pairs import PairTable, build_pairs
-from swapjudge.core.textfiles import csv_rows, decode_text, is_stdio, json_lines, looks_like_csv, read_bytes
+from swapjudge.core.textfiles import (
+    ESCAPED_CELL,
+    csv_rows,
+    decode_text,
+    is_stdio,
+    json_lines,
+    looks_like_csv,
+    read_bytes,
+)
 from swapjudge.errors import InputError, SwapjudgeError
 
 VERDICT_VALUES = ("first", "second", "tie")
@@ -252,7 +260,7 @@ def load_records_file(path: str | Path, *, allow_unpaired: bool = False, extras:
         raise InputError("no records", path=str(path))
     if frame is not None and not _missing_verdict_keys(data, frame, is_csv):
         pairs = build_pairs(frame)
-        if not _problems(frame, pairs, allow_unpaired):
+        if not _problems(frame, pairs, allow_unpaired, text_numbers=is_csv):
             return RecordSet(frame, source, _single_order(pairs), pairs)
     # Slow path: per-line parsing; raises InputError naming the first problem's line and field.
     frame = _slow_frame(data, source, is_csv)
@@ -305,6 +313,9 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
     try:
         if is_csv:
             raw = pl.read_csv(io.BytesIO(data), infer_schema=False, separator=_separator(data))
+            if b"'" in data and raw.select(pl.any_horizontal(pl.col(pl.String).str.contains(ESCAPED_CELL))
+                                           .fill_null(False).any()).item():
+                return None  # a cell escaped for spreadsheets: the slow path's reader takes the `'` off
         else:
             if not data.strip():
                 return None
@@ -373,7 +384,7 @@ def _strength_codes(dtype: Any) -> pl.Expr:
     return pl.when(col.is_null()).then(None).otherwise(pl.lit(_BAD_STRENGTH, dtype=pl.Int8))
 
 
-def _problems(frame: pl.DataFrame, pairs: PairTable, allow_unpaired: bool) -> bool:
+def _problems(frame: pl.DataFrame, pairs: PairTable, allow_unpaired: bool, *, text_numbers: bool = False) -> bool:
     """True when the vectorised checks find anything wrong (the slow path then says what and where)."""
     if frame.select(pl.any_horizontal(pl.col(c).is_null() | (pl.col(c) == "") for c in ("item", "first", "second"))
                     .any()).item():
@@ -382,6 +393,8 @@ def _problems(frame: pl.DataFrame, pairs: PairTable, allow_unpaired: bool) -> bo
         return True
     if STRENGTH in frame.columns and frame.filter(pl.col(STRENGTH).is_not_null() & (
             (pl.col(STRENGTH) == _BAD_STRENGTH) | pl.col("verdict").is_null() | (pl.col("verdict") == "tie"))).height:
+        return True
+    if _bad_probabilities(frame, text_numbers):
         return True
     counts = pairs.frame.select("n_xf", "n_yf")
     if counts.select((pl.col("n_xf") > 1) | (pl.col("n_yf") > 1)).to_series().any():
@@ -435,7 +448,18 @@ def _jsonl_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
 def _csv_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
     for number, row in csv_rows(text, path, required=REQUIRED, delimiter=_separator(text.encode()[:4096])):
         obj = {k: (None if v == "" and k in ("verdict", "label", "round") else v) for k, v in row.items()}
+        for name in PROBABILITY_SCHEMA:  # a CSV cell is text: a number in it is a number
+            cell = obj.get(name)
+            if isinstance(cell, str):
+                obj[name] = _number_or_text(cell)
         yield _parse_row(obj, path, number)
+
+
+def _number_or_text(cell: str) -> float | str | None:
+    try:
+        return float(cell) if cell.strip() else None
+    except ValueError:
+        return cell
 
 
 def _parse_row(obj: dict[str, Any], path: str, number: int) -> dict[str, Any]:
@@ -465,6 +489,9 @@ def _parse_row(obj: dict[str, Any], path: str, number: int) -> dict[str, Any]:
     out["label"] = None if label in (None, "") else str(label)
     if STRENGTH in obj:
         out[STRENGTH] = _parse_strength(obj[STRENGTH], verdict, path, number)
+    for name in PROBABILITY_SCHEMA:
+        if obj.get(name) is not None:
+            out[name] = _probability(obj[name], path, number, name)
     out["_line"] = number
     return out
 
@@ -484,6 +511,39 @@ def _parse_strength(value: Any, verdict: Any, path: str, number: int) -> int | N
         raise InputError(f"{json.dumps(value)} on {what}: only a verdict naming a slot has a strength (null here)",
                          path=path, line=number, field=STRENGTH)
     return int(value)
+
+
+def _probability(value: Any, path: str, number: int, name: str) -> float:
+    """A verdict probability: a finite number in [0, 1] (NaN, infinities, negatives and text would move the
+    debiased verdicts silently)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+        return float(value)
+    shown = json.dumps(value) if isinstance(value, str | int | float) else repr(value)
+    raise InputError(f"must be a probability between 0 and 1 (or null), got {shown}", path=path, line=number,
+                     field=name)
+
+
+def _bad_probabilities(frame: pl.DataFrame, text_numbers: bool) -> bool:
+    """True when a verdict probability column holds anything but null or a finite number in [0, 1]. A CSV's
+    columns are text (`text_numbers`): there a cell counts when it does not read as such a number; elsewhere
+    text is no probability."""
+    for name in PROBABILITY_SCHEMA:
+        dtype = frame.schema.get(name)
+        if dtype is None or dtype == pl.Null:
+            continue
+        col = pl.col(name)
+        if dtype == pl.String and text_numbers:
+            text = col.str.strip_chars()
+            value = text.cast(pl.Float64, strict=False)
+            unread = text.is_not_null() & (text != "") & value.is_null()
+        elif dtype.is_numeric():
+            value, unread = col.cast(pl.Float64), pl.lit(False)
+        else:
+            return True
+        bad = unread | value.is_nan() | (value < 0) | (value > 1)
+        if frame.select(bad.fill_null(False).any()).item():
+            return True
+    return False
 
 
 def _parse_round(value: Any, path: str, number: int) -> int:

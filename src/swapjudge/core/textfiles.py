@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,11 @@ from typing import Any, TextIO
 from swapjudge.errors import InputError, SwapjudgeError
 
 STDIO = "-"  # the conventional name of stdin (for an input) and stdout (for an output)
+# A text cell a spreadsheet runs as a formula when it starts with one of these (OWASP, "CSV injection")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+ESCAPED_CELL = r"^'+[=+\-@\t\r]"  # a cell `spreadsheet_cell` escaped, as a regular expression
+# Python's csv module refuses a cell over 131,072 characters; a judge's reply or an answer can be longer
+CSV_CELL_LIMIT = min(sys.maxsize, 2**31 - 1)  # the C long csv takes, on every platform
 _stdin_bytes: bytes | None = None  # stdin can be read once; a second reader of `-` gets the same bytes
 
 
@@ -57,13 +63,47 @@ def decode_text(data: bytes, path: str) -> str:
         raise InputError(f"not UTF-8 text (byte {err.start})", path=path) from None
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """True when the text holds a surrogate code point (U+D800 to U+DFFF) on its own, as a JSON escape can give:
+    no UTF-8 file, HTTP body or SQLite text can hold one."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def read_text(path: Path) -> str:
     """The file's UTF-8 text; a missing, unreadable or non-UTF-8 file is an InputError."""
     return decode_text(read_bytes(path), str(path))
 
 
+# the JSON escape of a surrogate code point: only such an escape can put a lone surrogate into decoded text
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _surrogate_field(value: Any, where: str) -> str | None:
+    """The dotted field (`prompt`, `answers.v1`; the mapping's own name for a key) holding a lone surrogate."""
+    if isinstance(value, str):
+        return where if has_lone_surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if has_lone_surrogate(str(key)):
+                return where or str(key)
+            found = _surrogate_field(item, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for item in value:
+            found = _surrogate_field(item, where)
+            if found is not None:
+                return found
+    return None
+
+
 def json_lines(text: str, path: str) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed value) for every non-blank line; a line that is not JSON is an InputError naming it."""
+    """(line number, parsed value) for every non-blank line; a line that is not JSON is an InputError naming it,
+    and so is a text holding a lone surrogate (no file, request or store can hold one), by its field."""
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -76,13 +116,41 @@ def json_lines(text: str, path: str) -> Iterator[tuple[int, Any]]:
         except ValueError as err:  # e.g. an integer of more digits than Python converts (4,300)
             why = "an integer too long to read (over 4,300 digits)" if "digits" in str(err) else str(err)
             raise InputError(f"not readable JSON: {why}", path=path, line=number) from None
+        if _SURROGATE_ESCAPE.search(line):
+            field = _surrogate_field(value, "")
+            if field is not None:
+                raise InputError("not valid Unicode (lone surrogate)", path=path, line=number, field=field or None)
         yield number, value
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A value as a CSV written for people holds it: a text a spreadsheet would run as a formula gets a leading
+    `'`, as OWASP advises, and so does a text that merely looks like such an escaped one, so that
+    `from_spreadsheet` gives back exactly the text written. Numbers and other values pass as they are."""
+    if isinstance(value, str) and value.lstrip("'").startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def from_spreadsheet(cell: str) -> str:
+    """A CSV cell's text with the `'` that `spreadsheet_cell` put before a formula-like text taken off again."""
+    if cell.startswith("'") and cell.lstrip("'").startswith(FORMULA_STARTS):
+        return cell[1:]
+    return cell
+
+
+def allow_long_cells() -> None:
+    """Let Python's csv module read cells of any length (its default limit is 131,072 characters)."""
+    if csv.field_size_limit() < CSV_CELL_LIMIT:
+        csv.field_size_limit(CSV_CELL_LIMIT)
 
 
 def csv_rows(text: str, path: str, *, required: Iterable[str] = (), delimiter: str = ","
              ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line where the record starts, row) per CSV record, after checking the header names every `required`
-    column; a row with more cells than the header is an InputError, one with fewer has None in the rest."""
+    column; a row with more cells than the header is an InputError, one with fewer has None in the rest. Each
+    cell is read as `from_spreadsheet` gives it back (the files swapjudge writes escape formula-like text)."""
+    allow_long_cells()
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
     header = reader.fieldnames or []
     for name in required:
@@ -94,7 +162,7 @@ def csv_rows(text: str, path: str, *, required: Iterable[str] = (), delimiter: s
         start, previous = previous + 1, reader.line_num
         if None in row:
             raise InputError("more cells than header columns", path=path, line=start)
-        yield start, row
+        yield start, {k: from_spreadsheet(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
 @contextmanager
@@ -104,8 +172,7 @@ def atomic_text(path: Path, *, create_parent: bool = True) -> Iterator[TextIO]:
     InputError (an output path with a typo in it)."""
     if is_stdio(path):
         # `-o -`: stdout, written as it comes (there is no file to replace atomically)
-        yield sys.stdout
-        sys.stdout.flush()
+        yield from _stdout_data()
         return
     target = Path(path)
     directory = target.parent
@@ -127,6 +194,25 @@ def atomic_text(path: Path, *, create_parent: bool = True) -> Iterator[TextIO]:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def _stdout_data() -> Iterator[TextIO]:
+    """stdout for data: its bytes, as UTF-8 with no newline translation, exactly as a file gets them (what the CLI
+    prints as text is escaped for the terminal on its way; data is not text to be escaped). A stdout without
+    bytes below it (a plain StringIO) takes the text as it is."""
+    out = sys.stdout
+    out.flush()
+    binary = getattr(out, "buffer", None)
+    if binary is None:
+        yield out
+        out.flush()
+        return
+    handle = io.TextIOWrapper(binary, encoding="utf-8", newline="", write_through=True)
+    try:
+        yield handle
+        handle.flush()
+    finally:
+        handle.detach()  # the stream stays open: it is stdout
 
 
 def write_atomic(path: Path, text: str) -> None:

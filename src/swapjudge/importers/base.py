@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Concatenate, Literal, ParamSpec, TextIO
 
-from swapjudge.core.textfiles import atomic_text, is_stdio, read_stdin
+from swapjudge.core.textfiles import (
+    allow_long_cells,
+    atomic_text,
+    from_spreadsheet,
+    is_stdio,
+    read_stdin,
+    spreadsheet_cell,
+)
 from swapjudge.errors import InputError
 
 Record = dict[str, Any]
@@ -215,6 +222,7 @@ def read_csv(imp: FileImport, required: Sequence[str], delimiter: str | None = N
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", path=str(imp.path)) from None
     with handle:
+        allow_long_cells()  # a judge's reply in one cell can be longer than csv's default limit
         reader = csv.DictReader(handle, delimiter=delimiter)
         header = reader.fieldnames or []
         missing = [c for c in required if c not in header]
@@ -228,7 +236,9 @@ def read_csv(imp: FileImport, required: Sequence[str], delimiter: str | None = N
         for row in reader:
             imp.rows += 1
             # a quoted newline makes a row span lines: name the line it starts on
-            yield start, line_location(imp.path, start), row
+            # the `'` a CSV swapjudge wrote puts before a formula-like text, taken off (spreadsheet_cell)
+            yield start, line_location(imp.path, start), {k: from_spreadsheet(v) if isinstance(v, str) else v
+                                                          for k, v in row.items()}
             start = reader.line_num + 1
 
 
@@ -331,7 +341,7 @@ def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             for row in rows:
-                writer.writerow({k: "" if v is None else v for k, v in row.items()})
+                writer.writerow({k: "" if v is None else spreadsheet_cell(v) for k, v in row.items()})
         else:
             encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per row
             for row in rows:

@@ -171,7 +171,18 @@ def gate_passed() -> Metric:
     return compute
 
 
-@scorer(metrics=[swap_consistency(), first_slot_share(), win_rate(), gate_passed()])
+@metric(scores="unreduced")
+def pairs_scored() -> Metric:
+    """How many pairs the metrics are over: judged in both orders with a verdict each (every epoch's). A sample
+    the scorer failed on (a judge call that gave up: `fail_on_error=False` goes on without it) is in no metric;
+    compare this count with the log's samples, or a judge failing on the hard samples reads as good on the easy."""
+    def compute(scores: list[SampleScore]) -> int:
+        out = analysis_of(scores)
+        return 0 if out is None else int(out["pairs"]["complete"])
+    return compute
+
+
+@scorer(metrics=[swap_consistency(), first_slot_share(), win_rate(), gate_passed(), pairs_scored()])
 def swap_judge(model: str | Model | None = None, baseline: str = BASELINE, rubric: str | None = None,
                tie_policy: str = "half_credit", min_consistency: float = DEFAULT_MIN_CONSISTENCY,
                allow_tie: bool = False, seed: str = "") -> Scorer:

@@ -15,7 +15,7 @@ import polars as pl
 from swapjudge.core.pairs import FIRST, SECOND, TIE, Outcome, build_pairs
 from swapjudge.core.pairs_file import PairItem, load_pairs
 from swapjudge.core.records import RecordSet
-from swapjudge.core.textfiles import write_atomic
+from swapjudge.core.textfiles import spreadsheet_cell, write_atomic
 from swapjudge.errors import InputError
 
 QUEUE_OUTCOMES = {
@@ -95,16 +95,20 @@ def review_queue(frame: pl.DataFrame, *, judge: str | None = None, a: str | None
 
 def write_table(rows: pl.DataFrame | Sequence[dict[str, Any]], path: str | Path,
                 fields: Sequence[str] | None = None) -> None:
-    """Write rows as JSON Lines, or CSV when the path ends in .csv; atomically (a temporary file renamed)."""
+    """Write rows as JSON Lines, or CSV when the path ends in .csv; atomically (a temporary file renamed). A CSV
+    is written for people's spreadsheets: a text cell that would run as a formula is escaped with a leading `'`
+    (`core.textfiles.spreadsheet_cell`), which every swapjudge reader of CSV takes off again."""
     path = Path(path)
     dicts = rows.to_dicts() if isinstance(rows, pl.DataFrame) else list(rows)
     names = list(fields) if fields is not None else (
         rows.columns if isinstance(rows, pl.DataFrame) else list(dict.fromkeys(k for d in dicts for k in d)))
     if path.suffix.lower() == ".csv":
         buffer = io.StringIO(newline="")
-        writer = csv.DictWriter(buffer, fieldnames=names, extrasaction="ignore", lineterminator="\n")
+        # CRLF ends a row (RFC 4180): the writer then quotes a cell holding a lone CR, which would otherwise end
+        # the row there in every reader and start the next one with the rest of the cell
+        writer = csv.DictWriter(buffer, fieldnames=names, extrasaction="ignore", lineterminator="\r\n")
         writer.writeheader()
-        writer.writerows(dicts)
+        writer.writerows({k: spreadsheet_cell(v) for k, v in d.items()} for d in dicts)
         text = buffer.getvalue()
     else:
         text = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts)

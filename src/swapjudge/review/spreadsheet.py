@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from swapjudge.core.textfiles import read_bytes
+from swapjudge.core.textfiles import allow_long_cells, from_spreadsheet, read_bytes
 from swapjudge.errors import InputError
 
 SEPARATORS = (",", ";", "\t")
@@ -68,6 +68,7 @@ def read_sheet_table(path: str | Path, required: Iterable[str]) -> SheetTable:
     source = "<stdin>" if str(path) == "-" else str(path)
     text, encoding, warnings = decode_sheet(read_bytes(Path(path)), source)
     separator = sniff_separator(text)
+    allow_long_cells()  # an answer on the sheet can be longer than csv's default limit
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator)
     header = next(reader, None)
     if header is None or not any(cell.strip() for cell in header):
@@ -85,7 +86,7 @@ def read_sheet_table(path: str | Path, required: Iterable[str]) -> SheetTable:
         row = {name: "" for name in names if name}
         for name, cell in zip(names, cells, strict=False):
             if name:
-                row[name] = cell
+                row[name] = from_spreadsheet(cell)  # the `'` swapjudge put before a formula-like text, taken off
         if len(cells) > len(names) and any(cell.strip() for cell in cells[len(names):]):
             row["\x00extra"] = "yes"  # cells beyond the header: the caller names the row
         rows.append((number, row))

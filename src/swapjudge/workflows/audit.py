@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from swapjudge.core import arguments
 from swapjudge.core.analysis import Analyses
 from swapjudge.core.analysis import analyze as analyse_records
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
@@ -20,6 +21,12 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     `source` is anything `load_records` takes. The result is a sequence of `JudgeAnalysis` (index it by position
     or judge name); a judge below `min_consistency` has its win rate withheld, as at the terminal.
     """
+    source = arguments.records_source(source, "source")
+    a, b, judge = (arguments.text(v, n, what="a name (a string)") for v, n in ((a, "a"), (b, "b"), (judge, "judge")))
+    tie_policy = arguments.choice(tie_policy, "tie_policy", TiePolicy, optional=True)
+    min_consistency = arguments.share(min_consistency, "min_consistency")
+    confidence = arguments.confidence(confidence)
+    allow_unpaired = arguments.flag(allow_unpaired, "allow_unpaired")
     loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
     return Analyses(tuple(analyse_records(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
                                           min_consistency=min_consistency, confidence=confidence)))

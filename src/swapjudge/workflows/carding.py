@@ -281,10 +281,21 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
          batch_wait: bool = True, retry_unparsed: bool = False) -> CardRun:
     """Judge the suite in both orders with the configured judge and make its card (`swapjudge card CONFIG`). Running
     it again resumes the run and reuses every stored reply; the probes' calls are made again."""
-    from swapjudge import __version__
-    from swapjudge.store.analysis import run_records
-    from swapjudge.workflows.judging import open_store, run
+    from rich.console import Console
 
+    from swapjudge import __version__
+    from swapjudge.core import arguments
+    from swapjudge.store.analysis import run_records
+    from swapjudge.workflows.judging import config_argument, open_store, run
+
+    config = config_argument(config)
+    suite = arguments.path(suite, "suite", optional=False, what="a suite's name (default, quick) or a pairs file's "
+                           "path")
+    store = arguments.path(store, "store", what="a run store's path")
+    for value, name in ((references, "references"), (progress, "progress"), (handle_sigint, "handle_sigint"),
+                        (wait, "wait"), (batch_wait, "batch_wait"), (retry_unparsed, "retry_unparsed")):
+        arguments.flag(value, name)
+    console = arguments.instance(console, "console", (Console,), "a rich Console")
     chosen = load_suite(suite)
     loaded = card_config(config, chosen, store=store)
     result = run(loaded, store=store, progress=progress, console=console, handle_sigint=handle_sigint, wait=wait,

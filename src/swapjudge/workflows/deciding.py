@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from swapjudge.core import arguments
 from swapjudge.core.analysis import analyze
 from swapjudge.core.codes import MISSING, Outcome
 from swapjudge.core.pairs import PairTable, build_pairs
@@ -164,6 +165,11 @@ def _needed(scores: ItemScores, spec: DecisionFile) -> tuple[int | None, int | N
     return analytic_items(design, spec.bar, spec.alpha, spec.power, side=side), None
 
 
+def _decision_argument(value: Any) -> Any:
+    return arguments.mapping_or_path(value, "decision", (DecisionFile,),
+                                     "a decision file's path, a mapping of its keys, or a DecisionFile")
+
+
 def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile, *, run: int | None = None,
            allow_missing: int = 0, store: str | Path | None = None) -> Verdict:
     """Ship, keep or inconclusive for the registered decision on these records.
@@ -173,6 +179,11 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
     `allow_missing`: calls without a verdict (or never made) tolerated before the decision fails closed.
     `store`: the run store whose decisions ledger records this verdict (a store given as `records` is used
     itself); None with records from a file: nothing is recorded."""
+    records = arguments.records_source(records, "records")
+    decision = _decision_argument(decision)
+    run = arguments.integer(run, "run", minimum=1, optional=True)
+    allow_missing = arguments.integer(allow_missing, "allow_missing")
+    store = arguments.path(store, "store", what="a run store's path")
     spec, path = load_decision(decision)
     if allow_missing < 0:
         raise SwapjudgeError(f"{{allow_missing}} must be 0 or more, got {allow_missing}", arguments=("allow_missing",))
@@ -272,6 +283,14 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
     or from expected rates (`expect`: the candidate's win rate under the registered tie policy; `splits`: the
     share of split pairs); the power promised is simulated again at those items. `config`: a run configuration
     whose dry-run pricing gives the cost of the planned calls."""
+    decision = _decision_argument(decision)
+    pilot = arguments.records_source(pilot, "pilot", optional=True)
+    expect = arguments.share(expect, "expect", optional=True)
+    splits = arguments.share(splits, "splits", optional=True)
+    config = arguments.path(config, "config", what="a run configuration's path")
+    run = arguments.integer(run, "run", minimum=1, optional=True)
+    simulations = arguments.integer(simulations, "simulations")
+    seed = arguments.integer(seed, "seed", minimum=0)
     spec, _ = load_decision(decision)
     if (pilot is None) == (expect is None):
         raise PlanError("give either {pilot} or an expected win rate ({expect}, with {splits}), not both",

@@ -4,6 +4,7 @@ registered with, and write the run's analysis file beside its store."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -11,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swapjudge.core import arguments
 from swapjudge.core.analysis import Analyses
 from swapjudge.core.display import Displayable
 from swapjudge.core.documents import json_document
 from swapjudge.defaults import DEFAULT_STORE
-from swapjudge.errors import SwapjudgeError
+from swapjudge.errors import GateError, SwapjudgeError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,14 +66,21 @@ class RunResult(Displayable):
         return not self.waiting and not self.interrupted and bool(self.analyses.judges) and self.analyses.passed
 
     def raise_for_gate(self) -> None:
-        """`GateError` (exit 1 at the CLI) naming each judge below its gate; nothing when every judge passed."""
+        """`GateError` (exit 1 at the CLI) naming each judge below its gate, or saying that the run is not in yet
+        (requests waiting, or interrupted): no gate passes on part of the data. Nothing when `passed`."""
+        if self.waiting or self.interrupted:
+            why = (f"{self.waiting:,} request(s) still waiting in {self.batches_waiting:,} batch(es)" if self.waiting
+                   else "the run was interrupted")
+            raise GateError(f"run {self.run_id}: {why}: no gate passes on part of the data; run the same "
+                            "configuration again to finish it")
         self.analyses.raise_for_gate()
 
     def to_dict(self) -> dict[str, Any]:
         """`swapjudge run --format json`: the analysis, plus the run under `run`."""
         return {**self.analyses.to_dict(), "run": {
             "id": self.run_id, "config_hash": self.config_hash, "store": os.path.normpath(self.store_path),
-            "orders": self.orders, "coin_seed": self.coin_seed, "tie_policy": self.tie_policy, "stats": self.stats}}
+            "orders": self.orders, "coin_seed": self.coin_seed, "tie_policy": self.tie_policy, "stats": self.stats,
+            "waiting": self.waiting, "batches_waiting": self.batches_waiting, "interrupted": self.interrupted}}
 
     def to_frame(self, backend: str = "polars") -> Any:
         return self.analyses.to_frame(backend)
@@ -106,18 +115,32 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     """Judge the configured pairs in both orders, store every call, and analyse the run (`swapjudge run`).
     Running the same configuration again resumes an unfinished run; replies are cached. A finished run's analysis
     is also written beside the store (`<store>-run-N.analysis.json`)."""
+    from rich.console import Console
+
     from swapjudge.core.textfiles import write_atomic
     from swapjudge.runner.session import run as run_session
     from swapjudge.store.analysis import analyze_run
 
+    config = config_argument(config)
+    store = arguments.path(store, "store", what="a run store's path")
+    progress, handle_sigint, wait, retry_unparsed, batch_wait = (arguments.flag(v, n) for v, n in (
+        (progress, "progress"), (handle_sigint, "handle_sigint"), (wait, "wait"), (retry_unparsed, "retry_unparsed"),
+        (batch_wait, "batch_wait")))
+    console = arguments.instance(console, "console", (Console,), "a rich Console")
     loaded = load_run_config(config)
     outcome = run_session(loaded, store_path=store, console=console, progress=progress,
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
                           batch_wait=batch_wait)
     with open_store(outcome.store_path) as st:
-        stored = any(True for _ in st.calls(outcome.run_id))
-        # calls still in a batch or never made are pairs without two verdicts: incomplete, not left out
-        analyses = analyze_run(st, outcome.run_id) if stored else []
+        # calls still in a batch are pairs without two verdicts: incomplete, not left out
+        waiting = _waiting_records(st, outcome.run_id) if outcome.batch_waiting else None
+        stored = waiting is not None or any(True for _ in st.calls(outcome.run_id))
+        analyses = analyze_run(st, outcome.run_id, waiting) if stored else []
+    if waiting is not None:
+        note = (f"{outcome.batch_requests_in_flight:,} request(s) are still waiting in {outcome.batches_in_flight:,} "
+                "batch(es): their pairs count as incomplete until the same configuration is run again to collect "
+                "them, and no gate passes before")
+        analyses = [dataclasses.replace(a, notes=(*a.notes, note)) for a in analyses]
     result = RunResult.from_outcome(outcome, Analyses(tuple(analyses)), config_hash=loaded.config_hash,
                                     tie_policy=str(loaded.config.tie_policy))
     if stored and not outcome.interrupted and not outcome.batch_waiting:
@@ -126,11 +149,33 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     return result
 
 
+def _waiting_records(st: Store, run_id: int) -> Any:
+    """The run's stored calls with one call without a verdict for each call still in a batch (None: none is), so
+    a pair with a call waiting counts as incomplete rather than not at all."""
+    from swapjudge.core.records import records_from_dicts
+    from swapjudge.store.analysis import run_record_set
+
+    done = st.done_keys(run_id)
+    keys = sorted(k for k in st.in_flight(run_id) if k not in done)
+    if not keys:
+        return None
+    rows: list[dict[str, Any]] = []
+    if any(True for _ in st.calls(run_id)):
+        rows = run_record_set(st, run_id).frame.to_dicts()
+    stored = {(r["round"], r["item"], r["first"], r["second"]) for r in rows}
+    judge = st.run(run_id).judge
+    rows += [{"judge": judge, "round": rnd, "item": item, "first": first, "second": second, "verdict": None}
+             for rnd, item, first, second in keys if (rnd, item, first, second) not in stored]
+    return records_from_dicts(rows, source=f"{st.path} run {run_id}", allow_unpaired=True)
+
+
 def dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *,
             store: str | Path | None = None) -> DryRunEstimate:
     """What a run would call and cost, calling nothing and writing nothing (`swapjudge run --dry-run`)."""
     from swapjudge.runner.dry_run import estimate
 
+    config = config_argument(config)
+    store = arguments.path(store, "store", what="a run store's path")
     return estimate(load_run_config(config), store_path=store)
 
 
@@ -138,7 +183,15 @@ def check(config: str | Path | Mapping[str, Any] | LoadedConfig) -> CheckResult:
     """One small request to prove the server, key and model (`swapjudge run --check`); stores nothing."""
     from swapjudge.runner.check import check_judge
 
-    return check_judge(load_run_config(config))
+    return check_judge(load_run_config(config_argument(config)))
+
+
+def config_argument(config: Any) -> Any:
+    """The `config` argument of run, dry_run, check and card, checked (see core.arguments)."""
+    from swapjudge.config import LoadedConfig
+
+    return arguments.mapping_or_path(config, "config", (LoadedConfig,), "a run configuration: a YAML file's "
+                                     "path, a mapping of its keys, or a LoadedConfig")
 
 
 def open_store(path: str | Path | None) -> Store:

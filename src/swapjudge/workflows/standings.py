@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swapjudge.core import arguments
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
 from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, InputError
@@ -52,12 +53,18 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     from swapjudge.ranking.bradley_terry import rank as fit_ranking
     from swapjudge.ranking.gate import rank_gate
 
-    if not 0.0 < confidence < 1.0:
-        raise ArgumentError("{confidence} must be between 0 and 1", "confidence")
-    if not 0.0 <= min_consistency <= 1.0:
-        raise ArgumentError("{min_consistency} must be between 0 and 1", "min_consistency")
-    source_kind = OutcomeSource(outcome)
-    controls = list(control)
+    source = arguments.records_source(source, "source")
+    judge = arguments.text(judge, "judge", what="a judge's name (a string)")
+    model = arguments.choice(model, "model", Model)
+    source_kind = arguments.choice(outcome, "outcome", OutcomeSource)
+    bootstrap = arguments.integer(bootstrap, "bootstrap", minimum=0)
+    seed = arguments.integer(seed, "seed", minimum=0)
+    confidence = arguments.confidence(confidence)
+    interval = arguments.choice(interval, "interval", IntervalMethod)
+    min_consistency = arguments.share(min_consistency, "min_consistency")
+    order_effect = arguments.flag(order_effect, "order_effect")
+    controls = list(arguments.names(control, "control"))
+    pairs = arguments.path(pairs, "pairs", what="a pairs file's path")
     if len(set(controls)) != len(controls):
         raise ArgumentError("{control} names a covariate twice", "control")
     adjusted = order_effect or bool(controls)
