@@ -4,6 +4,9 @@ A server or proxy may echo the request's headers in an error body, and with them
 the backends were configured with are removed verbatim, and anything shaped like a credential (a bearer
 token, an `sk-...` key, an `x-api-key`/`authorization` value) is removed by its shape, so a key this process
 never saw is caught too.
+
+Text bound for a file is cleaned of what cannot be written as UTF-8 too (`unicode_safe`): a reply's JSON may
+carry a lone surrogate (`\\udced`), which no UTF-8 encoder writes.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ _SHAPES = (
     # provider key formats: sk-..., sk-ant-..., sk-proj-...
     re.compile(r"()\bsk-[A-Za-z0-9_\-]{8,}"),
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def register_secret(value: str | None) -> None:
@@ -39,3 +43,11 @@ def redact(text: str) -> str:
     for shape in _SHAPES:
         text = shape.sub(lambda m: m.group(1) + REDACTED, text)
     return text
+
+
+def unicode_safe(text: str) -> str:
+    """`text` with every lone surrogate (a code point a UTF-8 file cannot hold) replaced by U+FFFD, the
+    replacement character; any other text comes back as it is."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub("\ufffd", text)
