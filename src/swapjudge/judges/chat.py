@@ -12,6 +12,7 @@ reply's text and usage sit, its default URL and key variable).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ from swapjudge.config import JudgeConfig
 from swapjudge.judges._http import HttpClient, api_key, require_http_client
 from swapjudge.judges.base import Completion, JudgeReply, JudgeRequest, TransientJudgeError, Verdict
 from swapjudge.judges.prompts import ParsedVerdict, parse_followup, parse_reply
+from swapjudge.redact import unicode_safe
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,16 @@ class Read:
     logprobs: Any = None
 
 
+def _valid_text(read: Read) -> Read:
+    """The reply text as it will be stored and parsed: a lone surrogate its JSON carried (`\\udced`, which no
+    UTF-8 file can hold) replaced by U+FFFD, so the verdict is parsed from the very text that is stored; a reply
+    that no longer parses is stored unparsed (and, on the synchronous path, asked once more for its label)."""
+    if read.text is None:
+        return read
+    text = unicode_safe(read.text)
+    return read if text is read.text else dataclasses.replace(read, text=text)
+
+
 class ChatJudge:
     """The flow of a chat API judge; a provider subclass supplies the hooks below the line."""
 
@@ -100,7 +112,7 @@ class ChatJudge:
     async def _call(self, payload: dict[str, Any]) -> Read:
         assert self._client is not None, "a judge built for its wire format alone makes no request"
         body = await self._client.post_json(self.path, payload, self.provider.name)
-        read = self.read(body)
+        read = _valid_text(self.read(body))
         if read.text is None:
             raise TransientJudgeError(f"{self.provider.name}: malformed reply ({self.malformed})")
         return read
@@ -160,7 +172,7 @@ class ChatJudge:
     def reply_from_body(self, body: dict[str, Any], request: JudgeRequest) -> JudgeReply:
         """A JudgeReply from a response body (a batch result), parsed as `judge` parses it. A batch has no
         follow-up turn, so an unparsable reply keeps its raw text with verdict None."""
-        read = self.read(body)
+        read = _valid_text(self.read(body))
         if read.text is None:
             return JudgeReply(verdict=None, raw=json.dumps(body)[:2000],
                               error=f"{self.provider.name}: malformed batch result", settings=self.settings(request))
