@@ -124,7 +124,7 @@ def _print_check(result: CheckResult) -> None:
     stdout.print(
         f"check: {result.url} answered model {result.model} in {result.latency_s:.2f} s "
         f"(verdict {result.verdict or 'unparsable'}); nothing stored",
-        highlight=False,
+        highlight=False, markup=False,  # a URL's `[redacted]` is text, not markup
     )
 
 
