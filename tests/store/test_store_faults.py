@@ -235,6 +235,32 @@ def test_every_command_that_only_reads_reads_a_store_on_a_read_only_file_system(
     assert done.returncode == 2 and len(lines) == 1 and "store is read-only" in lines[0], done.stderr
 
 
+def test_a_read_only_store_of_an_older_schema_is_read_from_an_upgraded_copy(judged: Path, tmp_path: Path) -> None:
+    """A schema-3 store (no `strength` columns) on a read-only file system: it cannot be upgraded in place, so it
+    is read from a copy upgraded in memory; the file is left as it was."""
+    source, view, out = tmp_path / "source", tmp_path / "view", tmp_path / "out"
+    db = _copy(judged, source)
+    view.mkdir()
+    out.mkdir()
+    con = sqlite3.connect(db)
+    for table in ("calls", "superseded_calls", "cache"):
+        con.execute(f"ALTER TABLE {table} DROP COLUMN strength")
+    con.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+    con.commit()
+    con.execute("PRAGMA journal_mode=DELETE")
+    con.close()
+    before = _digest(db)
+    for name, command in _read_only_commands(view, out):
+        done = in_namespace(script(read_only_bind(source, view), command), cwd=tmp_path)
+        assert done.returncode == 0, (name, done.stderr)
+    assert len((out / "e.jsonl").read_text().splitlines()) == 2 * PAIRS
+    assert _digest(db) == before
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert "strength" not in {r[1] for r in con.execute("PRAGMA table_info(calls)")}
+    con.close()
+
+
 def test_a_read_only_store_with_writes_still_in_its_write_ahead_log_is_read_whole(tmp_path: Path) -> None:
     """A store copied while its writer was open: the last calls sit in the -wal file only. Read through the -shm
     file, every call is there; without the -shm file the store says why it cannot be read."""

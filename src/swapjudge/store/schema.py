@@ -300,9 +300,10 @@ class StoreFile:
     `create_run` is given none); without it they keep what they were registered with.
 
     `read_only` opens an existing store for reading and writes nothing to it (a store on a read-only file system
-    or mount is read as well); a store of an older schema is upgraded first when its file can be written, and
-    provenance missing from old runs is derived in memory. Whatever the mode, the schema version is read before
-    anything is written, so a store of a newer swapjudge is refused untouched."""
+    or mount is read as well); a store of an older schema is upgraded first when its file can be written (in a
+    copy in memory when it cannot), and provenance missing from old runs is derived in memory. Whatever the
+    mode, the schema version is read before anything is written, so a store of a newer swapjudge is refused
+    untouched."""
 
     def __init__(self, path: str | Path, *, provenance_of: ProvenanceOf | None = None,
                  read_only: bool = False) -> None:
@@ -435,13 +436,32 @@ class StoreFile:
         except BaseException:
             db.close()
             raise
-        db.close()
         if not self._writable():
-            raise StoreReadOnlyError(f"{self.path}: store is read-only and of an older schema ({version or 'unknown'}),"
-                                     f" which this swapjudge reads only once upgraded: copy it to a writable place")
+            return self._upgraded_in_memory(db)
+        db.close()
         # An older schema: upgraded by a writable open (one transaction), then read as any other.
         StoreFile(self.path, provenance_of=self._provenance_of).close()
         return self._reader()
+
+    def _upgraded_in_memory(self, source: StoreConnection) -> StoreConnection:
+        """A read-only store of an older schema, copied into memory and upgraded there: the file is never written
+        (it cannot be), and the copy holds the whole store while it is open."""
+        copy = connect(Path(":memory:"), timeout_s=BUSY_TIMEOUT_S)
+        try:
+            try:
+                source.backup(copy)
+            except (sqlite3.Error, UnicodeDecodeError) as err:
+                raise source.failure(err) from None
+            finally:
+                source.close()
+            copy.path = self.path
+            self._db = copy
+            copy.executescript(_SCHEMA)
+            self._migrate()
+        except BaseException:
+            copy.close()
+            raise
+        return copy
 
     def _open(self) -> None:
         self._db.execute("PRAGMA journal_mode=WAL")
