@@ -221,3 +221,10 @@ def test_a_query_in_the_base_url_stays_after_the_endpoint_path() -> None:
     assert join_url("http://h/v1/?a=1", "/batches?limit=100") == "http://h/v1/batches?a=1&limit=100"
     assert join_url("http://h/v1", "files/f1/content") == "http://h/v1/files/f1/content"
     assert join_url("http://h/v1?key=k", "https://cdn.example/out.jsonl") == "https://cdn.example/out.jsonl"
+
+
+def test_the_client_shows_its_base_url_redacted_and_sends_to_the_full_endpoint() -> None:
+    client = _client("https://user:PASS-123456789@h.example/v1?key=KEY-123456789&api-version=2")
+    assert client.base_url == "https://[redacted]@h.example/v1?key=[redacted]&api-version=2"
+    assert (client.endpoint("chat/completions")
+            == "https://user:PASS-123456789@h.example/v1/chat/completions?key=KEY-123456789&api-version=2")

@@ -208,8 +208,13 @@ class HttpClient:
             )
         return self._session
 
-    def _url(self, path: str) -> str:
+    def endpoint(self, path: str) -> str:
+        """The URL a request to `path` goes to, credentials and query included: for a client of another library
+        (never shown: `base_url` is what may be shown)."""
         return join_url(self._base_url, path)
+
+    def _url(self, path: str) -> str:
+        return self.endpoint(path)
 
     @contextlib.contextmanager
     def _judge_errors(self, backend: str, step: str = "") -> Iterator[None]:
