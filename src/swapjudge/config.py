@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from swapjudge.defaults import DEFAULT_STORE as DEFAULT_STORE  # re-exported: its home before
 from swapjudge.errors import ConfigError
+from swapjudge.redact import redact_url
 
 Backend = str  # openai | anthropic | local | replay | any name registered in judges.registry
 TiePolicy = Literal["half_credit", "exclude", "no_credit", "separate"]
@@ -125,10 +126,13 @@ class JudgeConfig(BaseModel):
         return dict(self.model_extra or {})
 
     def identity(self) -> dict[str, Any]:
-        """The settings that decide what the judge answers (the cache key's judge part)."""
+        """The settings that decide what the judge answers (the cache key's judge part). A credential in
+        `base_url` is no part of it: the same server with another key is the same judge."""
         data = self.model_dump(mode="json")
         if data.get("verdict_scale") == "plain":
             data.pop("verdict_scale")  # absent unless graded: judge hashes (and caches) stay as they were
+        if data.get("base_url"):
+            data["base_url"] = redact_url(data["base_url"])
         return {k: v for k, v in sorted(data.items()) if k not in RUNTIME_ONLY_JUDGE_KEYS}
 
 
@@ -278,6 +282,10 @@ class LoadedConfig:
         """The settled configuration as stored with the run (rubric text inlined, defaults spelled out)."""
         data = self.config.model_dump(mode="json", by_alias=True)
         data["rubric"] = {"text": self.rubric_text} if self.rubric_text is not None else None
+        if data["judge"].get("base_url"):
+            # stored with the run and hashed: a user:password or a key in the URL is neither (a URL without one
+            # is kept as it is, so such configurations hash as they always did)
+            data["judge"]["base_url"] = redact_url(data["judge"]["base_url"])
         data.pop("store", None)
         for key in BATCH_JUDGE_KEYS:
             data["judge"].pop(key, None)

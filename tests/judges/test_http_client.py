@@ -170,3 +170,61 @@ def test_check_response_reads_status_headers_and_body() -> None:
         check_response(Reply(404, {}, b"nope", "/v1/chat/completions"), "openai")
     with pytest.raises(TransientJudgeError, match="not JSON"):
         check_response(Reply(200, {}, b"<html>", "/v1/chat/completions"), "openai")
+
+
+def test_a_dead_proxy_is_named_as_the_proxy_not_as_the_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY names a proxy nothing listens at: the error says the proxy (and the variable that named it) is
+    out of reach, not the judge's server, which is up."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    with JudgeServer() as judge:
+        monkeypatch.setenv("HTTP_PROXY", f"http://user:PROXYPASS-123456@127.0.0.1:{dead}")
+        with pytest.raises(UnreachableJudgeError) as err:
+            asyncio.run(_post(_client(judge.openai_url)))
+        assert judge.total == 0
+    said = str(err.value)
+    assert said.startswith(f"cannot reach the proxy http://[redacted]@127.0.0.1:{dead} (connection refused)"), said
+    assert f"which HTTP_PROXY names for {judge.openai_url}" in said and "PROXYPASS" not in said
+    assert "is the proxy running?" in err.value.hint and "NO_PROXY" in err.value.hint
+
+
+def test_a_dead_proxy_stops_a_run_saying_so(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from runner_helpers import write_config, write_pairs
+    from swapjudge.cli import app
+
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    write_pairs(tmp_path, 2)
+    with JudgeServer() as judge:
+        write_config(tmp_path, base_url=judge.openai_url)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
+        monkeypatch.chdir(tmp_path)
+        result = CliRunner().invoke(app, ["run", "run.yaml", "--no-progress"], catch_exceptions=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert f"cannot reach the proxy http://127.0.0.1:{dead}" in lines[0] and "is the proxy running?" in lines[0]
+    assert "is the server running?" not in lines[0]
+
+
+def test_a_query_in_the_base_url_stays_after_the_endpoint_path() -> None:
+    from swapjudge.judges._http import join_url
+
+    assert join_url("http://h:1/v1?key=k", "chat/completions") == "http://h:1/v1/chat/completions?key=k"
+    assert join_url("http://h/v1/?a=1", "/batches?limit=100") == "http://h/v1/batches?a=1&limit=100"
+    assert join_url("http://h/v1", "files/f1/content") == "http://h/v1/files/f1/content"
+    assert join_url("http://h/v1?key=k", "https://cdn.example/out.jsonl") == "https://cdn.example/out.jsonl"
+
+
+def test_the_client_shows_its_base_url_redacted_and_sends_to_the_full_endpoint() -> None:
+    client = _client("https://user:PASS-123456789@h.example/v1?key=KEY-123456789&api-version=2")
+    assert client.base_url == "https://[redacted]@h.example/v1?key=[redacted]&api-version=2"
+    assert (client.endpoint("chat/completions")
+            == "https://user:PASS-123456789@h.example/v1/chat/completions?key=KEY-123456789&api-version=2")

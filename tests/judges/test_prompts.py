@@ -161,3 +161,26 @@ def test_comparable_takes_the_ascii_shortcut_to_the_same_form() -> None:
     assert comparable(every_ascii) == general_path(every_ascii)
     assert all(comparable(ch) == general_path(ch) for ch in every_ascii)
     assert comparable("Answer 10 IS fine") == "answer lo is fine"
+
+
+@pytest.mark.parametrize("reason", ["first line\nsecond line", "a\ttabbed reason", "bell \x07 and escape \x1b[31m"])
+def test_a_json_verdict_with_raw_control_characters_in_its_reason_parses(reason: str) -> None:
+    """Models write a raw newline or tab inside `reason`; strict JSON forbids control characters in a string,
+    so such a verdict was unparsable (and a batch result, with no follow-up turn, stayed unparsed)."""
+    text = '{"winner": "B", "reason": "' + reason + '"}'
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)  # what a strict parser says
+    parsed = parse_json_verdict(text, _req(structured=True))
+    assert parsed.verdict == "second" and parsed.reason == reason
+    assert text[parsed.span[0]:parsed.span[1]] == "B"  # type: ignore[index]
+
+
+def test_a_batch_result_with_a_raw_newline_in_its_reason_is_parsed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The batch path parses a result body as the synchronous judge parses a reply (one parser for both)."""
+    from swapjudge.config import JudgeConfig
+    from swapjudge.judges.openai import OpenAIJudge
+
+    wire = OpenAIJudge(JudgeConfig(backend="openai", model="m"), None)  # its wire format alone: no key, no client
+    content = '{"winner": "A", "reason": "line one\nline two"}'
+    reply = wire.reply_from_body({"choices": [{"message": {"content": content}}]}, _req(structured=True))
+    assert reply.verdict == "first" and reply.raw == content and reply.error is None

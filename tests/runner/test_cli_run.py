@@ -114,10 +114,10 @@ def test_hosted_openai_without_key_is_a_clear_error(tmp_path: Path, monkeypatch:
 
 def test_secret_appears_nowhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-proj-TESTSECRET-987654321"
-    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("SERVER_KEY", secret)  # a server other than the provider's gets the key it is named
     write_pairs(tmp_path, 6)
     with JudgeServer(policy="first") as server:
-        write_config(tmp_path, base_url=server.openai_url)
+        write_config(tmp_path, base_url=server.openai_url, judge={"api_key_env": "SERVER_KEY"})
         outputs = [
             _invoke(tmp_path, monkeypatch, "run", "run.yaml", "--no-progress"),
             _invoke(tmp_path, monkeypatch, "runs"),

@@ -240,10 +240,11 @@ def test_auth_failure_stops_the_run_without_leaking_the_key(tmp_path: Path, monk
 
 def test_secret_never_reaches_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-ant-test-SECRET-abcdef"
-    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    monkeypatch.setenv("SERVER_KEY", secret)
     write_pairs(tmp_path, 4)
     with JudgeServer() as server:
-        _run(write_config(tmp_path, backend="anthropic", base_url=server.anthropic_url))
+        _run(write_config(tmp_path, backend="anthropic", base_url=server.anthropic_url,
+                          judge={"api_key_env": "SERVER_KEY"}))
         assert server.auth_headers[0] == secret
     for f in tmp_path.iterdir():
         if f.name.startswith("swapjudge.db"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import errno
 import functools
 import inspect
 import json
@@ -133,10 +134,12 @@ def user_errors(func: F) -> F:
         except SwapjudgeError as err:
             stderr.print(f"[bold red]error:[/] {escape(err.named(flag_of))}", markup=True, highlight=False)
             raise typer.Exit(err.exit_code) from None
-        except sqlite3.OperationalError as err:
-            # e.g. a store locked by another process for longer than the write waits (30 s)
-            stderr.print(f"[bold red]error:[/] the run store: {escape(str(err))} (another process holds it?); "
-                         "run the same command again to resume", markup=True, highlight=False)
+        except sqlite3.Error as err:
+            # the store says damaged, full and read-only in words (store.connection); what is left is a lock
+            # held by another process for longer than the write waits (30 s), or a database that is no store
+            held = "locked" in str(err) or "busy" in str(err)
+            why = " (another process holds it?); run the same command again to resume" if held else ""
+            stderr.print(f"[bold red]error:[/] the run store: {escape(str(err))}{why}", markup=True, highlight=False)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             stderr.print("interrupted")
@@ -144,6 +147,15 @@ def user_errors(func: F) -> F:
         except BrokenPipeError:
             sys.stderr.close()
             raise typer.Exit(0) from None
+        except OSError as err:
+            if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                raise
+            # a file written outside the store and the atomic writer (a batch request file, say)
+            what = "disk full" if err.errno != errno.EROFS else "read-only file system"
+            where = f"{err.filename}: " if err.filename else ""
+            stderr.print(f"[bold red]error:[/] {escape(where)}{what}: nothing more was written", markup=True,
+                         highlight=False)
+            raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
 

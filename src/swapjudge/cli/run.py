@@ -124,7 +124,7 @@ def _print_check(result: CheckResult) -> None:
     stdout.print(
         f"check: {result.url} answered model {result.model} in {result.latency_s:.2f} s "
         f"(verdict {result.verdict or 'unparsable'}); nothing stored",
-        highlight=False,
+        highlight=False, markup=False,  # a URL's `[redacted]` is text, not markup
     )
 
 
@@ -214,10 +214,18 @@ def run_command(
 def runs_command(
     store: StoreOpt = None,
     output: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Check the whole store file first (SQLite's integrity_check: every page, and every index "
+                        "against its table); a damaged store is an error (exit 2).")] = False,
 ) -> None:
-    """List the runs in the store, with their provider batches."""
-    from swapjudge.workflows.judging import list_runs
+    """List the runs in the store, with their provider batches. The store is only read (a store on a read-only
+    file system too)."""
+    from swapjudge.workflows.judging import check_store, list_runs
 
+    if check:
+        checked = check_store(store)
+        checked.raise_if_damaged()
+        stderr.print(f"{shown_path(checked.path)}: integrity_check found no problem", highlight=False)
     listing = list_runs(store)
     infos, by_run = listing.runs, listing.batches
     if output is OutputFormat.json:

@@ -4,6 +4,7 @@ words; and the files swapjudge writes, written one way: atomically."""
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
@@ -191,6 +192,12 @@ def atomic_text(path: Path, *, create_parent: bool = True) -> Iterator[TextIO]:
             os.fsync(handle.fileno())
         os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; an output is shared like any file the user writes
         os.replace(tmp_name, target)
+    except OSError as err:
+        Path(tmp_name).unlink(missing_ok=True)
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise SwapjudgeError(f"{target}: disk full: nothing written (a file already there is left as it "
+                                 "was)") from None
+        raise
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise

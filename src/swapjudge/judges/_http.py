@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from swapjudge.errors import ConfigError
 from swapjudge.judges.base import FatalJudgeError, PermanentJudgeError, TransientJudgeError, UnreachableJudgeError
-from swapjudge.redact import redact, register_secret
+from swapjudge.redact import redact, redact_url, register_secret
 
 if TYPE_CHECKING:
     import aiohttp
@@ -76,13 +76,15 @@ class Reply:
         return self.body.decode("utf-8", errors="replace")
 
 
-def check_response(reply: Reply, backend: str) -> dict[str, Any]:
-    """Raise the right error class for a failed reply; return the JSON body of a good one."""
+def check_response(reply: Reply, backend: str, auth_hint: str = "") -> dict[str, Any]:
+    """Raise the right error class for a failed reply; return the JSON body of a good one. `auth_hint` is said
+    when the server refuses the key (e.g. which variable a key for this server is read from)."""
     status = reply.status
     if status == 429 or status == 408 or status == 409 or status >= 500:
         raise TransientJudgeError(f"{backend}: HTTP {status}", retry_after=retry_after(reply.headers), status=status)
     if status in (401, 403):
-        raise FatalJudgeError(f"{backend}: HTTP {status} (authentication refused; check the API key variable)")
+        hint = f"; {auth_hint}" if auth_hint else ""
+        raise FatalJudgeError(f"{backend}: HTTP {status} (authentication refused; check the API key variable{hint})")
     if status == 404:
         raise FatalJudgeError(
             f"{backend}: HTTP 404 at {reply.path} (wrong base_url or model?): {_short(reply.text)}"
@@ -139,6 +141,28 @@ def _proxy_for(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def _proxy_variable(scheme: str) -> str:
+    """The environment variable that names the proxy for `scheme` (as urllib reads them: lower case first)."""
+    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"):
+        if os.environ.get(name):
+            return name
+    return f"{scheme.upper()}_PROXY"
+
+
+def join_url(base_url: str, path: str) -> str:
+    """`path` (relative, possibly with its own query) under `base_url`, whose query string stays a query string:
+    `http://h/v1?key=k` + `chat/completions` is `http://h/v1/chat/completions?key=k`."""
+    import urllib.parse
+
+    if path.startswith(("http://", "https://")):
+        return path
+    base = urllib.parse.urlsplit(base_url)
+    rel_path, _, rel_query = path.partition("?")
+    query = "&".join(q for q in (base.query, rel_query) if q)
+    return urllib.parse.urlunsplit((base.scheme, base.netloc, base.path.rstrip("/") + "/" + rel_path.lstrip("/"),
+                                    query, ""))
+
+
 def _tls_context() -> ssl.SSLContext:
     """Certificates from certifi, as the providers' own SDKs verify them (loading the bundle takes ~40 ms, so
     a plain-HTTP local server goes without)."""
@@ -157,17 +181,20 @@ class HttpClient:
     event loop that will run the requests.
     """
 
-    def __init__(self, *, base_url: str, headers: dict[str, str], timeout_s: float, concurrency: int) -> None:
-        self._base_url = base_url.rstrip("/") + "/"  # request paths are joined to it
+    def __init__(self, *, base_url: str, headers: dict[str, str], timeout_s: float, concurrency: int,
+                 auth_hint: str = "") -> None:
+        self._base_url = base_url.rstrip("/")  # request paths are joined to it (`join_url`)
         self._headers = {"user-agent": "swapjudge", **headers}
         self._timeout_s = timeout_s
         self._concurrency = max(1, concurrency)
         self._proxy = _proxy_for(self._base_url)
+        self._auth_hint = auth_hint
         self._session: aiohttp.ClientSession | None = None
 
     @property
     def base_url(self) -> str:
-        return self._base_url.rstrip("/")
+        """The base URL as it may be shown: any credential in it redacted."""
+        return redact_url(self._base_url)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -181,8 +208,13 @@ class HttpClient:
             )
         return self._session
 
+    def endpoint(self, path: str) -> str:
+        """The URL a request to `path` goes to, credentials and query included: for a client of another library
+        (never shown: `base_url` is what may be shown)."""
+        return join_url(self._base_url, path)
+
     def _url(self, path: str) -> str:
-        return path if path.startswith(("http://", "https://")) else self._base_url + path.lstrip("/")
+        return self.endpoint(path)
 
     @contextlib.contextmanager
     def _judge_errors(self, backend: str, step: str = "") -> Iterator[None]:
@@ -195,6 +227,14 @@ class HttpClient:
             yield
         except TimeoutError:  # aiohttp's own timeouts are TimeoutErrors too
             raise TransientJudgeError(f"{backend}: {step}timed out") from None
+        except aiohttp.ClientProxyConnectionError as err:  # the proxy, not the judge's server, is out of reach
+            assert self._proxy is not None
+            variable = _proxy_variable(self._base_url.partition(":")[0])
+            raise UnreachableJudgeError(
+                f"cannot reach the proxy {redact_url(self._proxy)} ({connect_cause(err)}), which {variable} names for "
+                f"{self.base_url}", url=self.base_url,
+                hint=f"is the proxy running? (to reach the server without it, unset {variable} or list the host in "
+                     "NO_PROXY)") from None
         except aiohttp.ClientConnectorError as err:
             raise UnreachableJudgeError(f"cannot reach {self.base_url} ({connect_cause(err)})",
                                         url=self.base_url) from None
@@ -209,7 +249,7 @@ class HttpClient:
 
     async def request_json(self, method: str, path: str, backend: str, **kwargs: Any) -> dict[str, Any]:
         """One request whose reply must be a JSON object (`check_response`)."""
-        return check_response(await self.request(method, path, backend, **kwargs), backend)
+        return check_response(await self.request(method, path, backend, **kwargs), backend, self._auth_hint)
 
     async def post_json(self, path: str, payload: dict[str, Any], backend: str) -> dict[str, Any]:
         return await self.request_json("POST", path, backend, json=payload)
@@ -221,7 +261,7 @@ class HttpClient:
             async with self._open().get(self._url(path), proxy=self._proxy) as response:
                 if response.status != 200:
                     check_response(Reply(response.status, response.headers, await response.read(),
-                                         response.url.path), backend)
+                                         response.url.path), backend, self._auth_hint)
                 pending = bytearray()  # the start of a line whose end has not arrived yet
                 async for chunk in response.content.iter_any():
                     pending += chunk

@@ -72,9 +72,10 @@ class TransientJudgeError(Exception):
 class UnreachableJudgeError(TransientJudgeError):
     """No connection could be made (refused, DNS): retried once the server has answered, fatal before."""
 
-    def __init__(self, message: str, *, url: str) -> None:
+    def __init__(self, message: str, *, url: str, hint: str = "is the server running?") -> None:
         super().__init__(message)
         self.url = url
+        self.hint = hint  # what to look at, said after the message when the run stops for it
 
 
 class PermanentJudgeError(Exception):

@@ -12,8 +12,10 @@ reply's text and usage sit, its default URL and key variable).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -22,6 +24,7 @@ from swapjudge.config import JudgeConfig
 from swapjudge.judges._http import HttpClient, api_key, require_http_client
 from swapjudge.judges.base import Completion, JudgeReply, JudgeRequest, TransientJudgeError, Verdict
 from swapjudge.judges.prompts import ParsedVerdict, parse_followup, parse_reply
+from swapjudge.redact import register_secret, unicode_safe, url_secrets
 
 
 @dataclass(frozen=True)
@@ -34,17 +37,41 @@ class Provider:
     key_env: str
     headers: Callable[[str | None], dict[str, str]]
 
+    @property
+    def host(self) -> str:
+        return str(urllib.parse.urlsplit(self.default_url).hostname)
+
+    def is_home(self, url: str) -> bool:
+        """Whether `url` is the provider's own API: HTTPS to its host on the standard port."""
+        parts = urllib.parse.urlsplit(url)
+        return parts.scheme == "https" and parts.hostname == self.host and parts.port in (None, 443)
+
     def client(self, cfg: JudgeConfig, *, timeout_s: float | None = None,
                concurrency: int | None = None) -> HttpClient:
         """The HTTP client of a judge configuration (`timeout_s`, `concurrency`: instead of the configured
-        ones, e.g. for whole batch files)."""
+        ones, e.g. for whole batch files).
+
+        The provider's own variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) is sent only to the provider's own host,
+        over HTTPS: a key for any other server is read from the variable `api_key_env` names, so a key meant
+        for the provider never reaches a self-hosted or third-party server (or a plain-HTTP connection)."""
         base_url = cfg.base_url or self.default_url
-        # A self-hosted compatible server usually needs no key; the provider itself always does.
-        key = api_key(cfg.api_key_env or self.key_env, required=base_url == self.default_url)
+        home = self.is_home(base_url)
+        for secret in url_secrets(base_url):  # user:password or a key in the URL: kept out of every message
+            register_secret(secret)
+        hint = ""
+        if cfg.api_key_env:
+            key = api_key(cfg.api_key_env, required=home)
+        elif home:
+            key = api_key(self.key_env, required=True)
+        else:
+            # A self-hosted compatible server usually needs no key; one that does is given its own variable.
+            key = None
+            hint = (f"{self.key_env} is sent only to {self.host}: name the variable that holds this server's key "
+                    "in judge.api_key_env")
         require_http_client(self.name)
         return HttpClient(base_url=base_url, headers=self.headers(key),
                           timeout_s=cfg.timeout_s if timeout_s is None else timeout_s,
-                          concurrency=cfg.max_concurrency if concurrency is None else concurrency)
+                          concurrency=cfg.max_concurrency if concurrency is None else concurrency, auth_hint=hint)
 
 
 @dataclass(frozen=True)
@@ -70,6 +97,16 @@ class Read:
     text: str | None
     usage: Usage | None = None
     logprobs: Any = None
+
+
+def _valid_text(read: Read) -> Read:
+    """The reply text as it will be stored and parsed: a lone surrogate its JSON carried (`\\udced`, which no
+    UTF-8 file can hold) replaced by U+FFFD, so the verdict is parsed from the very text that is stored; a reply
+    that no longer parses is stored unparsed (and, on the synchronous path, asked once more for its label)."""
+    if read.text is None:
+        return read
+    text = unicode_safe(read.text)
+    return read if text is read.text else dataclasses.replace(read, text=text)
 
 
 class ChatJudge:
@@ -100,7 +137,7 @@ class ChatJudge:
     async def _call(self, payload: dict[str, Any]) -> Read:
         assert self._client is not None, "a judge built for its wire format alone makes no request"
         body = await self._client.post_json(self.path, payload, self.provider.name)
-        read = self.read(body)
+        read = _valid_text(self.read(body))
         if read.text is None:
             raise TransientJudgeError(f"{self.provider.name}: malformed reply ({self.malformed})")
         return read
@@ -160,7 +197,7 @@ class ChatJudge:
     def reply_from_body(self, body: dict[str, Any], request: JudgeRequest) -> JudgeReply:
         """A JudgeReply from a response body (a batch result), parsed as `judge` parses it. A batch has no
         follow-up turn, so an unparsable reply keeps its raw text with verdict None."""
-        read = self.read(body)
+        read = _valid_text(self.read(body))
         if read.text is None:
             return JudgeReply(verdict=None, raw=json.dumps(body)[:2000],
                               error=f"{self.provider.name}: malformed batch result", settings=self.settings(request))

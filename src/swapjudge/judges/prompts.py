@@ -337,7 +337,9 @@ def parse_json_verdict(text: str, request: JudgeRequest) -> ParsedVerdict:
     if m:
         body = m.group("body")
     try:
-        obj = json.loads(body)
+        # strict=False: a model's `reason` may hold a raw newline, tab or other control character, which strict
+        # JSON forbids inside a string; the verdict is no less clear for it
+        obj = json.loads(body, strict=False)
     except (json.JSONDecodeError, ValueError):
         return ParsedVerdict(None)
     if request.graded:

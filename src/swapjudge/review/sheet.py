@@ -5,6 +5,7 @@ the same code as models."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.pairs_file import PairItem
+from swapjudge.core.textfiles import is_stdio
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.review.queue import write_table
 from swapjudge.review.spreadsheet import read_sheet_table
@@ -120,12 +122,35 @@ def _chosen_pairs(items: Sequence[PairItem], only: Sequence[tuple[str, str, str]
 
 
 def write_sheet(sheet: Sheet, sheet_path: str | Path, key_path: str | Path) -> None:
-    """The sheet (no system names, no item ids) and its key (which system sat where)."""
+    """The sheet (no system names, no item ids) and its key (which system sat where): both or neither. Each is
+    written in full beside its place first, and only then do both replace their files, so a full disk never
+    leaves a sheet without its key (a sheet whose answers nobody could map back to systems)."""
     sheet_path, key_path = Path(sheet_path), Path(key_path)
     if sheet_path.resolve() == key_path.resolve():
         raise SwapjudgeError("the sheet and the key must be different files")
-    write_table([t.sheet_row() for t in sheet.tasks], sheet_path, SHEET_FIELDS)
-    write_table([t.key_row() for t in sheet.tasks], key_path, KEY_FIELDS)
+    if is_stdio(sheet_path) or is_stdio(key_path):  # one of them on stdout: nothing to stage
+        write_table([t.sheet_row() for t in sheet.tasks], sheet_path, SHEET_FIELDS)
+        write_table([t.key_row() for t in sheet.tasks], key_path, KEY_FIELDS)
+        return
+    staged = [(_beside(sheet_path), sheet_path), (_beside(key_path), key_path)]
+    tables = [([t.sheet_row() for t in sheet.tasks], SHEET_FIELDS), ([t.key_row() for t in sheet.tasks], KEY_FIELDS)]
+    try:
+        for (written, final), (rows, fields) in zip(staged, tables, strict=True):
+            try:
+                write_table(rows, written, fields)
+            except SwapjudgeError as err:  # named by the file it was for, not by the file staged for it
+                why = str(err).removeprefix(f"{written}: ")
+                raise SwapjudgeError(f"{final}: {why}; neither the sheet nor its key was written") from None
+        for written, final in staged:
+            os.replace(written, final)
+    finally:
+        for written, _ in staged:
+            written.unlink(missing_ok=True)
+
+
+def _beside(path: Path) -> Path:
+    """A hidden file in `path`'s folder with its suffix (which says the format), to write `path`'s content to."""
+    return path.with_name(f".{path.stem}.{secrets.token_hex(4)}.partial{path.suffix}")
 
 
 @dataclass(frozen=True)

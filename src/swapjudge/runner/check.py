@@ -15,7 +15,7 @@ from swapjudge.config import LoadedConfig
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.base import FatalJudgeError
 from swapjudge.judges.registry import backend_module
-from swapjudge.redact import redact
+from swapjudge.redact import redact, redact_url
 from swapjudge.runner.backend import open_judge
 from swapjudge.runner.plan import estimated_tokens, expected_output_tokens
 from swapjudge.runner.retry import Control, Pacing, RetryPolicy, call_with_retries
@@ -37,7 +37,7 @@ def judge_url(loaded: LoadedConfig) -> str:
     """Where the judge's requests go, as the user would recognise it (a local model: its file)."""
     jc = loaded.config.judge
     if jc.base_url:
-        return jc.base_url
+        return redact_url(jc.base_url)
     default = getattr(backend_module(jc.backend), "DEFAULT_BASE_URL", None)
     return str(default or jc.path or jc.model or jc.backend)
 

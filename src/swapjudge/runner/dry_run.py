@@ -61,7 +61,7 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
     cache: dict[str, Any] = {}
     stored_firsts: list[dict[str, Any]] = []
     if path.exists():
-        with open_store(path) as store:
+        with open_store(path, read_only=True) as store:
             run_id = store.resumable_run(loaded.config_hash, pairs.digest)
             if run_id is not None:
                 done = store.done_keys(run_id)

@@ -31,6 +31,7 @@ from swapjudge.runner.progress import CallProgress
 from swapjudge.runner.ratelimit import RateLimiter
 from swapjudge.runner.retry import Abandoned, Control, Pacing, RetryPolicy, call_with_retries
 from swapjudge.store import CallRecord, Store
+from swapjudge.store.connection import StoreError, StoreFullError
 
 AfterCall = Callable[[PlannedCall], Awaitable[None]]
 
@@ -91,6 +92,7 @@ class _Context:
     control: Control
     done: int = 0
     in_flight: int = 0
+    unstored: int = 0  # paid replies whose commit failed (a full disk, a damaged store)
 
 
 async def _process(
@@ -115,7 +117,12 @@ async def _process(
     records += [
         _record_from_reply(c, reply, error=error, attempts=0, source="cache", price=ctx.price) for c in group[1:]
     ]
-    await record_paid(ctx.store, ctx.run_id, records, judge_hash=ctx.judge_hash, control=ctx.control)
+    try:
+        await record_paid(ctx.store, ctx.run_id, records, judge_hash=ctx.judge_hash, control=ctx.control)
+    except StoreError:
+        # the run stops (the worker treats it as fatal); the calls in flight end the same way and are counted
+        ctx.unstored += reply is not None
+        raise
     ctx.stats.made += 1
     for rec in records:
         ctx.done += 1
@@ -267,7 +274,18 @@ async def execute_groups(
         if own_judge:
             await active.aclose()
     if fatal:
+        store_errors = [err for err in fatal if isinstance(err, StoreError)]
+        if store_errors:
+            raise _counted(store_errors[0], ctx.unstored if ctx is not None else 0)
         if isinstance(fatal[0], SwapjudgeError):
             raise fatal[0]
         raise SwapjudgeError(f"the run stopped: {redact(str(fatal[0]))}")
     return interrupted
+
+
+def _counted(err: StoreError, unstored: int) -> StoreError:
+    """A store error that stopped the run, saying how many paid replies it kept out of the store."""
+    if isinstance(err, StoreFullError):
+        return err.counting(unstored)
+    replies = f"{unstored:,} {'reply' if unstored == 1 else 'replies'}"
+    return type(err)(f"{err} ({replies} not stored)")

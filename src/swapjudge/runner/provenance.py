@@ -55,6 +55,7 @@ def stored_provenance(config: dict[str, Any]) -> dict[str, Any]:
     return run_provenance(config, structured=structured)
 
 
-def open_store(path: str | Path) -> Store:
-    """The run store, with runs registered without provenance given theirs (`stored_provenance`)."""
-    return Store(path, provenance_of=stored_provenance)
+def open_store(path: str | Path, *, read_only: bool = False) -> Store:
+    """The run store, with runs registered without provenance given theirs (`stored_provenance`); `read_only`:
+    an existing store, read without writing to it (see `StoreFile`)."""
+    return Store(path, provenance_of=stored_provenance, read_only=read_only)

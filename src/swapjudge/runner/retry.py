@@ -121,7 +121,7 @@ async def retry_transient(make: Callable[[], Awaitable[T]], policy: RetryPolicy,
         except UnreachableJudgeError as err:
             if control is not None and not control.answered:
                 # Nothing listening, or no such host: every call would wait out its retries for nothing.
-                raise ServerUnreachableError(f"{err}: is the server running?") from None
+                raise ServerUnreachableError(f"{err}: {err.hint}") from None
             last = err
         except TransientJudgeError as err:
             last = err

@@ -8,6 +8,7 @@ with bounded concurrency, client-side rate limits and retries, and commits every
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from swapjudge.runner.plan import (
 from swapjudge.runner.provenance import open_store, run_provenance
 from swapjudge.runner.skip_swaps import second_calls_to_make
 from swapjudge.store.batches import OPEN_STATUSES
+from swapjudge.store.connection import StoreError
 
 
 def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
@@ -66,6 +68,11 @@ async def run_async(
     path = loaded.store_path(store_path)
     stats = RunStats(planned=len(plan.calls))
     store = open_store(path)
+    try:
+        store.raise_if_damaged()  # before anything is planned or paid: a damaged index fails silently
+    except BaseException:
+        store.close()
+        raise
     lock = RunLock(lock_path(path, f"{loaded.config_hash}:{pairs.digest}"))
     try:
         _own_run(lock, wait=wait, console=console)
@@ -157,8 +164,10 @@ async def run_async(
                         after_call=after_call,
                     )
         except BaseException:
-            # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable.
-            store.finish_run(run_id, "incomplete")
+            # A missing key, a refused login, Ctrl-C before the handler: the run stays resumable. A store that
+            # cannot take the mark (a full disk) leaves it "running", which resumes the same way.
+            with contextlib.suppress(StoreError):
+                store.finish_run(run_id, "incomplete")
             raise
         finally:
             if own_judge and active is not None:

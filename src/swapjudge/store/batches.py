@@ -45,9 +45,7 @@ class BatchLedger(StoreFile):
     def plan_submission(self, *, run_id: int, key: str, provider: str, wave: int, planned_at: float,
                         rows: Sequence[tuple[str, CallKey]]) -> None:
         """Commit a submission and its calls (custom_id, call key) before anything is sent."""
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction() as db:
             db.execute(
                 "INSERT INTO batch_submissions (key, run_id, provider, wave, requests, planned_at, status, counts,"
                 " updated_at) VALUES (?,?,?,?,?,?, 'planned', '{}', ?)",
@@ -55,10 +53,6 @@ class BatchLedger(StoreFile):
             )
             db.executemany("INSERT INTO batch_requests VALUES (?,?,?,?,?,?, 'open')",
                            [(key, cid, *call) for cid, call in rows])
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def update_submission(self, key: str, **fields: Any) -> None:
         allowed = {"file_id", "batch_id", "status", "provider_status", "counts"}
@@ -85,7 +79,7 @@ class BatchLedger(StoreFile):
         rows = self._db.execute(sql + " ORDER BY planned_at, key", args).fetchall()
         return [Submission(key=r[0], run_id=int(r[1]), provider=r[2], wave=int(r[3]), requests=int(r[4]),
                            planned_at=float(r[5]), file_id=r[6], batch_id=r[7], status=r[8], provider_status=r[9],
-                           counts=json.loads(r[10] or "{}")) for r in rows]
+                           counts=self.json_value(r[10], f"the counts of batch {r[0]}") or {}) for r in rows]
 
     def known_batch_ids(self) -> set[str]:
         return {r[0] for r in self._db.execute("SELECT batch_id FROM batch_submissions WHERE batch_id IS NOT NULL")}
@@ -107,12 +101,6 @@ class BatchLedger(StoreFile):
         return out
 
     def mark_requests(self, key: str, custom_ids: Iterable[str], state: str) -> None:
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction() as db:
             db.executemany("UPDATE batch_requests SET state=? WHERE key=? AND custom_id=?",
                            [(state, key, cid) for cid in custom_ids])
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise

@@ -61,7 +61,7 @@ def decisions(store: StoreFile, key: str | None = None) -> list[dict[str, Any]]:
     out = []
     for row in cur:
         rec = dict(zip(names, row, strict=True))
-        rec["result"] = json.loads(rec.pop("result_json"))
+        rec["result"] = store.json_value(rec.pop("result_json"), f"the result of decision {rec['id']}")
         out.append(rec)
     return out
 

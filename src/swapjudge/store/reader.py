@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 from swapjudge.errors import SwapjudgeError
-from swapjudge.store.schema import PROVENANCE_COLUMNS, CachedReply, RunInfo, StoreFile, _loads
+from swapjudge.store.schema import PROVENANCE_COLUMNS, CachedReply, RunInfo, StoreFile
 
 _CACHED_COLUMNS = tuple(CachedReply.__dataclass_fields__)  # the cache table's reply columns, by the same names
+
+
+def _cell(run_id: int, call: dict[str, Any], column: str) -> str:
+    return f"the {column} of run {run_id}'s call of item {call['item']!r} ({call['first']} first)"
 
 
 class StoreReader(StoreFile):
@@ -49,7 +53,11 @@ class StoreReader(StoreFile):
     def _run_from_row(self, row: Sequence[Any]) -> RunInfo:
         data = dict(zip(self._RUN_COLUMNS, row, strict=False))
         stored, failed, cost = row[len(self._RUN_COLUMNS):]
-        config = json.loads(data.pop("config_json"))
+        config = self.json_value(data.pop("config_json"), f"the configuration of run {data['id']}")
+        if self.read_only and self._provenance_of is not None and data["rubric_hash"] is None:
+            # registered by an older swapjudge: derived here, as a writable open would have stored it
+            derived = self._provenance_of(config)
+            data |= {k: v for k, v in derived.items() if k in PROVENANCE_COLUMNS and data.get(k) is None}
         return RunInfo(**data, config=config, stored_calls=stored or 0, failed_calls=failed or 0, cost_usd=cost or 0.0)
 
     def runs(self) -> list[RunInfo]:
@@ -77,7 +85,7 @@ class StoreReader(StoreFile):
         for row in cur:
             rec = dict(zip(names, row, strict=True))
             rec["flagged"] = bool(rec["flagged"])
-            rec["result"] = json.loads(rec.pop("result_json"))
+            rec["result"] = self.json_value(rec.pop("result_json"), f"the result of anchored run {rec['id']}")
             out.append(rec)
         return out
 
@@ -107,8 +115,9 @@ class StoreReader(StoreFile):
             )
             for prompt, *values in rows:
                 reply = dict(zip(_CACHED_COLUMNS, values, strict=True))
-                reply["probabilities"] = _loads(reply["probabilities"])
-                reply["settings"] = _loads(reply["settings"]) or {}
+                where = f"the cached reply to prompt {prompt}"
+                reply["probabilities"] = self.json_value(reply["probabilities"], f"{where}: probabilities")
+                reply["settings"] = self.json_value(reply["settings"], f"{where}: settings") or {}
                 out[prompt] = CachedReply(**reply)
         return out
 
@@ -122,8 +131,8 @@ class StoreReader(StoreFile):
         names = [d[0] for d in cur.description]
         for row in cur:
             rec = dict(zip(names, row, strict=True))
-            rec["probabilities"] = _loads(rec["probabilities"])
-            rec["settings"] = _loads(rec["settings"])
+            rec["probabilities"] = self.json_value(rec["probabilities"], partial(_cell, run_id, rec, "probabilities"))
+            rec["settings"] = self.json_value(rec["settings"], partial(_cell, run_id, rec, "settings"))
             yield rec
 
     def presentation_records(self, run_id: int) -> list[dict[str, Any]]:

@@ -8,16 +8,29 @@ judge configuration is never paid twice for the same prompt, across runs too.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
 from swapjudge.errors import SwapjudgeError
+from swapjudge.redact import unicode_safe
+from swapjudge.store.connection import (
+    StoreConnection,
+    StoreDamagedError,
+    StoreError,
+    StoreReadOnlyError,
+    check_problems,
+    connect,
+    damaged,
+    describe_problems,
+)
 
 SCHEMA_VERSION = "4"
 # Schema 3 adds the batch tables (created empty in an older file; nothing else changes). The decisions ledger
@@ -257,33 +270,70 @@ class RunInfo:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+def _safe_tree(value: Any) -> Any:
+    """A JSON value with every text valid UTF-8 (lone surrogates replaced), keys included."""
+    if isinstance(value, str):
+        return unicode_safe(value)
+    if isinstance(value, dict):
+        return {_safe_tree(k): _safe_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_safe_tree(v) for v in value]
+    return value
+
+
 def _dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, sort_keys=True)
+    """A value as the JSON text the store keeps; a lone surrogate in it is replaced rather than kept as an escape
+    (`\\udced`) that would come back as a text no file can hold. Escaped surrogates are rare (emoji), so the
+    value is walked only when its JSON shows one."""
+    if value is None:
+        return None
+    text = json.dumps(value, sort_keys=True)
+    return json.dumps(_safe_tree(value), sort_keys=True) if "\\ud" in text else text
 
 
-def _loads(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class StoreFile:
     """A SQLite store file. One connection, used from one thread (the runner's event loop). With `provenance_of`,
     runs registered without provenance get theirs derived from their stored configuration (at open, and when
-    `create_run` is given none); without it they keep what they were registered with."""
+    `create_run` is given none); without it they keep what they were registered with.
 
-    def __init__(self, path: str | Path, *, provenance_of: ProvenanceOf | None = None) -> None:
+    `read_only` opens an existing store for reading and writes nothing to it (a store on a read-only file system
+    or mount is read as well); a store of an older schema is upgraded first when its file can be written (in a
+    copy in memory when it cannot), and provenance missing from old runs is derived in memory. Whatever the
+    mode, the schema version is read before anything is written, so a store of a newer swapjudge is refused
+    untouched."""
+
+    def __init__(self, path: str | Path, *, provenance_of: ProvenanceOf | None = None,
+                 read_only: bool = False) -> None:
         self.path = Path(path)
         self._provenance_of = provenance_of
+        self.read_only = read_only
+        if read_only:
+            self._db = self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise SwapjudgeError(f"{self.path}: cannot create the store's folder: {err.strerror}") from None
+        if not self._writable():
+            # SQLite would open it read-only without a word, and the first write would fail
+            raise StoreReadOnlyError(f"{self.path}: store is read-only (its file or folder cannot be written); a "
+                                     "command that writes needs a writable store: copy it to a writable place, or "
+                                     "give --store another path")
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
             db: sqlite3.Connection | None = None
             try:
-                self._db = db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+                self._refuse_newer()
+                self._db = db = connect(self.path, timeout_s=BUSY_TIMEOUT_S)
                 self._open()
                 return
+            except StoreError:
+                if db is not None:
+                    db.close()
+                raise
             except sqlite3.DatabaseError as err:
                 if db is not None:
                     db.close()
@@ -296,6 +346,123 @@ class StoreFile:
                                          f"than {BUSY_TIMEOUT_S:g} s; run again when it is free") from None
                 raise SwapjudgeError(f"{self.path}: not a usable swapjudge store ({err})") from None
 
+    def _check_header(self) -> bool:
+        """Whether the file holds anything yet; a file that is not an SQLite database is refused here."""
+        try:
+            with self.path.open("rb") as handle:
+                head = handle.read(len(SQLITE_MAGIC))
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            raise StoreError(f"{self.path}: cannot read the store: {err.strerror}") from None
+        if head and head != SQLITE_MAGIC:
+            raise StoreError(f"{self.path}: not a usable swapjudge store (its first bytes are not an SQLite "
+                             "database's: another kind of file, or a store damaged in its header)")
+        return bool(head)
+
+    def _reader(self) -> StoreConnection:
+        """A connection that writes nothing. A store on a read-only file system whose write-ahead log was
+        checkpointed (no -wal file) has no shared-memory file either and is opened as immutable."""
+        db = connect(self.path, read_only=True, timeout_s=BUSY_TIMEOUT_S)
+        try:
+            db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+            return db
+        except StoreError:
+            db.close()
+            if self._writable():
+                raise
+            wal, shm = (self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm"))
+            if wal.exists() and wal.stat().st_size > 0:
+                if shm.exists():
+                    raise
+                raise StoreReadOnlyError(
+                    f"{self.path}: store is read-only and holds writes in its -wal file that cannot be read here "
+                    "without its -shm file: copy the store with its -wal file to a writable place") from None
+        # read-only and no write-ahead log to read: nothing but this file, which no one can change
+        db = connect(self.path, immutable=True, timeout_s=BUSY_TIMEOUT_S)
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+        return db
+
+    def _writable(self) -> bool:
+        """Whether the store can be written: its folder (for the -wal and -shm files), and its file if it exists
+        (a read-only file system says no even to root)."""
+        folder = os.access(self.path.parent, os.W_OK)
+        return folder and (os.access(self.path, os.W_OK) or not self.path.exists())
+
+    @staticmethod
+    def _version(db: sqlite3.Connection) -> str | None:
+        """The schema version a store says it has (None: a file without one: new, or older than the meta table)."""
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() is None:
+            return None
+        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return None if row is None else str(row[0])
+
+    def _refuse_newer(self, version: str | None = None) -> None:
+        """Refuse a store of a newer swapjudge before anything is written to it (read through a connection that
+        writes nothing)."""
+        if version is None:
+            if not self._check_header():
+                return
+            reader = self._reader()
+            try:
+                version = self._version(reader)
+            finally:
+                reader.close()
+        if version is not None and version not in (*OLDER_SCHEMAS, SCHEMA_VERSION):
+            raise StoreError(f"{self.path}: store schema {version} is newer than this swapjudge ({SCHEMA_VERSION}): "
+                             "upgrade swapjudge to read it (the store was left as it was)")
+
+    def _open_read_only(self) -> StoreConnection:
+        if not self.path.exists():
+            raise StoreError(f"{self.path}: no run store here")
+        if not self._check_header():
+            # an empty file is an empty store (SQLite's own reading of it): its tables, empty, in memory
+            empty = connect(Path(":memory:"), timeout_s=BUSY_TIMEOUT_S)
+            empty.executescript(_SCHEMA)
+            for column in PROVENANCE_COLUMNS:
+                empty.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+            empty.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            empty.path = self.path
+            return empty
+        db = self._reader()
+        try:
+            version = self._version(db)
+            self._refuse_newer(version or SCHEMA_VERSION)
+            have = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
+            if not have:
+                raise StoreError(f"{self.path}: not a swapjudge run store (an SQLite file without its runs table)")
+            if version == SCHEMA_VERSION and set(PROVENANCE_COLUMNS) <= have:
+                return db
+        except BaseException:
+            db.close()
+            raise
+        if not self._writable():
+            return self._upgraded_in_memory(db)
+        db.close()
+        # An older schema: upgraded by a writable open (one transaction), then read as any other.
+        StoreFile(self.path, provenance_of=self._provenance_of).close()
+        return self._reader()
+
+    def _upgraded_in_memory(self, source: StoreConnection) -> StoreConnection:
+        """A read-only store of an older schema, copied into memory and upgraded there: the file is never written
+        (it cannot be), and the copy holds the whole store while it is open."""
+        copy = connect(Path(":memory:"), timeout_s=BUSY_TIMEOUT_S)
+        try:
+            try:
+                source.backup(copy)
+            except (sqlite3.Error, UnicodeDecodeError) as err:
+                raise source.failure(err) from None
+            finally:
+                source.close()
+            copy.path = self.path
+            self._db = copy
+            copy.executescript(_SCHEMA)
+            self._migrate()
+        except BaseException:
+            copy.close()
+            raise
+        return copy
+
     def _open(self) -> None:
         self._db.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode: a committed transaction survives a killed process (not a power cut).
@@ -307,8 +474,7 @@ class StoreFile:
     def _to_migrate(self) -> tuple[str, list[str], bool, list[str]] | None:
         """What this file lacks: (its schema version, provenance columns missing, runs to fill, tables without a
         `strength` column), or None."""
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        version = SCHEMA_VERSION if row is None else row[0]
+        version = self._version(self._db)
         have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
         missing = [c for c in PROVENANCE_COLUMNS if c not in have]
         no_strength = [t for t in STRENGTH_TABLES
@@ -316,20 +482,17 @@ class StoreFile:
         # Runs registered by an older swapjudge in a current file still get their provenance filled in.
         unfilled = bool(self._provenance_of is not None and not missing
                         and self._db.execute("SELECT 1 FROM runs WHERE rubric_hash IS NULL LIMIT 1").fetchone())
-        if not missing and not no_strength and not unfilled and row is not None and version == SCHEMA_VERSION:
+        if not missing and not no_strength and not unfilled and version == SCHEMA_VERSION:
             return None
-        if version not in (*OLDER_SCHEMAS, SCHEMA_VERSION):
-            raise SwapjudgeError(f"{self.path}: store schema {version} is newer than this swapjudge ({SCHEMA_VERSION})")
-        return version, missing, unfilled, no_strength
+        self._refuse_newer(version or SCHEMA_VERSION)
+        return version or SCHEMA_VERSION, missing, unfilled, no_strength
 
     def _migrate(self) -> None:
         """Bring a store of an older schema up to this one, in one transaction (a kill leaves the old file). What
         is missing is read again under the write lock: another process may have migrated the file meanwhile."""
         if self._to_migrate() is None:
             return
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction() as db:
             todo = self._to_migrate()
             for col in [] if todo is None else todo[1]:
                 db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
@@ -340,16 +503,53 @@ class StoreFile:
                 "SELECT id, config_json FROM runs WHERE rubric_hash IS NULL").fetchall()
             for run_id, config_json in rows:
                 assert derive is not None
-                prov = derive(json.loads(config_json))
+                prov = derive(self.json_value(config_json, f"the configuration of run {run_id}"))
                 if not prov:
                     continue
                 sets = ", ".join(f"{k}=?" for k in prov)
                 db.execute(f"UPDATE runs SET {sets} WHERE id=?", (*prov.values(), run_id))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[StoreConnection]:
+        """One write transaction: committed when the block ends cleanly, rolled back otherwise. SQLite may have
+        rolled back already (a full disk does that); the error that ended the block is the one raised."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error, StoreError):
+                    sqlite3.Connection.execute(db, "ROLLBACK")
             raise
+
+    def json_value(self, value: str | None, what: str | Callable[[], str]) -> Any:
+        """A JSON cell read back (None stays None); one that does not parse is a damaged store, named by `what`
+        (or what `what()` says: a row's name is made only when it is needed)."""
+        if value is None:
+            return None
+        try:
+            return json.loads(value)
+        except ValueError:
+            name = what if isinstance(what, str) else what()
+            raise damaged(self.path, f"{name} is not valid JSON", self._db) from None
+
+    def check(self, *, full: bool = True) -> list[str]:
+        """The problems `PRAGMA integrity_check` finds in the file (`full`: every index compared with its table
+        too), or `quick_check` (the structure only); [] when it is sound."""
+        return check_problems(self._db, "integrity_check" if full else "quick_check")
+
+    def raise_if_damaged(self) -> None:
+        """`StoreDamagedError` when `PRAGMA quick_check` finds the file's structure damaged. A run checks before
+        its first call: SQLite goes on writing through a damaged index without a word (and the run with it,
+        paying again for calls it no longer finds)."""
+        problems = self.check(full=False)
+        if problems:
+            raise StoreDamagedError(f"{self.path}: store is damaged: {describe_problems(problems)}; nothing was "
+                                    "asked of the judge. Restore it from a copy, or recover what is readable with "
+                                    "`sqlite3 FILE .recover`")
 
     def close(self) -> None:
         self._db.close()
@@ -359,4 +559,3 @@ class StoreFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -1,8 +1,8 @@
-"""The store's write path: registering runs, committing calls (each in its own transaction) and the reply cache."""
+"""The store's write path: registering runs, committing calls (each in its own transaction) and the reply cache.
+Every text goes in valid UTF-8 (the connection replaces lone surrogates; `_dumps` those inside JSON)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,7 +50,7 @@ class StoreWriter(StoreFile):
                 config_hash,
                 judge_hash,
                 judge,
-                json.dumps(config, sort_keys=True),
+                _dumps(config),
                 config_path,
                 pairs_digest,
                 seed,
@@ -69,10 +69,8 @@ class StoreWriter(StoreFile):
     def supersede_unparsed(self, run_id: int, judge_hash: str) -> int:
         """Set aside a run's calls whose reply had no parsable verdict, so that they are asked again: the old rows
         move to `superseded_calls` (kept for the audit) and their replies leave the cache. Returns how many."""
-        db = self._db
         where = "run_id=? AND verdict IS NULL AND error IS NULL AND source != 'identical'"
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction() as db:
             hashes = [r[0] for r in db.execute(f"SELECT prompt_hash FROM calls WHERE {where}", (run_id,))]
             columns = ", ".join(r[1] for r in db.execute("PRAGMA table_info(calls)") if r[1] != "strength")
             db.execute(f"INSERT INTO superseded_calls ({columns}, superseded_at, strength) "
@@ -80,10 +78,6 @@ class StoreWriter(StoreFile):
             db.execute(f"DELETE FROM calls WHERE {where}", (run_id,))
             db.executemany("DELETE FROM cache WHERE judge_hash=? AND prompt_hash=?",
                            [(judge_hash, h) for h in hashes if h])
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         return len(hashes)
 
     def finish_run(self, run_id: int, status: str) -> None:
@@ -95,26 +89,20 @@ class StoreWriter(StoreFile):
         """Store one anchored scoring run with every score (item, is an exemplar, score, raw reply,
         probabilities) in one transaction. `setup` holds config_path, judge, judge_hash, judge_model,
         rubric_text, rubric_hash, reference_hash, pinned_path, tolerance; `result` the run's summary."""
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction() as db:
             cur = db.execute(
                 "INSERT INTO anchor_runs (started_at, config_path, judge, judge_hash, judge_model, rubric_text,"
                 " rubric_hash, reference_hash, pinned_path, tolerance, flagged, result_json)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (_now(), setup.get("config_path"), setup["judge"], setup["judge_hash"], setup.get("judge_model"),
                  setup["rubric_text"], setup["rubric_hash"], setup["reference_hash"], setup.get("pinned_path"),
-                 float(setup["tolerance"]), int(flagged), json.dumps(result, sort_keys=True)),
+                 float(setup["tolerance"]), int(flagged), _dumps(result)),
             )
             assert cur.lastrowid is not None
             run_id = int(cur.lastrowid)
             db.executemany("INSERT INTO anchor_scores VALUES (?,?,?,?,?,?)",
                            [(run_id, item, int(ex), score, raw, _dumps(probs))
                             for item, ex, score, raw, probs in scores])
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         return run_id
 
     def _call_row(self, run_id: int, c: CallRecord, now: str | None = None) -> tuple[Any, ...]:
@@ -174,12 +162,7 @@ class StoreWriter(StoreFile):
             for c in calls
             if judge_hash is not None and c.error is None and c.prompt_hash and c.source == "api"
         ]
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction():
             db.executemany(self._CALL_INSERT, rows)
             if cache_rows:
                 db.executemany(self._CACHE_INSERT, cache_rows)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise

@@ -131,7 +131,7 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     outcome = run_session(loaded, store_path=store, console=console, progress=progress,
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
                           batch_wait=batch_wait)
-    with open_store(outcome.store_path) as st:
+    with open_store(outcome.store_path, read_only=True) as st:
         # calls still in a batch are pairs without two verdicts: incomplete, not left out
         waiting = _waiting_records(st, outcome.run_id) if outcome.batch_waiting else None
         stored = waiting is not None or any(True for _ in st.calls(outcome.run_id))
@@ -194,15 +194,47 @@ def config_argument(config: Any) -> Any:
                                      "path, a mapping of its keys, or a LoadedConfig")
 
 
-def open_store(path: str | Path | None) -> Store:
+def open_store(path: str | Path | None, *, read_only: bool = True) -> Store:
     """An existing run store (default ./swapjudge.db); a missing one is an error, never created. Opened with the
-    runner's provenance rules, so an old store's runs get their provenance filled in."""
+    runner's provenance rules, so an old store's runs get their provenance filled in; read-only unless told
+    otherwise (a store on a read-only file system is read as well)."""
     from swapjudge.runner.provenance import open_store as open_with_provenance
 
     where = Path(path) if path is not None else Path.cwd() / DEFAULT_STORE
     if not where.exists():
         raise SwapjudgeError(f"{where}: no run store here (give --store PATH)")
-    return open_with_provenance(where)
+    return open_with_provenance(where, read_only=read_only)
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    """What `PRAGMA integrity_check` found in a store (`swapjudge runs --check`): nothing when it is sound."""
+
+    path: Path
+    problems: tuple[str, ...]
+
+    @property
+    def sound(self) -> bool:
+        return not self.problems
+
+    def raise_if_damaged(self) -> None:
+        """`StoreDamagedError` (exit 2) naming the first problem; nothing for a sound store."""
+        from swapjudge.store.connection import StoreDamagedError, describe_problems
+
+        if self.problems:
+            found = describe_problems(self.problems, "integrity_check")
+            raise StoreDamagedError(f"{self.path}: store is damaged: {found}. Restore it from a copy, or recover what "
+                                    "is readable with `sqlite3 FILE .recover`")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"store": os.path.normpath(self.path), "sound": self.sound, "problems": list(self.problems)}
+
+
+def check_store(store: str | Path | None = None) -> StoreCheck:
+    """The whole store checked (`PRAGMA integrity_check`: every page, and every index against its table, which
+    the quicker check run when an error surfaces does not compare), read-only."""
+    with open_store(store) as st:
+        return StoreCheck(st.path, tuple(st.check(full=True)))
 
 
 @dataclass(frozen=True)

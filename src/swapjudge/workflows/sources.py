@@ -98,7 +98,7 @@ def _store_source(path: Path, run: int | None, allow_unpaired: bool) -> ReportSo
     from swapjudge.core.records import records_from_dicts
     from swapjudge.runner.provenance import open_store
 
-    with open_store(path) as store:
+    with open_store(path, read_only=True) as store:
         info = store.run(run) if run is not None else store.latest_run()
         rows = store.presentation_records(info.id)
     records = records_from_dicts(rows, source=f"{path} run {info.id}", allow_unpaired=allow_unpaired)
