@@ -169,6 +169,11 @@ class HttpClient:
     def base_url(self) -> str:
         return self._base_url.rstrip("/")
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers every request carries (the key's among them): for a client of another library (Ray's)."""
+        return dict(self._headers)
+
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
             import aiohttp
