@@ -91,6 +91,33 @@ def test_a_refused_key_stops_a_ray_run_in_one_line(tmp_path: Path, ray_cluster: 
         assert con.execute("SELECT status FROM runs").fetchone() == ("incomplete",)
 
 
+def test_a_failed_request_is_stored_failed_and_retries_outlasted_stop_the_job_in_one_line(
+        tmp_path: Path, ray_cluster: None) -> None:
+    write_pairs(tmp_path, 6)
+
+    def fault(prompt: str, attempt: int) -> str | None:
+        return "500" if "question 2:" in prompt else None  # a 500 Ray does not retry: the error body comes back
+
+    with JudgeServer(faults=fault) as server:
+        cfg = write_config(tmp_path, base_url=server.openai_url, engine="ray", ray=RAY)
+        first = run(load_config(cfg), progress=False)
+    assert not first.complete and first.stats.failed == 2
+    failed = [c for c in stored_calls(tmp_path / "swapjudge.db") if c["error"] is not None]
+    assert [c["item"] for c in failed] == ["q002", "q002"]
+    assert failed[0]["error"] == 'HTTP 500: {"error": {"message": "server error"}}'
+    with JudgeServer(faults=lambda prompt, attempt: "429") as server:  # rate limited for good
+        cfg = write_config(tmp_path, base_url=server.openai_url, engine="ray", ray=RAY,
+                           judge={"max_retries": 1, "backoff_s": 0.01})
+        with pytest.raises(SwapjudgeError) as err:
+            run(load_config(cfg), progress=False)
+        requests_seen = server.total
+    text = str(err.value)
+    assert "\n" not in text and text.startswith("the Ray job stopped: ") and "Reached maximum retries of 1" in text
+    # Ray's message carries the whole request row: the prompt and the answers stay out of the line
+    assert "Question " not in text and "answer to question" not in text
+    assert requests_seen >= 2  # the request was retried before the job gave up
+
+
 def test_the_engine_is_chosen_by_flag_or_key_and_refused_where_it_cannot_run(tmp_path: Path) -> None:
     write_pairs(tmp_path, 2)
     cfg = write_config(tmp_path, base_url="http://127.0.0.1:9/v1")

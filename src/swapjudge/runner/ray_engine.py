@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -45,6 +46,10 @@ from swapjudge.store import CallRecord, Store
 STAGE_CPUS = 0.25  # CPUs Ray reserves for each HTTP worker: they wait on the network, not the CPU
 MAP_CPUS = 0.5  # and for each preprocess / postprocess task (a JSON load or dump per row)
 FATAL = (401, 403, 404)  # as on the synchronous path: a wrong key, URL or model stops the run
+# Ray 2.60's HTTP stage, when a request keeps failing: "Reached maximum retries of N for input row {...}. Previous
+# Exception: X. Full Traceback: ..."
+RETRIES_OUTLASTED = re.compile(r"Reached maximum retries of (\d+) for input row .*?\. Previous Exception: (.*?)\. Full "
+                               r"Traceback", re.DOTALL)
 
 
 def install_hint() -> str:
@@ -134,10 +139,16 @@ def _first_line(err: BaseException) -> str:
 
 
 def _reason(err: BaseException) -> str:
-    """What stopped a Ray job, in one line: the innermost error Ray reports, not its traceback."""
-    cause = getattr(err, "cause", None) or err.__cause__
-    lines = [x.strip() for x in str(cause or err).splitlines() if x.strip() and not x.startswith(" ")]
-    wanted = [x for x in lines if x.split(":")[0].endswith(("Error", "Exception"))]
+    """What stopped a Ray job, in one line: Ray's retries outlasted (its message carries the whole request, prompt
+    included: left out), else the innermost error line Ray reports, not its traceback."""
+    text = str(err)
+    outlasted = RETRIES_OUTLASTED.search(text)
+    if outlasted:
+        tries, last = outlasted.group(1), outlasted.group(2).strip()
+        return redact(f"a request still failed after Ray's retries (Reached maximum retries of {tries}; the last "
+                      f"error: {last})")[:300]
+    lines = [x.strip() for x in text.splitlines() if x.strip() and not x.startswith(" ")]
+    wanted = [x for x in lines if re.match(r"^[\w.]*(Error|Exception)\b", x)]
     return redact((wanted or lines or [type(err).__name__])[-1])[:300]
 
 
