@@ -12,10 +12,11 @@ MODEL_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21
 
 # vLLM's offline batch runner for the `batch: files` test, in an environment of its own (torch and vLLM's pins stay
 # out of swapjudge's). The wheel's torchvision, torchaudio and torchcodec are built for another torch and break
-# transformers' imports; a text model needs none of them.
+# transformers' imports; a text model needs none of them. Not part of `make test`: building it downloads about 1 GB
+# and takes 5-6 minutes here, the test 5 more; `make test-vllm` builds it and runs that test (docs/scale.md).
 VLLM_VENV := .venv-vllm
 
-.PHONY: run card test lint bench clean vllm
+.PHONY: run card test test-vllm lint bench clean vllm
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -51,9 +52,12 @@ $(VLLM_VENV)/.installed: Makefile
 
 vllm: $(VLLM_VENV)/.installed
 
-test: $(VENV)/.installed .chromium $(VLLM_VENV)/.installed
+test: $(VENV)/.installed .chromium
 	$(VENV)/bin/pytest
 	$(PY) $(SHARED)/checks/contract.py $(CURDIR)/$(VENV)/bin/swapjudge
+
+test-vllm: $(VENV)/.installed $(VLLM_VENV)/.installed
+	$(VENV)/bin/pytest --vllm tests/runner/test_vllm_run_batch.py
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench

