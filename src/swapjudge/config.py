@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from swapjudge.defaults import DEFAULT_STORE as DEFAULT_STORE  # re-exported: its home before
-from swapjudge.errors import ConfigError
+from swapjudge.errors import ArgumentError, ConfigError
 from swapjudge.redact import redact_url
 
 Backend = str  # openai | anthropic | local | replay | any name registered in judges.registry
@@ -49,6 +49,11 @@ RUNTIME_ONLY_JUDGE_KEYS = frozenset(
 # its batches in flight) whichever way its remaining calls go.
 BATCH_JUDGE_KEYS = ("batch", "batch_fallback", "batch_dir", "batch_poll_s")
 BATCH_BACKENDS = ("openai", "anthropic")
+# Which executor makes the calls (`engine`, and its `ray:` settings): how calls are made, not what is asked, so
+# neither is part of the configuration hash (a run resumes whichever engine makes its remaining calls).
+ENGINE_KEYS = ("engine", "ray")
+Engine = Literal["sync", "ray"]
+ENGINES: tuple[str, ...] = ("sync", "ray")
 
 
 class Price(BaseModel):
@@ -134,6 +139,45 @@ class JudgeConfig(BaseModel):
         if data.get("base_url"):
             data["base_url"] = redact_url(data["base_url"])
         return {k: v for k, v in sorted(data.items()) if k not in RUNTIME_ONLY_JUDGE_KEYS}
+
+
+class RayConfig(BaseModel):
+    """`engine: ray`: Ray Data workers make the calls. `processor: http` sends each request to the judge's
+    OpenAI-compatible endpoint (`judge.base_url`, a fleet behind one address); `processor: vllm` runs vLLM on the
+    cluster's GPUs (Ray's vLLM engine processor) with `model_source` (default `judge.model`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    processor: Literal["http", "vllm"] = "http"
+    # A running cluster (`auto`, `ray://head:10001`); none: a local one, started for the run and stopped after.
+    address: str | None = None
+    num_cpus: int | None = Field(default=None, ge=1)  # the local cluster's CPUs (default: all of them)
+    concurrency: int = Field(default=2, ge=1, le=4096)  # HTTP workers, or vLLM engine replicas
+    # Requests per worker batch: a worker's replies come back together, so this is also what a kill can lose.
+    batch_size: int = Field(default=16, ge=1, le=4096)
+    model_source: str | None = None  # processor vllm: the weights (a Hugging Face id or a path)
+    engine_kwargs: dict[str, Any] = Field(default_factory=dict)  # processor vllm: vLLM's engine arguments
+    accelerator_type: str | None = None  # processor vllm: the GPU type to schedule on ("H100", "A100")
+
+    @model_validator(mode="after")
+    def _vllm_keys(self) -> RayConfig:
+        given = [k for k in ("model_source", "accelerator_type") if getattr(self, k) is not None]
+        given += ["engine_kwargs"] if self.engine_kwargs else []
+        if self.processor != "vllm" and given:
+            raise ValueError(f"`{given[0]}` is for `processor: vllm`; processor is {self.processor!r}")
+        return self
+
+
+def engine_problem(config: RunConfig) -> str | None:
+    """Why this configuration cannot run on its `engine`, or None."""
+    if config.engine != "ray":
+        return None
+    if config.judge.backend != "openai":
+        return (f"engine 'ray' speaks the OpenAI chat format (an OpenAI-compatible fleet, or vLLM on the cluster): "
+                f"it needs judge.backend openai, not {config.judge.backend!r}")
+    if config.judge.batch is not False:
+        return "engine 'ray' makes the calls itself: set judge.batch false (a provider batch has no workers)"
+    return None
 
 
 class PairsConfig(BaseModel):
@@ -223,11 +267,21 @@ class RunConfig(BaseModel):
     prices: dict[str, Price] = Field(default_factory=dict)
     # Adaptive swapping: make the swapped call only when the first verdict's probability is below this.
     adaptive_swap: float | None = Field(default=None, gt=0.5, le=1.0)
+    # Who makes the calls: `sync` (this process, max_concurrency at a time) or `ray` (Ray Data workers).
+    engine: Engine = "sync"
+    ray: RayConfig = Field(default_factory=RayConfig)
 
     @model_validator(mode="after")
     def _adaptive(self) -> RunConfig:
         if self.adaptive_swap is not None and self.orders != "both":
             raise ValueError("`adaptive_swap` skips some swapped calls: it needs orders [ab, ba]")
+        return self
+
+    @model_validator(mode="after")
+    def _engine(self) -> RunConfig:
+        problem = engine_problem(self)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @field_validator("orders", mode="before")
@@ -278,6 +332,19 @@ class LoadedConfig:
             return self.resolve(self.config.store)
         return Path.cwd() / DEFAULT_STORE
 
+    def with_engine(self, engine: str | None) -> LoadedConfig:
+        """This configuration with its calls made by `engine` (None: as configured); `ArgumentError` naming
+        `engine` when it is no engine or cannot run this configuration."""
+        if engine is None or engine == self.config.engine:
+            return self
+        if engine not in ENGINES:
+            raise ArgumentError(f"{{engine}} must be one of {', '.join(ENGINES)}, not {engine!r}", "engine")
+        config = self.config.model_copy(update={"engine": engine})
+        problem = engine_problem(config)
+        if problem:
+            raise ArgumentError("{engine}: " + problem.replace("{", "{{").replace("}", "}}"), "engine")
+        return LoadedConfig(config, source=self.source, rubric_text=self.rubric_text)
+
     def normalised(self) -> dict[str, Any]:
         """The settled configuration as stored with the run (rubric text inlined, defaults spelled out)."""
         data = self.config.model_dump(mode="json", by_alias=True)
@@ -287,6 +354,8 @@ class LoadedConfig:
             # is kept as it is, so such configurations hash as they always did)
             data["judge"]["base_url"] = redact_url(data["judge"]["base_url"])
         data.pop("store", None)
+        for key in ENGINE_KEYS:
+            data.pop(key, None)  # how calls are made: configurations hash as they always did
         for key in BATCH_JUDGE_KEYS:
             data["judge"].pop(key, None)
         if data.get("adaptive_swap") is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import shlex
 from pathlib import Path
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
     from swapjudge.runner.check import CheckResult
     from swapjudge.runner.dry_run import DryRunEstimate
     from swapjudge.workflows.judging import RunResult
+
+class Engine(enum.StrEnum):
+    sync = "sync"
+    ray = "ray"
+
 
 StoreOpt = Annotated[
     Path | None,
@@ -102,11 +108,13 @@ def _summary(result: RunResult) -> str:
 
 
 def _rerun_command(config: Path, *, store: Path | None, progress: bool, output: OutputFormat, wait: bool,
-                   retry_unparsed: bool = False, no_wait: bool = False) -> str:
+                   retry_unparsed: bool = False, no_wait: bool = False, engine: Engine | None = None) -> str:
     """The command that resumes or retries this run: the user's own options, so it acts on the same store."""
     args = ["swapjudge", "run", shown_path(config)]
     if store is not None:
         args += ["--store", shown_path(store)]
+    if engine is not None:
+        args += ["--engine", engine.value]
     if not progress:
         args.append("--no-progress")
     if output is not OutputFormat.text:
@@ -148,6 +156,10 @@ def run_command(
     ] = OutputFormat.text,
     no_wait: Annotated[bool, typer.Option(
         "--no-wait", help="With judge.batch: submit the batches and exit; the same command collects them.")] = False,
+    engine: Annotated[Engine | None, typer.Option(
+        "--engine", help="Who makes the calls: sync (this process) or ray (Ray Data workers; the configuration's "
+                         "`ray:` settings). Default: the configuration's `engine`, else sync.",
+        show_default=False)] = None,
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached."""
@@ -160,9 +172,13 @@ def run_command(
     if check:
         _print_check(runs.check(loaded))
         return
-    rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, no_wait=no_wait)
+    rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, no_wait=no_wait,
+                           engine=engine)
     result = runs.run(loaded, store=store, console=stderr, progress=progress, handle_sigint=True, wait=wait,
-                      retry_unparsed=retry_unparsed, batch_wait=not no_wait)
+                      retry_unparsed=retry_unparsed, batch_wait=not no_wait,
+                      engine=engine.value if engine is not None else None)
+    for warning in result.warnings:
+        stderr.print(f"warning: {warning}", highlight=False, markup=False)
     if result.batches_waiting:
         verb = "waiting for" if loaded.config.judge.batch == "files" else "submitted"
         print(f"{verb} {result.waiting:,} requests in {result.batches_waiting:,} batches; "
@@ -200,7 +216,8 @@ def run_command(
         )
         raise typer.Exit(2)
     if result.stats["unparsed_stored"]:
-        again = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, retry_unparsed=True)
+        again = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, retry_unparsed=True,
+                               engine=engine)
         stderr.print(
             f"{result.stats['unparsed_stored']} stored call(s) have no parsable verdict. To ask the judge again "
             f"for exactly those: {again}",

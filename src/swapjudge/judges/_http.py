@@ -196,6 +196,11 @@ class HttpClient:
         """The base URL as it may be shown: any credential in it redacted."""
         return redact_url(self._base_url)
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers every request carries (the key's among them): for a client of another library (Ray's)."""
+        return dict(self._headers)
+
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
             import aiohttp

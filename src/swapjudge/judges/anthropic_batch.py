@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 from swapjudge.judges.anthropic import PROVIDER, AnthropicJudge
-from swapjudge.judges.batch import WAIT, BatchState, BatchSubmission, HttpBatches, ResultLine
+from swapjudge.judges.batch import WAIT, BatchState, BatchSubmission, HttpBatches, Result, ResultLine
 
 MAX_REQUESTS = 100_000  # documented per-batch limits: requests, and the create request's size
 MAX_BYTES = 256 * 1024 * 1024
@@ -87,6 +87,8 @@ class AnthropicBatches(HttpBatches):
                         continue
                     async with contextlib.aclosing(self.results(bid, BatchState(True, "ended", raw=b))) as lines:
                         async for res in lines:
+                            if not isinstance(res, ResultLine):
+                                continue
                             if res.custom_id.startswith(sub.key + "-"):
                                 return bid
                             break  # one line tells: every custom_id of a batch carries the same key
@@ -99,7 +101,7 @@ class AnthropicBatches(HttpBatches):
         return BatchState(ended=b.get("processing_status") == "ended", provider_status=str(b.get("processing_status")),
                           counts=counts, raw=b)
 
-    async def results(self, batch_id: str, state: BatchState) -> AsyncGenerator[ResultLine, None]:
+    async def results(self, batch_id: str, state: BatchState) -> AsyncGenerator[Result, None]:
         url = state.raw.get("results_url") or f"v1/messages/batches/{batch_id}/results"
         async for result in self._results(str(url), parse_result_line):
             yield result

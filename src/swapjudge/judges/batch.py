@@ -33,6 +33,7 @@ class BatchState:
     provider_status: str
     counts: dict[str, int] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None  # something the user should hear about (an output path that is no regular file)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,18 @@ class ResultLine:
     custom_id: str
     body: dict[str, Any] | None
     failure: str | None = None
+
+
+@dataclass(frozen=True)
+class UnreadableLine:
+    """A line of a results file that is no result (not JSON, or no custom_id). `cut`: the file's last line, without
+    its newline: a file still being written."""
+
+    size: int
+    cut: bool = False
+
+
+Result = ResultLine | UnreadableLine
 
 
 class BatchSubmission(Protocol):
@@ -65,6 +78,12 @@ class BatchProvider(Protocol):
     max_requests: int
     max_bytes: int
     line_overhead: int  # bytes a request adds to the batch beyond its line (separators)
+    # The results may still be growing when read (an offline engine writing its output file): an ended batch is
+    # collected only once every request has a line; until then what is there is stored and the rest waited for.
+    grows: bool
+    # The served model named in each reply must be the configured one (an offline engine serves exactly the
+    # name it is given; a provider's replies name a dated snapshot of the model asked for).
+    checks_model: bool
 
     @property
     def judge(self) -> type[ChatJudge]:
@@ -82,7 +101,7 @@ class BatchProvider(Protocol):
 
     async def status(self, batch_id: str) -> BatchState: ...
 
-    def results(self, batch_id: str, state: BatchState) -> AsyncIterator[ResultLine]: ...
+    def results(self, batch_id: str, state: BatchState) -> AsyncIterator[Result]: ...
 
     async def aclose(self) -> None: ...
 
@@ -105,6 +124,8 @@ class HttpBatches:
     provider: ClassVar[Provider]
     judge: ClassVar[type[ChatJudge]]
     label: ClassVar[str]  # how its messages name it ("openai batch")
+    grows = False
+    checks_model = False
 
     def __init__(self, client: HttpClient, *, retry: Retry = once) -> None:
         self._http = client
@@ -133,13 +154,12 @@ class HttpBatches:
                 return
             after = str(page.get("last_id") or data[-1]["id"])
 
-    async def _results(self, path: str, parse: Callable[[bytes], ResultLine | None]) -> AsyncIterator[ResultLine]:
-        """The parsed lines of a results file, as they arrive (lines that are no result are skipped)."""
+    async def _results(self, path: str, parse: Callable[[bytes], ResultLine | None]) -> AsyncIterator[Result]:
+        """The parsed lines of a results file, as they arrive (a line that is no result is an UnreadableLine)."""
         async with contextlib.aclosing(self._http.lines(path, self.label)) as lines:
             async for line in lines:
                 parsed = parse(line)
-                if parsed is not None:
-                    yield parsed
+                yield UnreadableLine(len(line)) if parsed is None else parsed
 
     async def aclose(self) -> None:
         await self._http.aclose()

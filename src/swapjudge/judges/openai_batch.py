@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, BinaryIO
 
-from swapjudge.judges.batch import BatchState, BatchSubmission, HttpBatches, ResultLine
+from swapjudge.judges.batch import BatchState, BatchSubmission, HttpBatches, Result, ResultLine
 from swapjudge.judges.openai import PROVIDER, OpenAIJudge
 
 ENDPOINT = "/v1/chat/completions"
@@ -27,25 +27,44 @@ def chat_line(cid: str, body: dict[str, Any]) -> bytes:
 
 
 def parse_output_line(line: bytes | str) -> ResultLine | None:
-    """One line of a batch output or error file: `{id, custom_id, response: {status_code, body}, error}`."""
+    """One line of a batch output or error file: `{id, custom_id, response: {status_code, body}, error}`.
+
+    A failure keeps its reason in the words the engine gave: OpenAI's error lines carry `error: {code, message}`
+    and failed responses an error body; vLLM's run_batch writes failures inline with `status_code` 400 (or the
+    error's own code), `body` null and `error` either a message or an error response `{"error": {message, type,
+    code}}` (older versions: `{message, type, code}`)."""
     try:
         row = json.loads(line)
         cid = str(row["custom_id"])
     except (ValueError, KeyError, TypeError):
         return None
-    response = row.get("response") or {}
+    response = row.get("response") if isinstance(row.get("response"), dict) else {}
     error = row.get("error")
-    status = response.get("status_code") if isinstance(response, dict) else None
-    body = response.get("body") if isinstance(response, dict) else None
+    status = response.get("status_code")
+    body = response.get("body")
     if status == 200 and isinstance(body, dict) and not error:
         return ResultLine(cid, body)
-    if isinstance(error, dict):
-        reason = f"{error.get('code') or 'error'}: {error.get('message') or ''}".strip()
-    elif isinstance(body, dict) and isinstance(body.get("error"), dict):
-        reason = f"HTTP {status}: {body['error'].get('message') or body['error'].get('type') or ''}"
+    message = _error_text(error) or (_error_text(body.get("error")) if isinstance(body, dict) else None)
+    if isinstance(status, int):
+        reason = f"HTTP {status}: {message}" if message else f"HTTP {status}"
+    elif isinstance(error, dict) and isinstance(error.get("code"), str):
+        reason = f"{error['code']}: {message or ''}".strip().rstrip(":")
     else:
-        reason = f"HTTP {status}"
+        reason = message or "failed"
     return ResultLine(cid, None, failure=reason)
+
+
+def _error_text(error: Any) -> str | None:
+    """The message of an error as the engines write it: a string, `{message, ...}` or `{"error": {message}}`."""
+    if isinstance(error, str):
+        return error.strip() or None
+    if not isinstance(error, dict):
+        return None
+    inner = error.get("error")
+    if isinstance(inner, dict | str):
+        return _error_text(inner)
+    text = error.get("message") or error.get("type") or error.get("code")
+    return str(text).strip() if text else None
 
 
 class OpenAIBatches(HttpBatches):
@@ -93,7 +112,7 @@ class OpenAIBatches(HttpBatches):
         counts = {k: int(v) for k, v in (b.get("request_counts") or {}).items() if isinstance(v, int)}
         return BatchState(ended=b.get("status") in ENDED, provider_status=str(b.get("status")), counts=counts, raw=b)
 
-    async def results(self, batch_id: str, state: BatchState) -> AsyncIterator[ResultLine]:
+    async def results(self, batch_id: str, state: BatchState) -> AsyncIterator[Result]:
         for field in ("output_file_id", "error_file_id"):
             file_id = state.raw.get(field)
             if not file_id:

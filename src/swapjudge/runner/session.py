@@ -125,8 +125,13 @@ async def run_async(
                 f"run {run_id} has {sum(s.requests for s in in_flight):,} requests in {len(in_flight)} provider "
                 "batch(es) not yet collected; set judge.batch as when they were submitted to collect them")
         waiting: BatchOutcome | None = None
+        warnings: list[str] = []
+        on_ray = cfg.engine == "ray"
+        if on_ray and (judge is not None or after_call is not None):
+            raise SwapjudgeError("engine 'ray' makes the calls on Ray's workers: it takes no judge object and no "
+                                 "per-call hook (the live identical probe); use the sync engine for those")
         # Adaptive runs make two passes with one judge (a local model is loaded once).
-        own_judge = judge is None and len(phases) > 1 and any(phases) and not batched
+        own_judge = judge is None and len(phases) > 1 and any(phases) and not batched and not on_ray
         active = judge
         try:
             if own_judge:
@@ -143,6 +148,7 @@ async def run_async(
                     result = await execute_batches(
                         loaded, store, run_id, [c for c in calls if c.key not in done_now], plan.calls, stats,
                         wave=phase, wait=batch_wait and cfg.judge.batch != "files", console=console, progress=progress)
+                    warnings += [w for w in result.warnings if w not in warnings]
                     if result.waiting:
                         waiting = result
                         break
@@ -150,7 +156,12 @@ async def run_async(
                 groups: dict[str, list[PlannedCall]] = {}
                 for c in calls:
                     groups.setdefault(c.request.prompt_hash, []).append(c)
-                if groups:
+                if groups and on_ray:
+                    from swapjudge.runner.ray_engine import execute_ray
+
+                    interrupted = await execute_ray(loaded, store, run_id, list(groups.values()), stats,
+                                                    console=console, progress=progress)
+                elif groups:
                     interrupted = await execute_groups(
                         loaded,
                         store,
@@ -188,6 +199,7 @@ async def run_async(
             orders=cfg.orders,
             batch_requests_in_flight=waiting.requests_in_flight if waiting else 0,
             batches_in_flight=waiting.batches_in_flight if waiting else 0,
+            warnings=tuple(warnings),
         )
     finally:
         lock.release()

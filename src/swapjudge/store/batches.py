@@ -91,6 +91,15 @@ class BatchLedger(StoreFile):
             f" WHERE s.run_id=? AND s.status IN ({','.join('?' * len(OPEN_STATUSES))})", (run_id, *OPEN_STATUSES))
         return {(int(r[0]), r[1], r[2], r[3]) for r in rows}
 
+    def failure_counts(self, run_id: int) -> dict[CallKey, int]:
+        """Call -> how many collected submissions of this run returned it failed (or without a result): the
+        follow-ups a call has had, over every process that ran the run."""
+        rows = self._db.execute(
+            "SELECT r.round, r.item, r.first, r.second, COUNT(*) FROM batch_requests r JOIN batch_submissions s"
+            " ON s.key=r.key WHERE s.run_id=? AND s.status='collected' AND r.state='retry'"
+            " GROUP BY r.round, r.item, r.first, r.second", (run_id,))
+        return {(int(r[0]), r[1], r[2], r[3]): int(r[4]) for r in rows}
+
     def requests_of(self, key: str) -> dict[str, list[CallKey]]:
         """custom_id -> the calls it answers (calls sharing one prompt share one request)."""
         out: dict[str, list[CallKey]] = {}

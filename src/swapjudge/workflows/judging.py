@@ -111,10 +111,11 @@ def analysis_path(store_path: Path, run_id: int) -> Path:
 
 def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | Path | None = None,
         progress: bool = False, console: Console | None = None, handle_sigint: bool = False, wait: bool = False,
-        retry_unparsed: bool = False, batch_wait: bool = True) -> RunResult:
+        retry_unparsed: bool = False, batch_wait: bool = True, engine: str | None = None) -> RunResult:
     """Judge the configured pairs in both orders, store every call, and analyse the run (`swapjudge run`).
     Running the same configuration again resumes an unfinished run; replies are cached. A finished run's analysis
-    is also written beside the store (`<store>-run-N.analysis.json`)."""
+    is also written beside the store (`<store>-run-N.analysis.json`). `engine` (`sync` or `ray`) overrides the
+    configuration's `engine`: who makes the calls, not what is asked, so the run and its cache are the same."""
     from rich.console import Console
 
     from swapjudge.core.textfiles import write_atomic
@@ -127,7 +128,8 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
         (progress, "progress"), (handle_sigint, "handle_sigint"), (wait, "wait"), (retry_unparsed, "retry_unparsed"),
         (batch_wait, "batch_wait")))
     console = arguments.instance(console, "console", (Console,), "a rich Console")
-    loaded = load_run_config(config)
+    engine = arguments.text(engine, "engine")
+    loaded = load_run_config(config).with_engine(engine)
     outcome = run_session(loaded, store_path=store, console=console, progress=progress,
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
                           batch_wait=batch_wait)

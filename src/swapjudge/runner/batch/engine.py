@@ -6,14 +6,23 @@ Order of work, each step committed before the next, so a process killed anywhere
 2. calls neither stored nor in flight are planned (ledger first), split by the provider's limits, submitted;
 3. batches are polled until they end (or, without waiting, once), and each ended batch is collected: every
    result parsed with the synchronous parser and stored, errored / expired / canceled calls marked for a retry;
-4. retries go into a follow-up batch, or to the synchronous executor with `batch_fallback: sync`.
+4. retries go into a follow-up batch, or to the synchronous executor with `batch_fallback: sync`. A call that
+   came back failed from MAX_TRIES batches, counted over every run of the command (the ledger keeps them), is
+   stored as failed with the engine's reason, and said so.
+
+Results are read as they are: a custom_id of another submission is not trusted, two lines for one request that
+disagree make it failed (to ask again), a success wins over a failure, and an offline engine's output file that
+is still short is stored as far as it goes and read again later (`grows`). Each of these is counted and said.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +31,9 @@ from rich.console import Console
 
 from swapjudge.config import LoadedConfig, Price
 from swapjudge.errors import SwapjudgeError
+from swapjudge.judges.base import FatalJudgeError, PermanentJudgeError, TransientJudgeError
 from swapjudge.judges.batch import WAIT, BatchJudge, BatchProvider, ResultLine
+from swapjudge.redact import redact
 from swapjudge.runner.backend import resolved_judge_config
 from swapjudge.runner.batch.common import fault_point, key_of, split
 from swapjudge.runner.execute import _record_from_reply, _stored
@@ -34,7 +45,9 @@ from swapjudge.store import CallRecord, Store
 from swapjudge.store.batches import OPEN_STATUSES, CallKey, Submission
 
 STORE_CHUNK = 2000  # results committed per transaction while collecting
-MAX_FOLLOW_UPS = 2  # follow-up batches per invocation for failed requests; then they are stored as failed
+MAX_TRIES = 3  # batches a call may come back failed from (the first and two follow-ups, over every run); then failed
+# Keys of a reply that differ between two answers to one request without the answer differing.
+VOLATILE = frozenset({"id", "created", "created_at", "usage", "system_fingerprint", "service_tier", "request_id"})
 
 
 @dataclass
@@ -43,6 +56,43 @@ class BatchOutcome:
     requests_in_flight: int = 0
     batches_in_flight: int = 0
     to_sync: list[PlannedCall] = field(default_factory=list)  # batch_fallback: sync
+    warnings: list[str] = field(default_factory=list)  # what the results held that the user should hear about
+
+
+@dataclass
+class _Seen:
+    """What one custom_id's lines said: how many, the first success (its place in the spool), the distinct
+    answers, the first failure's reason."""
+
+    lines: int = 0
+    spooled: bool = False
+    answers: set[str] = field(default_factory=set)
+    failure: str | None = None
+
+
+@dataclass
+class _Collected:
+    retry: list[tuple[str, str]] = field(default_factory=list)  # (custom_id, why)
+    complete: bool = True  # False: an output still growing, read again later
+
+
+def _answer(body: dict[str, Any]) -> str:
+    """A digest of what a reply says, without the fields two identical answers differ in."""
+    kept = {k: v for k, v in body.items() if k not in VOLATILE}
+    return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def provider_error(err: Exception, provider: str) -> SwapjudgeError:
+    """A failed request to a provider's batch API as one line (exit 2: an error of the setup, not a verdict)."""
+    text = redact(str(err))
+    if "HTTP 404" in text:
+        return SwapjudgeError(
+            f"{text}: the server has no batch API here (vLLM's and llama.cpp's servers answer only the synchronous "
+            "API): set judge.batch false, or judge.batch: files with batch_dir for vLLM's run_batch")
+    if isinstance(err, TransientJudgeError):
+        return SwapjudgeError(f"{text} (the {provider} batch API kept failing; what was submitted is in the store's "
+                              "ledger: run the same command again to resume)")
+    return SwapjudgeError(text)
 
 
 def body_judge(loaded: LoadedConfig, provider: BatchProvider) -> BatchJudge:
@@ -57,7 +107,7 @@ def make_provider(loaded: LoadedConfig) -> BatchProvider:
         from swapjudge.runner.batch.files import FileBatches
 
         assert jc.batch_dir is not None
-        return FileBatches(loaded.resolve(jc.batch_dir))
+        return FileBatches(loaded.resolve(jc.batch_dir), model=jc.model)
     if jc.backend == "anthropic":
         from swapjudge.judges.anthropic_batch import AnthropicBatches
 
@@ -84,6 +134,7 @@ class _Run:
         self.price = batch_call_price(loaded)
         self.started = time.monotonic()
         self.payloads: dict[str, Any] = {}  # key -> temporary file with the payload of a submission planned here
+        self.warnings: list[str] = []
 
     # ---- submitting ----------------------------------------------------------------------------------------
 
@@ -166,48 +217,106 @@ class _Run:
                     for c in calls[1:]]
         return records
 
-    async def collect(self, sub: Submission, state: Any) -> list[str]:
-        """Store every result of an ended batch; the custom_ids to retry (failed, or missing from the results)."""
+    def _warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def _store(self, records: list[CallRecord]) -> None:
+        self.stats.made += 1
+        for rec in records:
+            if rec.error is None and rec.verdict is None:
+                self.stats.unparsed += 1
+        if records and records[0].cost_usd is not None:
+            self.stats.spend_usd += records[0].cost_usd
+        elif records:
+            self.stats.spend_known = False
+
+    async def collect(self, sub: Submission, state: Any) -> _Collected:
+        """Store every result of an ended batch; the custom_ids to retry, with why (failed, missing, or two
+        lines that disagree). Two passes: the first reads every line (keeping each request's first success in a
+        spool file, so a results file of hundreds of MB is never held in memory), the second stores."""
         requests = self.store.requests_of(sub.key)
         done = self.store.done_keys(self.run_id)
-        seen: set[str] = set()
-        retry: list[str] = []
-        chunk: list[CallRecord] = []
+        seen: dict[str, _Seen] = {}
+        foreign = unreadable = cut = 0
+        model = self.loaded.config.judge.model
+        where = f"batch {sub.batch_id or sub.key}"
         fault_point("download")
-        async for res in self.provider.results(sub.batch_id or "", state):
-            if key_of(res.custom_id) != sub.key or res.custom_id not in requests or res.custom_id in seen:
-                continue  # never trust a line that names another submission
-            seen.add(res.custom_id)
-            keys = requests[res.custom_id]
-            if res.body is None:
-                retry.append(res.custom_id)
-                self.stats.batch_failed_requests += 1
-                continue
-            if all(k in done for k in keys):
-                continue
-            records = self._records(res.custom_id, keys, res)
-            self.stats.made += 1
-            for rec in records:
-                if rec.error is None and rec.verdict is None:
-                    self.stats.unparsed += 1
-            if records and records[0].cost_usd is not None:
-                self.stats.spend_usd += records[0].cost_usd
-            elif records:
-                self.stats.spend_known = False
-            chunk += records
-            if len(chunk) >= STORE_CHUNK:
+        with tempfile.TemporaryFile() as spool:
+            async for res in self.provider.results(sub.batch_id or "", state):
+                if not isinstance(res, ResultLine):
+                    cut += res.cut
+                    unreadable += not res.cut
+                    continue
+                if key_of(res.custom_id) != sub.key or res.custom_id not in requests:
+                    foreign += 1  # never trust a line that names another submission
+                    continue
+                s = seen.setdefault(res.custom_id, _Seen())
+                s.lines += 1
+                body, failure = res.body, res.failure
+                served = body.get("model") if body is not None else None
+                if self.provider.checks_model and isinstance(served, str) and served != model:
+                    body, failure = None, f"the engine answered as model `{served}`, not judge.model `{model}`"
+                if body is None:
+                    s.failure = s.failure or failure or "failed"
+                    continue
+                s.answers.add(_answer(body))
+                if not s.spooled:
+                    s.spooled = True
+                    spool.write(json.dumps([res.custom_id, body]).encode() + b"\n")
+            missing = [cid for cid in requests if cid not in seen]
+            conflicting = {cid for cid, s in seen.items() if len(s.answers) > 1}
+            dupes = sum(1 for s in seen.values() if s.lines > 1)
+            if foreign:
+                self._warn(f"{where}: {foreign:,} lines name requests of other submissions (ignored)")
+            if unreadable:
+                self._warn(f"{where}: {unreadable:,} lines are not results (not JSON, or no custom_id; ignored)")
+            if conflicting:
+                self._warn(f"{where}: {len(conflicting):,} requests have lines that disagree (counted as failed and "
+                           "asked again)")
+            if dupes > len(conflicting):
+                self._warn(f"{where}: {dupes - len(conflicting):,} requests have more than one line (the same answer, "
+                           "or a failure and a success: the success is kept)")
+            short = bool(missing) or cut > 0
+            if short and self.provider.grows:
+                self._warn(f"{where}: {len(requests) - len(missing):,} of {len(requests):,} requests answered so far"
+                           + (" and the last line is cut" if cut else "")
+                           + " (the engine may still be writing it: what is there is stored, the rest is read when "
+                           "the file is complete; if the engine stopped, run it again on the request file)")
+            elif missing:
+                self._warn(f"{where}: {len(missing):,} of {len(requests):,} requests have no result line "
+                           "(asked again)")
+            spool.seek(0)
+            chunk: list[CallRecord] = []
+            for raw in spool:
+                cid, body = json.loads(raw)
+                if cid in conflicting or all(k in done for k in requests[cid]):
+                    continue
+                records = self._records(cid, requests[cid], ResultLine(cid, body))
+                self._store(records)
+                chunk += records
+                if len(chunk) >= STORE_CHUNK:
+                    self.store.record_calls(self.run_id, chunk, judge_hash=self.loaded.judge_hash)
+                    chunk = []
+                    fault_point("storing")
+            if chunk:
                 self.store.record_calls(self.run_id, chunk, judge_hash=self.loaded.judge_hash)
-                chunk = []
                 fault_point("storing")
-        if chunk:
-            self.store.record_calls(self.run_id, chunk, judge_hash=self.loaded.judge_hash)
-            fault_point("storing")
-        retry += [cid for cid in requests if cid not in seen and not all(k in done for k in requests[cid])]
-        self.store.mark_requests(sub.key, retry, "retry")
-        self.store.mark_requests(sub.key, [c for c in seen if c not in set(retry)], "stored")
+        if short and self.provider.grows:
+            self.store.update_submission(sub.key, provider_status=f"output short: {len(requests) - len(missing):,} of "
+                                         f"{len(requests):,} requests")
+            return _Collected(complete=False)
+        retry = [(cid, "conflicting duplicate lines") for cid in conflicting]
+        retry += [(cid, s.failure or "failed") for cid, s in seen.items() if not s.spooled]
+        retry += [(cid, "no result line") for cid in missing]
+        retry = [(cid, why) for cid, why in retry if not all(k in done for k in requests[cid])]
+        self.stats.batch_failed_requests += len(retry)
+        retried = {cid for cid, _ in retry}
+        self.store.mark_requests(sub.key, sorted(retried), "retry")
+        self.store.mark_requests(sub.key, [c for c in seen if c not in retried], "stored")
         self.store.update_submission(sub.key, status="collected", provider_status=state.provider_status,
                                      counts=state.counts)
-        return retry
+        return _Collected(retry=retry)
 
     def report(self, subs: Sequence[Submission], failed: int) -> None:
         if not self.progress or self.console is None:
@@ -240,10 +349,9 @@ async def execute_batches(
     provider = make_provider(loaded)
     bodies = body_judge(loaded, provider)
     run = _Run(loaded, store, run_id, plan, stats, provider, bodies, console, progress)
-    outcome = BatchOutcome()
+    outcome = BatchOutcome(warnings=run.warnings)
     poll_s = jc.batch_poll_s
     try:
-        follow_ups = 0
         todo = list(calls)
         while True:
             in_flight = store.in_flight(run_id)
@@ -252,8 +360,7 @@ async def execute_batches(
             if fresh:
                 run.plan_submissions(fresh, wave)
             todo = []
-            retry: list[str] = []
-            retry_keys: list[str] = []
+            retry: list[tuple[str, str, str]] = []  # (submission key, custom_id, why)
             while True:
                 open_subs = store.submissions(run_id, OPEN_STATUSES)
                 for sub in open_subs:
@@ -263,11 +370,12 @@ async def execute_batches(
                         continue
                     fault_point("polling")
                     state = await provider.status(sub.batch_id or "")
+                    if state.note:
+                        run._warn(state.note)
                     store.update_submission(sub.key, provider_status=state.provider_status, counts=state.counts)
                     if state.ended:
-                        failed = await run.collect(sub, state)
-                        retry += failed
-                        retry_keys += [sub.key] * len(failed)
+                        got = await run.collect(sub, state)
+                        retry += [(sub.key, cid, why) for cid, why in got.retry]
                 open_subs = store.submissions(run_id, OPEN_STATUSES)
                 run.report(store.submissions(run_id), len(retry))
                 if not open_subs:
@@ -275,31 +383,65 @@ async def execute_batches(
                 if not wait:
                     outcome.waiting = True
                     outcome.batches_in_flight = len(open_subs)
-                    outcome.requests_in_flight = sum(s.requests for s in open_subs)
+                    outcome.requests_in_flight = _outstanding(store, run_id, open_subs)
+                    _give_up(run, retry, plan, outcome)
                     return outcome
                 await asyncio.sleep(poll_s)
-            if not retry:
+            again = _give_up(run, retry, plan, outcome)
+            if not again:
                 return outcome
-            done = store.done_keys(run_id)
-            again: list[PlannedCall] = []
-            by_key: dict[str, dict[str, list[CallKey]]] = {}
-            for cid, key in zip(retry, retry_keys, strict=True):
-                reqs = by_key.setdefault(key, store.requests_of(key))
-                again += [plan[k] for k in reqs.get(cid, []) if k in plan and k not in done]
             if jc.batch_fallback == "sync":
                 outcome.to_sync = again
                 return outcome
-            if follow_ups >= MAX_FOLLOW_UPS:
-                # Stored as failed: the run ends incomplete, and the same command retries them.
-                store.record_calls(run_id, [_stored(c, verdict=None, source="api", error="batch request failed "
-                                                    f"{follow_ups + 1} times", attempts=follow_ups + 1)
-                                            for c in again])
-                stats.failed += len(again)
-                return outcome
-            follow_ups += 1
             todo = again
+    except (TransientJudgeError, PermanentJudgeError, FatalJudgeError) as err:
+        raise provider_error(err, provider.name) from None
     finally:
         for payload in run.payloads.values():
             payload.close()
         await provider.aclose()
         await bodies.aclose()
+
+
+def _outstanding(store: Store, run_id: int, subs: Sequence[Submission]) -> int:
+    """Requests of these submissions whose calls are not all stored yet (an output file read in part counts only
+    what it still lacks)."""
+    done = store.done_keys(run_id)
+    return sum(1 for sub in subs for keys in store.requests_of(sub.key).values() if not all(k in done for k in keys))
+
+
+def _give_up(run: _Run, retry: Sequence[tuple[str, str, str]], plan: dict[CallKey, PlannedCall],
+             outcome: BatchOutcome) -> list[PlannedCall]:
+    """The calls of the failed requests to ask again; those that came back failed from MAX_TRIES batches (over
+    every run of the command) are stored as failed with the engine's reason instead, and said so."""
+    if not retry:
+        return []
+    store, run_id = run.store, run.run_id
+    done = store.done_keys(run_id)
+    tries = store.failure_counts(run_id)
+    by_sub: dict[str, dict[str, list[CallKey]]] = {}
+    again: list[PlannedCall] = []
+    failed: list[CallRecord] = []
+    reasons: Counter[str] = Counter()
+    sync = run.loaded.config.judge.batch_fallback == "sync"
+    for key, cid, why in retry:
+        reqs = by_sub.setdefault(key, store.requests_of(key))
+        calls = [plan[k] for k in reqs.get(cid, []) if k in plan and k not in done]
+        if not calls:
+            continue
+        n = max(tries.get(c.key, 0) for c in calls)
+        if n < MAX_TRIES or sync:
+            again += calls
+            continue
+        reasons[why] += 1
+        failed += [_stored(c, verdict=None, source="api", error=redact(f"{why} (failed in {n} batches)"),
+                           attempts=n) for c in calls]
+    if failed:
+        store.record_calls(run_id, failed)
+        run.stats.failed += len(failed)
+        where = "in the engine" if run.provider.grows else "in the batch"
+        (top, _), more = reasons.most_common(1)[0], len(reasons) - 1
+        tail = f"; and {more} other reason{'s' if more > 1 else ''}" if more else ""
+        outcome.warnings.append(f"{sum(reasons.values()):,} requests failed {where} ({top}{tail}); each came back "
+                                f"failed from {MAX_TRIES} batches, and is stored as failed")
+    return again

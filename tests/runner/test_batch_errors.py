@@ -1,0 +1,47 @@
+"""An HTTP error on the provider batch path is one line and exit 2 (exit 1 means "the gate failed"): a refused
+key, a bad request, a server error that outlasts the retries, and the 404 a server without a batch API gives
+(vLLM's and llama.cpp's servers answer only the synchronous API)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from batch_server import BatchServer
+from runner_helpers import write_config, write_pairs
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "swapjudge", *args], cwd=tmp, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": SRC}, timeout=120)
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+@pytest.mark.parametrize(("status", "says"), [
+    (401, "HTTP 401 (authentication refused; check the API key variable)"),
+    (400, "HTTP 400: {{\"error\": {{\"message\": \"Invalid request\""),
+    (500, "HTTP 500 (the {backend} batch API kept failing"),
+    (404, "HTTP 404 at /v1/{path}"),
+])
+def test_a_batch_api_error_is_one_line_and_exit_2(tmp_path: Path, backend: str, status: int, says: str) -> None:
+    write_pairs(tmp_path, 3)
+    with BatchServer(refuse=status) as server:
+        url = server.anthropic_url if backend == "anthropic" else server.openai_url
+        cfg = write_config(tmp_path, backend=backend, base_url=url, judge={"batch": True, "batch_poll_s": 0.01})
+        out = _cli(tmp_path, "run", str(cfg), "--no-progress")
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {backend} batch: "), out.stderr
+    path = "messages/batches" if backend == "anthropic" else "batches"
+    assert says.format(backend=backend, path=path) in lines[0]
+    if status == 404:
+        assert "the server has no batch API here" in lines[0] and "set judge.batch false" in lines[0]
+    runs = _cli(tmp_path, "runs", "--format", "json")
+    assert runs.returncode == 0 and '"status": "incomplete"' in runs.stdout  # resumable, nothing lost
