@@ -160,7 +160,11 @@ def _single_by_design(frame: pl.DataFrame) -> pl.Series:
 
 def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
     """The judges of validated records, sorted; only `judge` when given (an error naming the others if absent)."""
-    judges = sorted(frame.get_column("judge").unique().to_list())
+    return choose_judges(sorted(frame.get_column("judge").unique().to_list()), judge)
+
+
+def choose_judges(judges: list[str], judge: str | None = None) -> list[str]:
+    """The sorted judges, or only `judge` when given (an error naming the others if absent)."""
     if judge is None:
         return judges
     if judge not in judges:
