@@ -119,55 +119,79 @@ def _json_path(name: str) -> str:
     return "$." + json.dumps(name)  # a quoted member name: any key, dots and spaces included
 
 
-def _json_calls(path: str, segment: str | None, missing: str) -> tuple[str, list[str]]:
-    """The SELECT reading a JSON Lines file as normalised calls (see `_normalised`), and its field order."""
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _json_calls(path: str, segment: str | None, missing: str) -> str:
+    """The SELECT reading a JSON Lines file as normalised calls: each field read as JSON, its JSON type and text
+    taken once, then checked as `core.records._parse_row` checks it (`bad`: any field it would refuse; a missing
+    `verdict` key reads as null here, so the keys are counted apart, `_verdict_keys`)."""
     fields = _json_fields(segment)
-    paths = ", ".join(_quote(_json_path(f)) for f in fields)
-    e = {f: f"e[{i + 1}]" for i, f in enumerate(fields)}
+    columns = "{" + ", ".join(f"{_quote(f)}: 'JSON'" for f in fields) + "}"
+    typed = ", ".join(f"json_type({_ident(f)}) AS {_ident('t:' + f)}, ({_ident(f)} ->> '$') AS {_ident('s:' + f)}"
+                      for f in fields)
 
-    def kind(f: str) -> str:
-        return f"json_type({e[f]})"
+    def t(f: str) -> str:
+        return _ident("t:" + f)
 
-    def text(f: str) -> str:
-        return f"({e[f]} ->> '$')"
+    def v(f: str) -> str:
+        return _ident("s:" + f)
 
-    ids = {f: f"CASE WHEN {kind(f)} IN ('BIGINT', 'UBIGINT') OR ({kind(f)} = 'VARCHAR' AND {text(f)} <> '') "
-              f"THEN {text(f)} END" for f in ("item", "first", "second")}
-    bad_ids = " OR ".join(f"{e[f]} IS NULL OR {ids[f]} IS NULL" for f in ("item", "first", "second"))
-    verdict = f"CASE WHEN {kind('verdict')} = 'VARCHAR' THEN {text('verdict')} END"
-    bad_verdict = (f"{e['verdict']} IS NULL OR ({kind('verdict')} <> 'NULL' AND (verdict_text IS NULL OR "
-                   "verdict_text NOT IN ('first', 'second', 'tie')))")
-    round_text = f"trim({text('round')})"
-    round_value = (f"CASE WHEN {e['round']} IS NULL OR {kind('round')} = 'NULL' THEN 0 "
-                   f"WHEN {kind('round')} IN ('BIGINT', 'UBIGINT') THEN TRY_CAST({text('round')} AS BIGINT) "
-                   f"WHEN {kind('round')} = 'VARCHAR' AND regexp_full_match({round_text}, '-?[0-9]+') "
+    def text_id(f: str) -> str:
+        return f"CASE WHEN {t(f)} IN ('BIGINT', 'UBIGINT') OR ({t(f)} = 'VARCHAR' AND {v(f)} <> '') THEN {v(f)} END"
+
+    verdict_ok = (f"{t('verdict')} IS NULL OR ({t('verdict')} = 'VARCHAR' "
+                  f"AND {v('verdict')} IN ('first', 'second', 'tie'))")
+    judge = f"CASE WHEN {t('judge')} IS NULL THEN '' WHEN {t('judge')} = 'VARCHAR' THEN {v('judge')} END"
+    round_text = f"trim({v('round')})"
+    round_value = (f"CASE WHEN {t('round')} IS NULL THEN 0 "
+                   f"WHEN {t('round')} IN ('BIGINT', 'UBIGINT') THEN TRY_CAST({v('round')} AS BIGINT) "
+                   f"WHEN {t('round')} = 'VARCHAR' AND regexp_full_match({round_text}, '-?[0-9]+') "
                    f"THEN TRY_CAST({round_text} AS BIGINT) END")
-    judge = (f"CASE WHEN {e['judge']} IS NULL OR {kind('judge')} = 'NULL' THEN '' "
-             f"WHEN {kind('judge')} = 'VARCHAR' THEN {text('judge')} END")
-    label_ok = f"{e['label']} IS NULL OR {kind('label')} IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT')"
-    label = f"CASE WHEN {kind('label')} IN ('VARCHAR', 'BIGINT', 'UBIGINT') AND {text('label')} <> '' " \
-            f"THEN {text('label')} END"
-    number = {f: f"TRY_CAST({text(f)} AS DOUBLE)" for f in (REGISTERED_ADAPTIVE, REGISTERED_RESHOW, "p_first",
-                                                          "p_second")}
-    registered = {f: f"CASE WHEN {kind(f)} NOT IN ('NULL', 'OBJECT', 'ARRAY') THEN {text(f)} END"
-                  for f in _REGISTERED_TEXT}
-    seg = (f"coalesce(CASE WHEN {kind(segment)} <> 'NULL' THEN {text(segment)} END, {_quote(missing)})"
-           if segment is not None else "NULL::VARCHAR")
-    select = f"""
+    label_ok = f"{t('label')} IS NULL OR {t('label')} IN ('VARCHAR', 'BIGINT', 'UBIGINT')"
+    label = f"CASE WHEN {t('label')} IN ('VARCHAR', 'BIGINT', 'UBIGINT') AND {v('label')} <> '' THEN {v('label')} END"
+
+    def number(f: str) -> str:
+        return f"TRY_CAST({v(f)} AS DOUBLE)"
+
+    def registered(f: str) -> str:
+        return f"CASE WHEN {t(f)} NOT IN ('OBJECT', 'ARRAY') THEN {v(f)} END"
+
+    seg = f"coalesce({v(segment)}, {_quote(missing)})" if segment is not None else "NULL::VARCHAR"
+    return f"""
         SELECT ordinality AS ord,
-               json_type(json) <> 'OBJECT' OR {bad_ids} OR ({bad_verdict}) OR judge IS NULL OR round IS NULL
-                 OR NOT ({label_ok}) AS bad,
-               judge, round, item, first, second, verdict_text AS verdict, label,
-               {number[REGISTERED_ADAPTIVE]} AS threshold_raw, {number[REGISTERED_RESHOW]} AS reshow,
-               {registered[REGISTERED_POLICY]} AS reg_policy, {registered[REGISTERED_A]} AS reg_a,
-               {registered[REGISTERED_B]} AS reg_b,
-               {number['p_first']} AS p_first, {number['p_second']} AS p_second, {seg} AS segment
-        FROM (SELECT *, {verdict} AS verdict_text, {judge} AS judge, {round_value} AS round,
-                     {ids['item']} AS item, {ids['first']} AS first, {ids['second']} AS second, {label} AS label
-              FROM (SELECT json, ordinality, json_extract(json, [{paths}]) AS e
-                    FROM read_ndjson_objects({_quote(path)}) WITH ORDINALITY))
+               item IS NULL OR first IS NULL OR second IS NULL OR NOT ({verdict_ok}) OR judge IS NULL
+                 OR round IS NULL OR NOT ({label_ok}) AS bad,
+               judge, round, item, first, second,
+               CASE WHEN {t('verdict')} = 'VARCHAR' THEN {v('verdict')} END AS verdict,
+               {label} AS label,
+               {number(REGISTERED_ADAPTIVE)} AS threshold_raw, {number(REGISTERED_RESHOW)} AS reshow,
+               {registered(REGISTERED_POLICY)} AS reg_policy, {registered(REGISTERED_A)} AS reg_a,
+               {registered(REGISTERED_B)} AS reg_b,
+               {number('p_first')} AS p_first, {number('p_second')} AS p_second, {seg} AS segment
+        FROM (SELECT *, {judge} AS judge, {round_value} AS round, {text_id('item')} AS item,
+                     {text_id('first')} AS first, {text_id('second')} AS second
+              FROM (SELECT ordinality, {typed}
+                    FROM read_json({_quote(path)}, format = 'newline_delimited', columns = {columns})
+                         WITH ORDINALITY))
     """
-    return select, fields
+
+
+def _verdict_keys(path: str, chunk: int = 1 << 24) -> int:
+    """How many times the bytes `"verdict":` (or `"verdict" :`) occur: once per record exactly when every record
+    has the key, since quotes inside JSON strings are escaped (`core.records` counts them the same way)."""
+    found = spaced = 0
+    tail = b""
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            data = tail + block
+            found += data.count(b'"verdict":')
+            spaced += data.count(b'"verdict" :')
+            tail = data[-11:]  # a key split across two blocks is counted once, in the next block
+            found -= tail.count(b'"verdict":')
+            spaced -= tail.count(b'"verdict" :')
+    return found + spaced + tail.count(b'"verdict":') + tail.count(b'"verdict" :')
 
 
 def _parquet_calls(path: str, columns: dict[str, str], segment: str | None, missing: str) -> str:
@@ -235,53 +259,185 @@ def _parquet_calls(path: str, columns: dict[str, str], segment: str | None, miss
     """
 
 
-# the one pass: calls grouped by pair key (identical-answer calls by their own key, x = y), with what every
-# check and every count needs; a pair's two calls are told apart by which one showed x first
-_STATE = ("CASE verdict WHEN 'first' THEN 0 WHEN 'second' THEN 1 WHEN 'tie' THEN 2 ELSE 3 END")
+# the optional fields whose aggregates the one pass carries only when a file has them (they cost time per row)
+OPTIONAL = ("label", "threshold", "reshow", "registered", "probabilities", "segment")
+_OPTIONAL_NONNULL = {
+    "label": "label IS NOT NULL", "threshold": "threshold_raw IS NOT NULL", "reshow": "reshow IS NOT NULL",
+    "registered": "reg_policy IS NOT NULL OR reg_a IS NOT NULL OR reg_b IS NOT NULL",
+    "probabilities": "p_first IS NOT NULL OR p_second IS NOT NULL", "segment": "false",
+}
+_STATE = "CASE verdict WHEN 'first' THEN 1 WHEN 'second' THEN 2 WHEN 'tie' THEN 3 ELSE 4 END"
 _SHARE = ("CASE WHEN p_first + p_second > 0 THEN greatest(least(p_first / (p_first + p_second), 1.0 - 1e-12), "
           "1e-12) END")
-_GROUPS = f"""
+
+
+def _optional_aggs(present: frozenset[str]) -> list[str]:
+    """The aggregates of the optional fields a file has, the same per pair and per item."""
+    aggs = []
+    if "label" in present:
+        aggs.append("arg_min(label, ord) FILTER (WHERE label IS NOT NULL) AS label_first")
+    if "threshold" in present:
+        aggs += ["bool_or(threshold IS NOT NULL AND verdict IS NOT NULL) AS skippable",
+                 "min(threshold) AS threshold_lo", "max(threshold) AS threshold_hi"]
+    if "reshow" in present:
+        aggs += ["min(reshow) AS reshow_lo", "max(reshow) AS reshow_hi"]
+    if "threshold" in present or "reshow" in present:
+        design = " OR ".join(f"{f} IS NOT NULL" for f in ("threshold", "reshow") if f in present)
+        aggs.append(f"bool_or({design}) FILTER (WHERE verdict IS NOT NULL) AS by_design")
+    if "registered" in present:
+        aggs += [f"{fn}({col}) AS {name}_{end}" for col, name in (("reg_policy", "policy"), ("reg_a", "a"),
+                                                                    ("reg_b", "b"))
+                 for fn, end in (("min", "lo"), ("max", "hi"))]
+    if "segment" in present:
+        aggs += ["min(segment) AS segment", "max(segment) AS segment_hi"]
+    absent = [_OPTIONAL_NONNULL[f] for f in OPTIONAL if f not in present and f != "segment"]
+    if absent:  # a field the sample of a JSON Lines file missed: the pass is run again with it
+        aggs.append(f"bool_or({' OR '.join(absent)}) AS unseen")
+    return aggs
+
+
+_CALLS = f"""
+    SELECT *, least(first, second) AS x, greatest(first, second) AS y, first <= second AS xf, {_STATE} AS state,
+           CASE WHEN threshold_raw > 0.5 AND threshold_raw <= 1.0 THEN threshold_raw END AS threshold,
+           p_first IS NOT NULL AND p_second IS NOT NULL AS has_p, {_SHARE} AS share
+    FROM source"""
+
+
+def _groups_sql(present: frozenset[str], only_complex: bool = False) -> str:
+    """The pass that groups calls by pair key (identical-answer calls by their own key, x = y), with what every
+    check and count needs; `only_complex`: the calls of the items the first pass could not read as one pair.
+    `e` holds both calls' verdict states (1-4, the x-first call's in the units, the other's times 8): valid data
+    has at most one call per order, which `n` and `n_xf` check."""
+    aggs = ["count(*) AS n", "sum(xf::INTEGER) AS n_xf", "sum(CASE WHEN xf THEN state ELSE 8 * state END) AS e",
+            "sum(bad::INTEGER) AS bad", *_optional_aggs(present)]
+    if "probabilities" in present:
+        aggs += ["min(share) FILTER (WHERE xf AND has_p) AS qx", "min(share) FILTER (WHERE NOT xf AND has_p) AS qy",
+                 "bool_or(has_p) FILTER (WHERE xf) AS hx", "bool_or(has_p) FILTER (WHERE NOT xf) AS hy",
+                 "min(ord) AS ord"]
+    where = ("WHERE EXISTS (SELECT 1 FROM complex c WHERE c.judge = calls.judge AND c.item = calls.item)"
+             if only_complex else "")
+    return f"""
     CREATE TABLE groups AS
-    WITH calls AS (
-        SELECT *, least(first, second) AS x, greatest(first, second) AS y, first <= second AS xf,
-               {_STATE} AS state,
-               CASE WHEN threshold_raw > 0.5 AND threshold_raw <= 1.0 THEN threshold_raw END AS threshold,
-               p_first IS NOT NULL AND p_second IS NOT NULL AS has_p, {_SHARE} AS share
-        FROM source)
-    SELECT judge, round, item, x, y,
-           count(*) FILTER (WHERE xf AND x <> y) AS n_xf, count(*) FILTER (WHERE NOT xf) AS n_yf,
-           count(*) FILTER (WHERE x = y) AS n_probe,
-           min(state) FILTER (WHERE xf) AS vx, min(state) FILTER (WHERE NOT xf) AS vy,
-           arg_min(label, ord) FILTER (WHERE label IS NOT NULL) AS label_first,
-           bool_or(threshold IS NOT NULL AND verdict IS NOT NULL) AS skippable,
-           bool_or(threshold IS NOT NULL OR reshow IS NOT NULL) FILTER (WHERE verdict IS NOT NULL) AS by_design,
-           min(threshold) AS threshold_lo, max(threshold) AS threshold_hi,
-           min(reshow) AS reshow_lo, max(reshow) AS reshow_hi,
-           min(reg_policy) AS policy_lo, max(reg_policy) AS policy_hi,
-           min(reg_a) AS a_lo, max(reg_a) AS a_hi, min(reg_b) AS b_lo, max(reg_b) AS b_hi,
-           min(segment) AS segment, max(segment) AS segment_hi,
-           min(share) FILTER (WHERE xf AND has_p) AS qx, min(share) FILTER (WHERE NOT xf AND has_p) AS qy,
-           bool_or(has_p) FILTER (WHERE xf) AS hx, bool_or(has_p) FILTER (WHERE NOT xf) AS hy,
-           min(ord) AS ord, count(*) FILTER (WHERE bad) AS bad, min(ord) FILTER (WHERE bad) AS bad_ord
-    FROM calls GROUP BY judge, round, item, x, y
-"""
-# pair-level columns of a group, as `core.reduce` defines them
-_PAIR_VIEW = f"""
+    WITH calls AS ({_CALLS})
+    SELECT judge, round, item, x, y, {', '.join(aggs)}
+    FROM calls {where} GROUP BY judge, round, item, x, y
+    """
+
+
+# one call's contribution to its item's packed sum: the x-first call's state (1-4) and a count of 64, the
+# y-first call's state times 8, an identical-answer call 4096, a bad record 2^40 (an item of at most two calls
+# cannot carry from one field into the next)
+_PACKED = (f"CASE WHEN first < second THEN {_STATE} + 64 WHEN first > second THEN 8 * {_STATE} ELSE 4096 END "
+           "+ 1099511627776 * bad::BIGINT")
+
+
+def _items_sql(present: frozenset[str]) -> str:
+    """The first pass: calls grouped by (judge, item). An item whose calls are the one or two calls of one pair
+    (no identical-answer call, one round, at most one call per order) is read as that pair at once, and all
+    such items are counted by (system pair, pair type, round): `simple` rows. Every other item is listed
+    (`complex`) for the pass by pair key."""
+    aggs = ["count(*) AS n", "min(first) AS f_lo", "max(first) AS f_hi", "min(second) AS s_lo",
+            "max(second) AS s_hi", "min(round) AS r_lo", "max(round) AS r_hi", f"sum({_PACKED}) AS p",
+            *_optional_aggs(present)]
+    label = (f"CASE WHEN label_first = x THEN {LABEL_X} WHEN label_first = y THEN {LABEL_Y} "
+             f"WHEN label_first = '{TIE_LABEL}' THEN {LABEL_TIE} ELSE {LABEL_NONE} END"
+             if "label" in present else str(LABEL_NONE))
+    skipped = "(n = 1 AND coalesce(skippable, false))" if "threshold" in present else "false"
+    by_design = "coalesce(by_design, false)" if {"threshold", "reshow"} & present else "false"
+    extra = []
+    if "threshold" in present:
+        extra += ["min(threshold_lo) AS threshold_lo", "max(threshold_hi) AS threshold_hi"]
+    if "reshow" in present:
+        extra += ["min(reshow_lo) AS reshow_lo", "max(reshow_hi) AS reshow_hi"]
+    if "registered" in present:
+        extra += [f"{fn}({name}_{end}) AS {name}_{end}" for name in ("policy", "a", "b")
+                  for fn, end in (("min", "lo"), ("max", "hi"))]
+    if "segment" in present:
+        extra.append("count(*) FILTER (WHERE simple AND segment <> segment_hi) AS segment_conflicts")
+    if "unseen" in " ".join(aggs):
+        extra.append("bool_or(unseen) AS unseen")
+    segment = "CASE WHEN simple THEN segment END" if "segment" in present else "NULL::VARCHAR"
+    return f"""
+    CREATE TABLE summary AS
+    WITH calls AS ({_CALLS}),
+    items AS (SELECT judge, item, {', '.join(aggs)} FROM calls GROUP BY judge, item),
+    decoded AS (
+        SELECT *, (p // 64) % 64 AS n_xf, (p // 4096) % 256 AS n_probe, p // 1099511627776 AS bad,
+               CASE WHEN n = 1 THEN least(f_lo, s_lo) ELSE f_lo END AS x,
+               CASE WHEN n = 1 THEN greatest(f_lo, s_lo) ELSE f_hi END AS y
+        FROM items),
+    typed AS (
+        SELECT *, coalesce(n <= 2 AND n_probe = 0 AND r_lo = r_hi AND x IS NOT NULL AND y IS NOT NULL
+                           AND (n = 1 OR (f_lo = s_lo AND f_hi = s_hi AND n_xf = 1)), false) AS simple
+        FROM decoded)
+    SELECT GROUPING(judge, ck) AS level, judge, simple, sx AS x, sy AS y, ptype, sr AS round, sseg AS segment,
+           ck AS item, count(*) AS items, sum(n) AS calls, sum(bad) AS bad,
+           count(*) FILTER (WHERE simple AND n = 1) AS lonely,
+           count(*) FILTER (WHERE simple AND n = 1 AND NOT {by_design}) AS lonely_not_by_design
+           {''.join(', ' + e for e in extra)}
+    FROM (SELECT *, CASE WHEN simple THEN x END AS sx, CASE WHEN simple THEN y END AS sy,
+                 CASE WHEN simple THEN ((CASE WHEN n_xf = 1 THEN p % 8 - 1 ELSE {ABSENT} END * 5
+                                         + CASE WHEN n - n_xf = 1 THEN (p // 8) % 8 - 1 ELSE {ABSENT} END) * 4
+                                        + {label}) * 2 + {skipped}::INTEGER END AS ptype,
+                 CASE WHEN simple THEN r_lo END AS sr, {segment} AS sseg,
+                 CASE WHEN NOT simple THEN item END AS ck
+          FROM typed)
+    GROUP BY GROUPING SETS ((judge, simple, sx, sy, ptype, sr, sseg), (judge, ck))
+    """
+
+
+def _views_sql(present: frozenset[str]) -> list[str]:
+    """The pair-level and probe-level views of the groups, in `core.reduce`'s terms (absent fields as nulls)."""
+
+    def have(column: str, field: str, kind: str = "VARCHAR") -> str:
+        return column if field in present else f"NULL::{kind} AS {column}"
+
+    label = (f"CASE WHEN label_first = x THEN {LABEL_X} WHEN label_first = y THEN {LABEL_Y} "
+             f"WHEN label_first = '{TIE_LABEL}' THEN {LABEL_TIE} ELSE {LABEL_NONE} END"
+             if "label" in present else str(LABEL_NONE))
+    skipped = "(n = 1 AND coalesce(skippable, false))" if "threshold" in present else "false"
+    has_p = "coalesce(hx, false) AND coalesce(hy, false)" if "probabilities" in present else "false"
+    n_yf = "n - n_xf"
+    return [f"""
     CREATE VIEW pairs AS
-    SELECT judge, round, item, x, y, segment, qx, qy,
-           coalesce(vx, {ABSENT}) AS vx, coalesce(vy, {ABSENT}) AS vy,
-           CASE WHEN label_first = x THEN {LABEL_X} WHEN label_first = y THEN {LABEL_Y}
-                WHEN label_first = '{TIE_LABEL}' THEN {LABEL_TIE} ELSE {LABEL_NONE} END AS label,
-           (n_xf + n_yf = 1 AND coalesce(skippable, false)) AS skipped,
-           coalesce(hx, false) AND coalesce(hy, false) AS has_p, reshow_lo, reshow_hi
+    SELECT judge, round, item, x, y, {have('segment', 'segment')},
+           {have('qx', 'probabilities', 'DOUBLE')}, {have('qy', 'probabilities', 'DOUBLE')},
+           CASE WHEN n_xf = 1 THEN e % 8 - 1 ELSE {ABSENT} END AS vx,
+           CASE WHEN {n_yf} = 1 THEN e // 8 - 1 ELSE {ABSENT} END AS vy,
+           {label} AS label, {skipped} AS skipped, {has_p} AS has_p,
+           {have('reshow_lo', 'reshow', 'DOUBLE')}, {have('reshow_hi', 'reshow', 'DOUBLE')}
     FROM groups WHERE x <> y
-"""
-_PROBE_VIEW = """
+    """, f"""
     CREATE VIEW probes AS
-    SELECT judge, x AS system, segment, reshow_lo AS reshow, coalesce(vx, 3) AS code, qx AS share,
-           coalesce(hx, false) AS has_p, ord
+    SELECT judge, x AS system, {have('segment', 'segment')}, {have('reshow_lo', 'reshow', 'DOUBLE')},
+           CASE WHEN n = 1 THEN e % 8 - 1 ELSE {NULL} END AS code,
+           {'qx' if 'probabilities' in present else 'NULL::DOUBLE'} AS share,
+           {has_p.replace(' AND coalesce(hy, false)', '')} AS has_p, {have('ord', 'probabilities', 'BIGINT')}
     FROM groups WHERE x = y
-"""
+    """]
+
+
+def _json_sample_fields(path: str, segment: str | None, limit: int = 1 << 20) -> frozenset[str]:
+    """The optional fields the first lines of a JSON Lines file carry (the pass checks the rest: `unseen`)."""
+    with open(path, "rb") as handle:
+        head = handle.read(limit)
+    keys: set[str] = set()
+    for raw in head.split(b"\n")[:-1] or [head]:
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            keys.update(k for k, v in obj.items() if v is not None)
+    return _present(keys, segment)
+
+
+def _present(names: set[str] | dict[str, str], segment: str | None) -> frozenset[str]:
+    found = {"label": "label" in names, "threshold": REGISTERED_ADAPTIVE in names,
+             "reshow": REGISTERED_RESHOW in names,
+             "registered": any(c in names for c in _REGISTERED_TEXT),
+             "probabilities": "p_first" in names and "p_second" in names, "segment": segment is not None}
+    return frozenset(k for k, v in found.items() if v)
 
 
 def _memory_limit() -> str:
@@ -306,6 +462,8 @@ class StreamingSource:
     allow_unpaired: bool = False
     segment: str | None = None
     missing_segment: str = "(missing)"
+    # read items that are one pair in a first pass (True), or every item by pair key (False); None: by a sample
+    split: bool | None = None
     source: str = field(init=False)
     single_order: bool = field(init=False, default=False)
     _con: Any = field(init=False, default=None, repr=False)
@@ -346,7 +504,7 @@ class StreamingSource:
         import duckdb
 
         self._tmp = tempfile.mkdtemp(prefix="swapjudge-reduce-", dir=os.environ.get("SWAPJUDGE_TMPDIR"))
-        self._con = duckdb.connect(str(Path(self._tmp) / "reduce.duckdb"))
+        self._con = duckdb.connect(":memory:")
         self._con.execute(f"SET memory_limit = '{_memory_limit()}'")
         self._con.execute(f"SET temp_directory = {_quote(str(Path(self._tmp) / 'spill'))}")
         self._con.execute("SET preserve_insertion_order = false")
@@ -367,21 +525,72 @@ class StreamingSource:
             if self.segment is not None and self.segment not in columns:
                 self._no_segment(list(columns))
             select = _parquet_calls(self.path, columns, self.segment, self.missing_segment)
+            present = _present(columns, self.segment)
         else:
             if self.segment is not None:
                 self._check_json_segment()
-            select, _ = _json_calls(self.path, self.segment, self.missing_segment)
+            select = _json_calls(self.path, self.segment, self.missing_segment)
+            present = _json_sample_fields(self.path, self.segment)
         try:
             self._con.execute(f"CREATE VIEW source AS {select}")
-            self._con.execute(_GROUPS)
+            present = self._passes(present)
         except duckdb.Error as err:
             if parquet:
                 raise _duckdb_error(self.path, err) from None
             self._json_line_error()  # the line polars or Python cannot read either: named exactly
             raise _duckdb_error(self.path, err) from None
-        self._con.execute(_PAIR_VIEW)
-        self._con.execute(_PROBE_VIEW)
+        self.present = present
+        self.split = bool(self._sql("SELECT count(*) FROM summary")[0][0])
+        for view in _views_sql(present):
+            self._con.execute(view)
         self._check()
+
+    def _passes(self, present: frozenset[str]) -> frozenset[str]:
+        """Run the passes (again with every optional field when a JSON Lines file's sample missed one): items
+        that are one pair are counted in the first pass, the others grouped by pair key in a second one. Data
+        where most items hold several pairs (or with verdict probabilities) goes to the second pass at once."""
+        for _ in range(2):
+            split = "probabilities" not in present and (self._mostly_simple() if self.split is None else self.split)
+            unseen = False
+            if split:
+                self._con.execute(_items_sql(present))
+                unseen = "unseen" in self._columns("summary") and bool(
+                    self._sql("SELECT bool_or(unseen) FROM summary")[0][0])
+            if not unseen:
+                if split:
+                    self._con.execute("CREATE TABLE complex AS SELECT judge, item FROM summary "
+                                      "WHERE level = 0 AND item IS NOT NULL")
+                    if self._sql("SELECT count(*) FROM complex")[0][0]:
+                        self._con.execute(_groups_sql(present, only_complex=True))
+                    else:
+                        self._con.execute(_groups_sql(present) + " LIMIT 0")
+                else:
+                    self._con.execute(_groups_sql(present))
+                    self._con.execute(_items_sql(present).replace("FROM calls GROUP BY judge, item",
+                                                                 "FROM calls WHERE false GROUP BY judge, item"))
+                unseen = "unseen" in self._columns("groups") and bool(
+                    self._sql("SELECT bool_or(unseen) FROM groups")[0][0])
+            if not unseen:
+                return present
+            for table in ("summary", "complex", "groups"):
+                self._con.execute(f"DROP TABLE IF EXISTS {table}")
+            present = frozenset(OPTIONAL) if self.segment is not None else frozenset(OPTIONAL) - {"segment"}
+        return present
+
+    def _mostly_simple(self, sample: int = 200_000) -> bool:
+        """Whether most items of the file's first records are one pair each (the first pass's fast case)."""
+        simple, items = self._sql(f"""
+            SELECT count(*) FILTER (WHERE n = 1 OR (n = 2 AND lo = hi AND f_lo = s_lo AND f_hi = s_hi
+                                                   AND f_lo <> f_hi)), count(*)
+            FROM (SELECT count(*) AS n, min(k) AS lo, max(k) AS hi, min(first) AS f_lo, max(first) AS f_hi,
+                         min(second) AS s_lo, max(second) AS s_hi
+                  FROM (SELECT *, least(first, second) || '|' || greatest(first, second) || '|'
+                                  || CAST(round AS VARCHAR) AS k FROM (SELECT * FROM source LIMIT {sample}))
+                  GROUP BY judge, item)""")[0]
+        return items == 0 or simple * 2 >= items
+
+    def _columns(self, table: str) -> list[str]:
+        return [str(row[0]) for row in self._sql(f"DESCRIBE {table}")]
 
     def _parquet_columns(self) -> dict[str, str]:
         import duckdb
@@ -407,30 +616,47 @@ class StreamingSource:
         self._no_segment([str(k) for (k,) in keys])
 
     def _check(self) -> None:
-        """Every check of `core.records` as one aggregate over the groups; a problem is then located."""
-        (total, bad, dup, probe_dup, pairs, lonely, lonely_not_by_design, segment_conflict,
-         judges) = self._sql("""
-            SELECT coalesce(sum(n_xf + n_yf + n_probe), 0), coalesce(sum(bad), 0),
-                   count(*) FILTER (WHERE x <> y AND (n_xf > 1 OR n_yf > 1)),
-                   count(*) FILTER (WHERE x = y AND n_probe > 1),
+        """Every check of `core.records` as aggregates over the two passes' tables; a problem is then located."""
+        by_design = "coalesce(by_design, false)" if {"threshold", "reshow"} & self.present else "false"
+        segment = ("count(*) FILTER (WHERE segment <> segment_hi)" if "segment" in self.present else "0")
+        (total, bad, dup, pairs, lonely, lonely_not_by_design, conflicts) = self._sql(f"""
+            SELECT coalesce(sum(n), 0), coalesce(sum(bad), 0),
+                   count(*) FILTER (WHERE (x <> y AND (n_xf > 1 OR n - n_xf > 1)) OR (x = y AND n > 1)),
                    count(*) FILTER (WHERE x <> y),
-                   count(*) FILTER (WHERE x <> y AND (n_xf = 0 OR n_yf = 0)),
-                   count(*) FILTER (WHERE x <> y AND (n_xf = 0 OR n_yf = 0) AND NOT coalesce(by_design, false)),
-                   count(*) FILTER (WHERE segment <> segment_hi),
-                   list(DISTINCT judge ORDER BY judge)
+                   count(*) FILTER (WHERE x <> y AND (n_xf = 0 OR n_xf = n)),
+                   count(*) FILTER (WHERE x <> y AND (n_xf = 0 OR n_xf = n) AND NOT {by_design}),
+                   {segment}
             FROM groups""")[0]
+        summary_conflicts = "sum(segment_conflicts)" if "segment" in self.present else "0"
+        (s_calls, s_bad, s_pairs, s_lonely, s_lonely_nd, s_conflicts) = self._sql(f"""
+            SELECT coalesce(sum(calls) FILTER (WHERE simple), 0), coalesce(sum(bad), 0),
+                   coalesce(sum(items) FILTER (WHERE simple), 0), coalesce(sum(lonely), 0),
+                   coalesce(sum(lonely_not_by_design), 0), coalesce({summary_conflicts}, 0)
+            FROM summary WHERE level = 1""")[0]
+        total, pairs, lonely = total + s_calls, pairs + s_pairs, lonely + s_lonely
+        lonely_not_by_design += s_lonely_nd
         if total == 0:
             raise InputError("no records", path=self.path)
+        bad = s_bad if self._sql("SELECT count(*) FROM summary")[0][0] else bad
+        if not bad and not is_parquet(self.path) and _verdict_keys(self.path) != total:
+            self._json_line_error()  # a record without a verdict key: `_parse_row` names it
         if bad:
             self._row_error()
-        if dup or probe_dup:
+        if dup:
             self._duplicate_error()
         self.single_order = pairs > 0 and lonely == pairs
         if lonely_not_by_design and not (self.allow_unpaired or self.single_order):
-            self._lonely_error(lonely_not_by_design)
-        if segment_conflict:
+            self._lonely_error(int(lonely_not_by_design))
+        if conflicts or s_conflicts:
             self._segment_error()
-        self._facts["judges"] = [str(j) for j in judges]
+        judges = {str(j) for (j,) in self._sql("SELECT DISTINCT judge FROM groups UNION "
+                                                "SELECT DISTINCT judge FROM summary WHERE simple")}
+        self._facts["judges"] = sorted(judges)
+        systems: dict[str, set[str]] = {}
+        for judge, x, y in self._sql("SELECT DISTINCT judge, x, y FROM groups WHERE x <> y UNION "
+                                     "SELECT DISTINCT judge, x, y FROM summary WHERE simple"):
+            systems.setdefault(str(judge), set()).update((str(x), str(y)))
+        self._facts["systems"] = {j: sorted(v) for j, v in systems.items()}
 
     # -- locating a problem ---------------------------------------------------------------------------------
 
@@ -468,7 +694,7 @@ class StreamingSource:
 
     def _row_error(self) -> None:
         """The first record with a bad field, in `core.records`'s words."""
-        ordinal = int(self._sql("SELECT min(bad_ord) FROM groups")[0][0])
+        ordinal = int(self._sql("SELECT min(ord) FROM source WHERE bad")[0][0])
         path, line = self._place(ordinal)
         record = self._row_record(ordinal)
         try:
@@ -482,13 +708,12 @@ class StreamingSource:
     def _duplicate_error(self) -> None:
         """`core.records`'s duplicate-call error: the first duplicated call and where it is repeated."""
         rows = self._sql("""
-            WITH dup AS (SELECT judge, round, item, x, y, x = y AS probe, n_xf > 1 AS in_x, n_yf > 1 AS in_y
-                         FROM groups WHERE (x <> y AND (n_xf > 1 OR n_yf > 1)) OR (x = y AND n_probe > 1))
-            SELECT s.ord, s.judge, s.round, s.item, s.first FROM source s JOIN dup d
-              ON s.judge = d.judge AND s.round = d.round AND s.item = d.item
-             AND least(s.first, s.second) = d.x AND greatest(s.first, s.second) = d.y
-             AND (d.probe OR (s.first <= s.second AND d.in_x) OR (s.first > s.second AND d.in_y))
-            ORDER BY s.ord""")
+            WITH keyed AS (SELECT ord, judge, round, item, first, second FROM source),
+                 dup AS (SELECT judge, round, item, first, second FROM keyed GROUP BY ALL HAVING count(*) > 1)
+            SELECT k.ord, k.judge, k.round, k.item, k.first FROM keyed k SEMI JOIN dup d
+              ON k.judge = d.judge AND k.round = d.round AND k.item = d.item AND k.first = d.first
+             AND k.second = d.second
+            ORDER BY k.ord""")
         (o1, judge, round_, item, first), (o2, *_) = rows[0], rows[1]
         _, line1 = self._place(int(o1))
         path, line2 = self._place(int(o2))
@@ -498,11 +723,16 @@ class StreamingSource:
             path=path, line=line2, field="item", more=max(0, len(rows) - 2))
 
     def _lonely_error(self, count: int) -> None:
-        row = self._sql("""
-            SELECT ord, judge, round, item, x, y, n_xf FROM groups
-            WHERE x <> y AND (n_xf = 0 OR n_yf = 0) AND NOT coalesce(by_design, false) ORDER BY ord LIMIT 1""")[0]
-        ordinal, judge, round_, item, x, y, n_xf = row
-        first, second = (x, y) if n_xf else (y, x)
+        """`core.records`'s error for the first call whose swapped twin is missing (and not missing by design)."""
+        by_design = ("(verdict IS NOT NULL AND ((threshold_raw > 0.5 AND threshold_raw <= 1.0) OR reshow IS NOT NULL))"
+                     if {"threshold", "reshow"} & self.present else "false")
+        ordinal, judge, round_, item, first, second = self._sql(f"""
+            WITH keyed AS (SELECT ord, judge, round, item, first, second, {by_design} AS by_design FROM source
+                           WHERE first <> second)
+            SELECT k.ord, k.judge, k.round, k.item, k.first, k.second FROM keyed k ANTI JOIN keyed t
+              ON t.judge = k.judge AND t.round = k.round AND t.item = k.item AND t.first = k.second
+             AND t.second = k.first
+            WHERE NOT k.by_design ORDER BY k.ord LIMIT 1""")[0]
         path, line = self._place(int(ordinal))
         raise InputError(
             f"pair judged in one order only: no record with {second!r} first and {first!r} second "
@@ -512,7 +742,9 @@ class StreamingSource:
 
     def _segment_error(self) -> None:
         item, x, y, lo, hi = self._sql("""
-            SELECT item, x, y, segment, segment_hi FROM groups WHERE segment <> segment_hi ORDER BY ord LIMIT 1""")[0]
+            SELECT item, least(first, second) AS x, greatest(first, second) AS y, min(segment), max(segment)
+            FROM source WHERE first <> second GROUP BY judge, round, item, x, y HAVING min(segment) <> max(segment)
+            ORDER BY item, x, y LIMIT 1""")[0]
         raise SwapjudgeError(
             f"field {self.segment!r} differs between the calls of a pair (item {item!r}, {x!r} vs {y!r}: "
             f"{lo!r}, {hi!r}); segments need a field fixed per pair")
@@ -533,32 +765,36 @@ class StreamingSource:
         return judges
 
     def systems(self, judge: str) -> list[str]:
-        key = f"systems:{judge}"
-        if key not in self._facts:
-            rows = self._sql("SELECT DISTINCT x FROM pairs WHERE judge = ? UNION SELECT DISTINCT y FROM pairs "
-                             "WHERE judge = ?", [judge, judge])
-            self._facts[key] = sorted(str(s) for (s,) in rows)
-        systems: list[str] = self._facts[key]
+        systems: list[str] = self._facts["systems"].get(judge, [])
         return systems
 
+    def _both(self, column: str, where: str = "", params: Sequence[Any] = ()) -> list[Any]:
+        """The distinct non-null values of a lo/hi column pair over the groups and the summary."""
+        rows = self._sql(f"""
+            SELECT DISTINCT v FROM (SELECT {column}_lo AS v FROM groups {where} UNION ALL
+                                    SELECT {column}_hi FROM groups {where} UNION ALL
+                                    SELECT {column}_lo FROM summary {where} UNION ALL
+                                    SELECT {column}_hi FROM summary {where}) WHERE v IS NOT NULL""",
+                         [*params, *params, *params, *params])
+        return [v for (v,) in rows]
+
     def thresholds(self, judge: str) -> list[float]:
-        rows = self._sql("""
-            SELECT DISTINCT v FROM (SELECT threshold_lo AS v FROM groups WHERE judge = ?
-                                    UNION ALL SELECT threshold_hi FROM groups WHERE judge = ?) WHERE v IS NOT NULL""",
-                         [judge, judge])
-        return sorted(float(v) for (v,) in rows)
+        if "threshold" not in self.present:
+            return []
+        return sorted(float(v) for v in self._both("threshold", "WHERE judge = ?", [judge]))
 
     def registered(self, column: str) -> list[str]:
-        names = {REGISTERED_POLICY: "policy", REGISTERED_A: "a", REGISTERED_B: "b"}
-        name = names[column]
-        rows = self._sql(f"""
-            SELECT DISTINCT v FROM (SELECT {name}_lo AS v FROM groups UNION ALL SELECT {name}_hi FROM groups)
-            WHERE v IS NOT NULL""")
-        return sorted(str(v) for (v,) in rows)
+        if "registered" not in self.present:
+            return []
+        name = {REGISTERED_POLICY: "policy", REGISTERED_A: "a", REGISTERED_B: "b"}[column]
+        return sorted(str(v) for v in self._both(name))
 
     def segment_values(self, judge: str | None = None) -> list[str]:
-        where, params = ("WHERE judge = ?", [judge]) if judge is not None else ("", [])
-        rows = self._sql(f"SELECT DISTINCT segment FROM groups {where}", params)
+        if "segment" not in self.present:
+            return []
+        where, params = ("AND judge = ?", [judge]) if judge is not None else ("", [])
+        rows = self._sql(f"SELECT DISTINCT segment FROM groups WHERE true {where} UNION "
+                         f"SELECT DISTINCT segment FROM summary WHERE simple {where}", [*params, *params])
         return sorted(str(v) for (v,) in rows if v is not None)
 
     def counts(self, judge: str, pair: tuple[str, str] | None = None, *,
@@ -577,29 +813,64 @@ class StreamingSource:
             probe_where.append("segment = ?")
             probe_params.append(segment)
         cond, probe_cond = " AND ".join(where), " AND ".join(probe_where)
-        typed = f"""SELECT *, ((vx * 5 + vy) * {LABEL_STATES} + label) * 2 + skipped::INTEGER AS ptype
-                    FROM pairs WHERE {cond}"""
-        by_pair = self._sql(f"SELECT x, y, ptype, count(*) AS n FROM ({typed}) GROUP BY ALL ORDER BY x, y, ptype",
-                            params)
-        frame = pl.DataFrame(by_pair, schema={"x": pl.String, "y": pl.String, "ptype": pl.Int64, "n": pl.Int64},
-                             orient="row")
-        kinds_rows = self._sql(f"""
-            SELECT types, count(*) FROM (SELECT list_sort(list(ptype)) AS types FROM ({typed}) GROUP BY item)
-            GROUP BY types""", params)
-        kinds = (Kinds.from_lists([list(t) for t, _ in kinds_rows], [int(n) for _, n in kinds_rows])
-                 if kinds_rows else Kinds.empty())
-        (rounds,) = self._sql(f"SELECT count(DISTINCT round) FROM pairs WHERE {cond}", params)[0]
-        codes = dict(self._sql(f"SELECT code, count(*) FROM probes WHERE {probe_cond} GROUP BY code", probe_params))
-        reshows = [v for (v,) in self._sql(f"""
-            SELECT DISTINCT v FROM (SELECT reshow_lo AS v FROM pairs WHERE {cond}
-                                    UNION ALL SELECT reshow_hi FROM pairs WHERE {cond}
-                                    UNION ALL SELECT reshow FROM probes WHERE {probe_cond})""",
-                                              [*params, *params, *probe_params])]
+        ptype = f"((vx * 5 + vy) * {LABEL_STATES} + label) * 2 + skipped::INTEGER"
+        reshow = "min(reshow_lo), max(reshow_hi)" if "reshow" in self.present else "NULL, NULL"
+        rows = self._sql(f"""
+            SELECT x, y, {ptype} AS ptype, round, count(*) AS n, min(reshow_lo), max(reshow_hi)
+            FROM pairs WHERE {cond} GROUP BY ALL
+            UNION ALL
+            SELECT x, y, ptype, round, sum(items), {reshow} FROM summary WHERE simple AND {cond} GROUP BY ALL""",
+                         [*params, *params])
+        by_pair: dict[tuple[str, str, int], int] = {}
+        simple: dict[int, int] = {}
+        rounds, reshows = set(), []
+        for x, y, t, r, n, lo_, hi_ in rows:
+            by_pair[(x, y, int(t))] = by_pair.get((x, y, int(t)), 0) + int(n)
+            rounds.add(r)
+            reshows += [lo_, hi_]
+        for t, n in self._sql(f"SELECT ptype, sum(items) FROM summary WHERE simple AND {cond} GROUP BY ptype",
+                              params):
+            simple[int(t)] = int(n)
+        frame = pl.DataFrame([(x, y, t, n) for (x, y, t), n in sorted(by_pair.items())],
+                             schema={"x": pl.String, "y": pl.String, "ptype": pl.Int64, "n": pl.Int64}, orient="row")
+        codes: dict[int, int] = {}
+        for code, value, n in self._sql(f"SELECT code, reshow_lo, count(*) FROM probes WHERE {probe_cond} "
+                                        "GROUP BY ALL", probe_params):
+            codes[int(code)] = codes.get(int(code), 0) + int(n)
+            reshows.append(value)
         return PairCounts(
-            pairs=frame, kinds=kinds, rounds=int(rounds),
-            probes=(int(codes.get(FIRST, 0)), int(codes.get(SECOND, 0)), int(codes.get(TIE, 0)),
-                    int(codes.get(NULL, 0))),
-            reshow=one_value(reshows), debias=self._debias(cond, params, probe_cond, probe_params))
+            pairs=frame, kinds=self._kinds(ptype, cond, params, simple), rounds=len(rounds),
+            probes=(codes.get(FIRST, 0), codes.get(SECOND, 0), codes.get(TIE, 0), codes.get(NULL, 0)),
+            reshow=one_value(reshows),
+            debias=self._debias(cond, params, probe_cond, probe_params) if "probabilities" in self.present else None)
+
+    def _kinds(self, ptype: str, cond: str, params: list[Any], simple: dict[int, int]) -> Kinds:
+        """The selection's items by multiset of pair types: an item of the first pass is one pair (`simple`:
+        items by type); of the others, an item of one or two pairs is known by its count, least and greatest
+        type (cheap to group), and the lists of the rest are gathered only when there are any."""
+        found: dict[tuple[int, ...], int] = {(t,): n for t, n in simple.items()}
+
+        def add(types: tuple[int, ...], n: int) -> None:
+            found[types] = found.get(types, 0) + n
+
+        small = self._sql(f"""
+            SELECT c, lo, hi, count(*) FROM (SELECT count(*) AS c, min({ptype}) AS lo, max({ptype}) AS hi
+                                             FROM pairs WHERE {cond} GROUP BY item) GROUP BY ALL""", params)
+        large = False
+        for c, lo, hi, n in small:
+            if c <= 2:
+                add((int(lo),) if c == 1 else (int(lo), int(hi)), int(n))
+            else:
+                large = True
+        if large:
+            for types, n in self._sql(f"""
+                    SELECT types, count(*) FROM (SELECT list_sort(list({ptype})) AS types FROM pairs WHERE {cond}
+                                                 GROUP BY item HAVING count(*) > 2) GROUP BY types""", params):
+                add(tuple(int(t) for t in types), int(n))
+        if not found:
+            return Kinds.empty()
+        ordered = sorted(found)
+        return Kinds.from_lists([list(t) for t in ordered], [found[t] for t in ordered])
 
     def _debias(self, cond: str, params: list[Any], probe_cond: str, probe_params: list[Any]) -> DebiasCounts | None:
         (usable,) = self._sql(f"SELECT count(*) FROM pairs WHERE {cond} AND has_p", params)[0]
@@ -658,7 +929,7 @@ def _line_of_record(path: str, ordinal: int) -> int:
 
 
 def open_source(path: str | Path, *, allow_unpaired: bool = False, segment: str | None = None,
-                missing_segment: str = "(missing)") -> StreamingSource:
+                missing_segment: str = "(missing)", split: bool | None = None) -> StreamingSource:
     """The streaming `PairSource` of a records file (JSON Lines or Parquet)."""
     return StreamingSource(str(path), allow_unpaired=allow_unpaired, segment=segment,
-                           missing_segment=missing_segment)
+                           missing_segment=missing_segment, split=split)
