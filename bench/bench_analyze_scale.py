@@ -1,7 +1,8 @@
 """Benchmark: `swapjudge analyze` on records larger than memory, against the same reduction written directly.
 
 For each size it generates (once, into bench/data/, git-ignored) a Parquet file of presentation records
-(bench/scale_records.py: two judges, eight systems, two pairs per item, both orders), then runs, each in a
+(bench/scale_records.py: four judges, eight systems, one pair of systems per item and judge, both orders;
+`--pairs-per-item 2` for items holding two pairs), then runs, each in a
 fresh process, side by side:
 
 - `swapjudge analyze FILE --format json` (the streaming engine: DuckDB within SWAPJUDGE_MEMORY_LIMIT);
@@ -30,10 +31,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import scale_records  # noqa: E402  (the generator beside this file)
-
 DATA = HERE / "data"
 
 DUCKDB_FLOOR = textwrap.dedent("""
@@ -107,38 +104,46 @@ def compare(path: Path, polars: bool, env: dict[str, str], cli: str) -> dict[str
     return runs
 
 
+def generate(size: int, path: Path, pairs_per_item: int) -> None:
+    """The records file, written once by bench/scale_records.py in its own process (this one stays small: a
+    child's peak RSS is counted from this process's size at the fork)."""
+    if path.exists():
+        return
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(HERE / "scale_records.py"), str(size), str(path), str(pairs_per_item)],
+                   check=True)
+    print(f"generated {path.name} in {time.perf_counter() - start:.0f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000, 100_000_000])
     parser.add_argument("--jsonl", type=int, nargs="*", default=[1_000_000])
     parser.add_argument("--polars-up-to", type=int, default=10_000_000,
                         help="largest file the in-memory polars floor is run on (it holds every group)")
+    parser.add_argument("--pairs-per-item", type=int, default=1, help="pairs of systems per item and judge")
     parser.add_argument("--memory-in-memory-engine", action="store_true",
                         help="also run `analyze --engine memory` on the JSON Lines files")
     args = parser.parse_args()
     cli = str(Path(sys.executable).parent / "swapjudge")
     env = dict(os.environ)
     env.setdefault("SWAPJUDGE_MEMORY_LIMIT", "1GB")
-    import duckdb
-    import polars
+    from importlib.metadata import version  # not the packages themselves: a child's peak RSS starts at ours
 
-    print(f"cpus: {os.cpu_count()}  python {sys.version.split()[0]}  duckdb {duckdb.__version__}  "
-          f"polars {polars.__version__}  SWAPJUDGE_MEMORY_LIMIT={env['SWAPJUDGE_MEMORY_LIMIT']}  "
+    print(f"cpus: {os.cpu_count()}  python {sys.version.split()[0]}  duckdb {version('duckdb')}  "
+          f"polars {version('polars')}  SWAPJUDGE_MEMORY_LIMIT={env['SWAPJUDGE_MEMORY_LIMIT']}  "
           f"load average {os.getloadavg()[0]:.1f}")
     growth = []
+    prefix = "records" if args.pairs_per_item == 1 else f"records_{args.pairs_per_item}pairs"
     for size in args.sizes:
-        path = DATA / f"records_{size}.parquet"
-        if not path.exists():
-            start = time.perf_counter()
-            scale_records.write(size, path)
-            print(f"generated {path.name} in {time.perf_counter() - start:.0f} s")
+        path = DATA / f"{prefix}_{size}.parquet"
+        generate(size, path, args.pairs_per_item)
         print(f"{size:,} records, Parquet ({path.stat().st_size / 1e6:,.0f} MB):")
         runs = compare(path, size <= args.polars_up_to, env, cli)
         growth.append((size, runs["swapjudge analyze"]))
     for size in args.jsonl:
-        path = DATA / f"records_{size}.jsonl"
-        if not path.exists():
-            scale_records.write(size, path)
+        path = DATA / f"{prefix}_{size}.jsonl"
+        generate(size, path, args.pairs_per_item)
         print(f"{size:,} records, JSON Lines ({path.stat().st_size / 1e6:,.0f} MB):")
         runs = compare(path, True, env, cli)
         if args.memory_in_memory_engine:

@@ -178,20 +178,26 @@ def _json_calls(path: str, segment: str | None, missing: str) -> str:
     """
 
 
-def _verdict_keys(path: str, chunk: int = 1 << 24) -> int:
-    """How many times the bytes `"verdict":` (or `"verdict" :`) occur: once per record exactly when every record
-    has the key, since quotes inside JSON strings are escaped (`core.records` counts them the same way)."""
-    found = spaced = 0
+def _count_bytes(path: str, pattern: bytes, chunk: int = 1 << 24) -> int:
+    """Occurrences of `pattern` in a file, read in blocks (one straddling two blocks counted once)."""
+    found = 0
     tail = b""
     with open(path, "rb") as handle:
         while block := handle.read(chunk):
             data = tail + block
-            found += data.count(b'"verdict":')
-            spaced += data.count(b'"verdict" :')
-            tail = data[-11:]  # a key split across two blocks is counted once, in the next block
-            found -= tail.count(b'"verdict":')
-            spaced -= tail.count(b'"verdict" :')
-    return found + spaced + tail.count(b'"verdict":') + tail.count(b'"verdict" :')
+            found += data.count(pattern)
+            tail = data[-(len(pattern) - 1):]
+            found -= tail.count(pattern)
+    return found + tail.count(pattern)
+
+
+def _verdict_keys(path: str, records: int) -> bool:
+    """Whether every record has a `verdict` key: the bytes `"verdict":` (or `"verdict" :`) occur once per record
+    exactly then, since quotes inside JSON strings are escaped (`core.records` counts them the same way)."""
+    keys = _count_bytes(path, b'"verdict":')
+    if keys != records:
+        keys += _count_bytes(path, b'"verdict" :')
+    return keys == records
 
 
 def _parquet_calls(path: str, columns: dict[str, str], segment: str | None, missing: str) -> str:
@@ -577,7 +583,7 @@ class StreamingSource:
             present = frozenset(OPTIONAL) if self.segment is not None else frozenset(OPTIONAL) - {"segment"}
         return present
 
-    def _mostly_simple(self, sample: int = 200_000) -> bool:
+    def _mostly_simple(self, sample: int = 20_000) -> bool:
         """Whether most items of the file's first records are one pair each (the first pass's fast case)."""
         simple, items = self._sql(f"""
             SELECT count(*) FILTER (WHERE n = 1 OR (n = 2 AND lo = hi AND f_lo = s_lo AND f_hi = s_hi
@@ -638,7 +644,7 @@ class StreamingSource:
         if total == 0:
             raise InputError("no records", path=self.path)
         bad = s_bad if self._sql("SELECT count(*) FROM summary")[0][0] else bad
-        if not bad and not is_parquet(self.path) and _verdict_keys(self.path) != total:
+        if not bad and not is_parquet(self.path) and not _verdict_keys(self.path, total):
             self._json_line_error()  # a record without a verdict key: `_parse_row` names it
         if bad:
             self._row_error()
