@@ -177,3 +177,27 @@ def test_a_field_of_the_wrong_json_type_is_refused_by_its_line_and_field(tmp_pat
     expected = _error(lambda: load_records(path, extras=False))
     assert expected.startswith(f"{path}:1: field `")
     assert _error(lambda: open_source(path).judges()) == expected
+
+
+def test_without_duckdb_the_core_install_reads_parquet_in_memory_and_streaming_names_the_extra(
+        tmp_path: Path) -> None:
+    """DuckDB is the `scale` extra: without it `import swapjudge` works, `analyze` reads a Parquet file in memory
+    with the same figures, and `--engine streaming` is one line naming the extra (exit 2)."""
+    import subprocess
+    import sys
+
+    rows = SHAPES["two_systems"]()
+    path = _write_parquet(tmp_path / "r.parquet", rows)
+    blocked = ("import sys; sys.modules['duckdb'] = None; import swapjudge; from swapjudge.cli import main; "
+               "sys.argv = ['swapjudge', *sys.argv[1:]]; main()")
+    plain = subprocess.run([sys.executable, "-c", blocked, "analyze", str(path), "--format", "json"],
+                           capture_output=True, text=True)
+    assert plain.returncode in (0, 1), plain.stderr
+    document = json.loads(plain.stdout)
+    document.pop("schema_version")
+    _same(document, _documents(analyse_records(load_records(rows)))[0], "without duckdb")
+    streaming = subprocess.run([sys.executable, "-c", blocked, "analyze", str(path), "--engine", "streaming"],
+                               capture_output=True, text=True)
+    assert streaming.returncode == 2
+    assert streaming.stderr.strip().splitlines() == [
+        "error: the streaming reduction needs DuckDB: pip install 'swapjudge[scale]'"]

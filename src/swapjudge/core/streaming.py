@@ -593,7 +593,7 @@ class StreamingSource:
                   FROM (SELECT *, least(first, second) || '|' || greatest(first, second) || '|'
                                   || CAST(round AS VARCHAR) AS k FROM (SELECT * FROM source LIMIT {sample}))
                   GROUP BY judge, item)""")[0]
-        return items == 0 or simple * 2 >= items
+        return bool(items == 0 or simple * 2 >= items)
 
     def _columns(self, table: str) -> list[str]:
         return [str(row[0]) for row in self._sql(f"DESCRIBE {table}")]
