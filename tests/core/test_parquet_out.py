@@ -62,3 +62,39 @@ def test_import_writes_parquet_with_the_json_lines_figures(tmp_path: Path) -> No
     jsonl = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert len(pl.read_parquet(tmp_path / "records.parquet")) == len(jsonl) > 10_000
     assert outputs["records.parquet"] == outputs["records.jsonl"]
+
+
+@pytest.mark.parametrize("command", [["rank", "--judge", "j1", "--min-consistency", "0", "--format", "json"],
+                                     ["segments", "--by", "category", "--judge", "j2", "--format", "json"],
+                                     ["agreement", "--format", "json"]])
+def test_the_other_commands_read_parquet_as_its_json_lines_twin(tmp_path: Path, command: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from swapjudge.cli import app
+    from swapjudge.importers.base import write_records
+
+    rows = SHAPES["mixed"]()
+    jsonl, parquet = tmp_path / "r.jsonl", tmp_path / "r.parquet"
+    write_records(rows, jsonl)
+    write_records(rows, parquet)
+    runner = CliRunner()
+    outputs = [runner.invoke(app, [command[0], str(path), *command[1:]]) for path in (jsonl, parquet)]
+    assert outputs[0].exit_code in (0, 1) and outputs[0].exit_code == outputs[1].exit_code
+    assert json.loads(outputs[0].stdout) == json.loads(outputs[1].stdout)
+
+
+def test_report_reads_parquet_as_its_json_lines_twin(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from swapjudge.cli import app
+    from swapjudge.importers.base import write_records
+
+    rows = SHAPES["two_systems"]()
+    texts = []
+    for name in ("r.jsonl", "r.parquet"):
+        write_records(rows, tmp_path / name)
+        out = tmp_path / f"{name}.md"
+        done = CliRunner().invoke(app, ["report", str(tmp_path / name), "--markdown", str(out)])
+        assert done.exit_code in (0, 1), done.stderr
+        texts.append([line for line in out.read_text().splitlines() if "sha256" not in line])
+    assert texts[0] == texts[1] and len(texts[0]) > 10

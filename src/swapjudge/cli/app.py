@@ -101,7 +101,7 @@ FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output 
 RecordsArg = Annotated[Path, typer.Argument(
     help="Presentation records, JSONL, CSV or Parquet (docs/records.md); - for stdin.", show_default=False)]
 RecordsOrStoreArg = Annotated[Path, typer.Argument(
-    help="Presentation records (JSONL or CSV) or a run store (SQLite).", show_default=False)]
+    help="Presentation records (JSONL, CSV or Parquet) or a run store (SQLite).", show_default=False)]
 RunOpt = Annotated[int | None, typer.Option("--run", help="Run id in a store (default: the latest run).")]
 PairsOpt = Annotated[Path | None, typer.Option(
     "--pairs", help="Pairs file ({item, prompt, answers: {system: text}}) to show answer texts from.")]
