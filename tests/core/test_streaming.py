@@ -166,6 +166,10 @@ TYPED = {
     "object item": lambda rows: rows[0].update(item={"a": 1}),
     "number judge": lambda rows: rows[0].update(judge=5),
     "number round": lambda rows: rows[0].update(round=1.0),
+    "boolean round": lambda rows: rows[0].update(round=True),
+    "number verdict": lambda rows: rows[0].update(verdict=1),
+    "boolean verdict": lambda rows: rows[0].update(verdict=False),
+    "object verdict": lambda rows: rows[0].update(verdict={"v": "first"}),
 }
 
 

@@ -124,13 +124,16 @@ def _ident(name: str) -> str:
 
 
 def _json_calls(path: str, segment: str | None, missing: str) -> str:
-    """The SELECT reading a JSON Lines file as normalised calls: each field read as JSON, its JSON type and text
-    taken once, then checked as `core.records._parse_row` checks it (`bad`: any field it would refuse; a missing
-    `verdict` key reads as null here, so the keys are counted apart, `_verdict_keys`)."""
+    """The SELECT reading a JSON Lines file as normalised calls, checked as `core.records._parse_row` checks them
+    (`bad`: any field it would refuse; a missing `verdict` key reads as null here, so the keys are counted apart,
+    `_verdict_keys`). The fields whose JSON type decides (text, or an integer for ids) are read as JSON, their
+    type and text taken once; the others as text, which a wrong type cannot pass (a number or a boolean verdict
+    is no verdict name, a 1.5 round no integer, a probability is cast) and which reads fastest."""
     fields = _json_fields(segment)
-    columns = "{" + ", ".join(f"{_quote(f)}: 'JSON'" for f in fields) + "}"
+    typed_fields = {"item", "first", "second", "judge", "label", *_REGISTERED_TEXT, *([segment] if segment else [])}
+    columns = "{" + ", ".join(f"{_quote(f)}: '{'JSON' if f in typed_fields else 'VARCHAR'}'" for f in fields) + "}"
     typed = ", ".join(f"json_type({_ident(f)}) AS {_ident('t:' + f)}, ({_ident(f)} ->> '$') AS {_ident('s:' + f)}"
-                      for f in fields)
+                      if f in typed_fields else f"{_ident(f)} AS {_ident('s:' + f)}" for f in fields)
 
     def t(f: str) -> str:
         return _ident("t:" + f)
@@ -141,13 +144,10 @@ def _json_calls(path: str, segment: str | None, missing: str) -> str:
     def text_id(f: str) -> str:
         return f"CASE WHEN {t(f)} IN ('BIGINT', 'UBIGINT') OR ({t(f)} = 'VARCHAR' AND {v(f)} <> '') THEN {v(f)} END"
 
-    verdict_ok = (f"{t('verdict')} IS NULL OR ({t('verdict')} = 'VARCHAR' "
-                  f"AND {v('verdict')} IN ('first', 'second', 'tie'))")
+    verdict_ok = f"{v('verdict')} IS NULL OR {v('verdict')} IN ('first', 'second', 'tie')"
     judge = f"CASE WHEN {t('judge')} IS NULL THEN '' WHEN {t('judge')} = 'VARCHAR' THEN {v('judge')} END"
     round_text = f"trim({v('round')})"
-    round_value = (f"CASE WHEN {t('round')} IS NULL THEN 0 "
-                   f"WHEN {t('round')} IN ('BIGINT', 'UBIGINT') THEN TRY_CAST({v('round')} AS BIGINT) "
-                   f"WHEN {t('round')} = 'VARCHAR' AND regexp_full_match({round_text}, '-?[0-9]+') "
+    round_value = (f"CASE WHEN {v('round')} IS NULL THEN 0 WHEN regexp_full_match({round_text}, '-?[0-9]+') "
                    f"THEN TRY_CAST({round_text} AS BIGINT) END")
     label_ok = f"{t('label')} IS NULL OR {t('label')} IN ('VARCHAR', 'BIGINT', 'UBIGINT')"
     label = f"CASE WHEN {t('label')} IN ('VARCHAR', 'BIGINT', 'UBIGINT') AND {v('label')} <> '' THEN {v('label')} END"
@@ -164,7 +164,7 @@ def _json_calls(path: str, segment: str | None, missing: str) -> str:
                item IS NULL OR first IS NULL OR second IS NULL OR NOT ({verdict_ok}) OR judge IS NULL
                  OR round IS NULL OR NOT ({label_ok}) AS bad,
                judge, round, item, first, second,
-               CASE WHEN {t('verdict')} = 'VARCHAR' THEN {v('verdict')} END AS verdict,
+               {v('verdict')} AS verdict,
                {label} AS label,
                {number(REGISTERED_ADAPTIVE)} AS threshold_raw, {number(REGISTERED_RESHOW)} AS reshow,
                {registered(REGISTERED_POLICY)} AS reg_policy, {registered(REGISTERED_A)} AS reg_a,
