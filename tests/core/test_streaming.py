@@ -170,6 +170,10 @@ TYPED = {
     "number verdict": lambda rows: rows[0].update(verdict=1),
     "boolean verdict": lambda rows: rows[0].update(verdict=False),
     "object verdict": lambda rows: rows[0].update(verdict={"v": "first"}),
+    "probability above 1": lambda rows: rows[0].update(p_first=1.5, p_second=0.1),
+    "probability as text": lambda rows: rows[0].update(p_first="0.5", p_second=0.1),
+    "negative probability": lambda rows: rows[0].update(p_first=0.5, p_second=-0.1),
+    "boolean probability": lambda rows: rows[0].update(p_first=True, p_second=0.1),
 }
 
 
@@ -205,3 +209,31 @@ def test_without_duckdb_the_core_install_reads_parquet_in_memory_and_streaming_n
     assert streaming.returncode == 2
     assert streaming.stderr.strip().splitlines() == [
         "error: the streaming reduction needs DuckDB: pip install 'swapjudge[scale]'"]
+
+
+@pytest.mark.parametrize("value", [1.5, -0.25, float("nan")])
+def test_a_parquet_probability_outside_0_1_is_refused_by_its_row(tmp_path: Path, value: float) -> None:
+    rows = SHAPES["mixed_probabilities"]()
+    rows[3].update(p_first=value, p_second=0.1)
+    path = _write_parquet(tmp_path / "p.parquet", rows)
+    expected = _error(lambda: load_records(path))
+    assert "row 4 (row group 0): field `p_first`: must be a probability" in expected
+    assert _error(lambda: open_source(path).judges()) == expected
+
+
+def test_graded_verdicts_are_analysed_in_memory_and_the_streaming_engine_says_so(tmp_path: Path) -> None:
+    """`strength` (graded verdicts) is read by the in-memory analysis only: `auto` reads such a file whole (the
+    graded figures included), `streaming` refuses it in one line instead of dropping the grades."""
+    from swapjudge.errors import SwapjudgeError
+
+    rows = SHAPES["two_systems"]()
+    for row in rows:
+        if row["verdict"] in ("first", "second"):
+            row["strength"] = 1 + len(row["item"]) % 2
+    reference = _documents(analyse_records(load_records(rows)))
+    assert reference[0]["graded"] is not None
+    for path in (write_jsonl(tmp_path / "g.jsonl", rows), _write_parquet(tmp_path / "g.parquet", rows)):
+        assert not should_stream(path)
+        _same(_documents(analyze(path)), reference, f"auto {path.suffix}")
+        with pytest.raises(SwapjudgeError, match="graded verdicts"):
+            analyze(path, engine="streaming")

@@ -313,7 +313,8 @@ def load_records_parquet(path: str | Path, *, allow_unpaired: bool = False, extr
     missing = [name for name in REQUIRED if name not in schema]
     if missing:
         raise InputError("missing column", path=source, field=missing[0], more=len(missing) - 1)
-    keep = None if extras else [c for c in (*CORE_SCHEMA, *REGISTERED_SCHEMA, *PROBABILITY_SCHEMA) if c in schema]
+    keep = None if extras else [c for c in (*CORE_SCHEMA, *REGISTERED_SCHEMA, *PROBABILITY_SCHEMA, STRENGTH)
+                                   if c in schema]
     raw = pl.read_parquet(source, columns=keep)
     if raw.height == 0:
         raise InputError("no records", path=source)

@@ -31,6 +31,7 @@ from swapjudge.core.records import (
     REGISTERED_POLICY,
     REGISTERED_RESHOW,
     REQUIRED,
+    STRENGTH,
     _parse_row,
 )
 from swapjudge.core.reduce import (
@@ -92,6 +93,9 @@ def should_stream(source: Any, engine: str = "auto") -> bool:
     if engine == "streaming":
         if not available():
             raise SwapjudgeError("the streaming reduction needs DuckDB: pip install 'swapjudge[scale]'")
+        if carries_strength(path):
+            raise SwapjudgeError(f"{path}: graded verdicts (`strength`) are analysed in memory only, not yet by the "
+                                 "streaming engine: --engine memory (engine=\"memory\")")
         return True
     if not available():
         return False
@@ -99,7 +103,18 @@ def should_stream(source: Any, engine: str = "auto") -> bool:
         size = path.stat().st_size
     except OSError:
         return False  # the loader says what is wrong with it
-    return suffix in PARQUET_SUFFIXES or size >= STREAM_ABOVE_BYTES
+    return (suffix in PARQUET_SUFFIXES or size >= STREAM_ABOVE_BYTES) and not carries_strength(path)
+
+
+def carries_strength(path: Path) -> bool:
+    """Whether a records file has a `strength` field (graded verdicts, which only the in-memory analysis reads):
+    a Parquet column, or the key's bytes anywhere in a JSON Lines file (quotes inside strings are escaped)."""
+    try:
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            return STRENGTH in pl.read_parquet_schema(path)
+        return bool(_count_bytes(str(path), b'"strength":') or _count_bytes(str(path), b'"strength" :'))
+    except Exception:  # unreadable: the reader that follows names the problem
+        return False
 
 
 # ---- reading the file as normalised calls ------------------------------------------------------------------
@@ -130,7 +145,8 @@ def _json_calls(path: str, segment: str | None, missing: str) -> str:
     type and text taken once; the others as text, which a wrong type cannot pass (a number or a boolean verdict
     is no verdict name, a 1.5 round no integer, a probability is cast) and which reads fastest."""
     fields = _json_fields(segment)
-    typed_fields = {"item", "first", "second", "judge", "label", *_REGISTERED_TEXT, *([segment] if segment else [])}
+    typed_fields = {"item", "first", "second", "judge", "label", "p_first", "p_second", *_REGISTERED_TEXT,
+                    *([segment] if segment else [])}
     columns = "{" + ", ".join(f"{_quote(f)}: '{'JSON' if f in typed_fields else 'VARCHAR'}'" for f in fields) + "}"
     typed = ", ".join(f"json_type({_ident(f)}) AS {_ident('t:' + f)}, ({_ident(f)} ->> '$') AS {_ident('s:' + f)}"
                       if f in typed_fields else f"{_ident(f)} AS {_ident('s:' + f)}" for f in fields)
@@ -155,6 +171,11 @@ def _json_calls(path: str, segment: str | None, missing: str) -> str:
     def number(f: str) -> str:
         return f"TRY_CAST({v(f)} AS DOUBLE)"
 
+    def probability_ok(f: str) -> str:
+        # a JSON number in [0, 1] (NaN compares above every number here), or null, as `core.records` says
+        return (f"({t(f)} IS NULL OR {t(f)} = 'NULL' OR ({t(f)} IN ('BIGINT', 'UBIGINT', 'DOUBLE') "
+                f"AND {number(f)} BETWEEN 0 AND 1))")
+
     def registered(f: str) -> str:
         return f"CASE WHEN {t(f)} NOT IN ('OBJECT', 'ARRAY') THEN {v(f)} END"
 
@@ -162,7 +183,8 @@ def _json_calls(path: str, segment: str | None, missing: str) -> str:
     return f"""
         SELECT ordinality AS ord,
                item IS NULL OR first IS NULL OR second IS NULL OR NOT ({verdict_ok}) OR judge IS NULL
-                 OR round IS NULL OR NOT ({label_ok}) AS bad,
+                 OR round IS NULL OR NOT ({label_ok}) OR NOT {probability_ok('p_first')}
+                 OR NOT {probability_ok('p_second')} AS bad,
                judge, round, item, first, second,
                {v('verdict')} AS verdict,
                {label} AS label,
@@ -245,6 +267,14 @@ def _parquet_calls(path: str, columns: dict[str, str], segment: str | None, miss
 
     def number(name: str) -> str:
         return f"TRY_CAST({col(name)} AS DOUBLE)" if name in columns else "NULL::DOUBLE"
+
+    for name in ("p_first", "p_second"):  # a number in [0, 1], or null
+        if name in columns:
+            numeric = columns[name] in ("FLOAT", "DOUBLE", *_INTEGER_TYPES) or columns[name].startswith("DECIMAL")
+            # isnan apart: DuckDB folds a range test from the row groups' min and max, which leave NaN out
+            bad.append(f"({col(name)} IS NOT NULL AND (isnan({number(name)}) OR NOT ({number(name)} BETWEEN 0 AND 1)))"
+                       if numeric
+                       else f"({col(name)} IS NOT NULL)")
 
     def registered(name: str) -> str:
         return f"CAST({col(name)} AS VARCHAR)" if name in columns else "NULL::VARCHAR"
