@@ -113,7 +113,8 @@ AllowUnpairedOpt = Annotated[bool, typer.Option(
 EngineOpt = Annotated[ReadEngine, typer.Option(
     "--engine", help="How a records file is read: auto (Parquet, and JSON Lines of 32 MiB or more, reduced to counts "
                      "by the streaming engine when DuckDB is installed: pip install 'swapjudge[scale]'), streaming "
-                     "(always: files larger than memory), memory (read whole). The figures are the same.")]
+                     "(always: files larger than memory; not for graded verdicts, which auto reads whole), memory "
+                     "(read whole). The figures are the same.")]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
