@@ -10,6 +10,7 @@ with the words `core.records` uses. DuckDB is the `scale` extra: `pip install 's
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -112,7 +113,8 @@ def carries_strength(path: Path) -> bool:
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
             return STRENGTH in pl.read_parquet_schema(path)
-        return bool(_count_bytes(str(path), b'"strength":') or _count_bytes(str(path), b'"strength" :'))
+        counts = _key_counts(str(path))
+        return bool(counts[b'"strength":'] or counts[b'"strength" :'])
     except Exception:  # unreadable: the reader that follows names the problem
         return False
 
@@ -200,26 +202,36 @@ def _json_calls(path: str, segment: str | None, missing: str) -> str:
     """
 
 
-def _count_bytes(path: str, pattern: bytes, chunk: int = 1 << 24) -> int:
-    """Occurrences of `pattern` in a file, read in blocks (one straddling two blocks counted once)."""
-    found = 0
+# the keys whose bytes a JSON Lines file is scanned for once: every record's verdict key, and graded verdicts
+_KEY_BYTES = (b'"verdict":', b'"verdict" :', b'"strength":', b'"strength" :')
+
+
+@functools.lru_cache(maxsize=8)
+def _scanned(path: str, size: int, modified: int, chunk: int = 1 << 24) -> tuple[int, ...]:
+    """Occurrences of each of `_KEY_BYTES` in a file, read once in blocks (one straddling two blocks counted
+    once); cached by path, size and modification time, so `should_stream` and the checks share one read."""
+    found = [0] * len(_KEY_BYTES)
+    keep = max(len(p) for p in _KEY_BYTES) - 1
     tail = b""
     with open(path, "rb") as handle:
         while block := handle.read(chunk):
             data = tail + block
-            found += data.count(pattern)
-            tail = data[-(len(pattern) - 1):]
-            found -= tail.count(pattern)
-    return found + tail.count(pattern)
+            tail = data[-keep:]
+            for index, pattern in enumerate(_KEY_BYTES):
+                found[index] += data.count(pattern) - tail.count(pattern)
+    return tuple(n + tail.count(p) for n, p in zip(found, _KEY_BYTES, strict=True))
+
+
+def _key_counts(path: str) -> dict[bytes, int]:
+    stat = os.stat(path)
+    return dict(zip(_KEY_BYTES, _scanned(path, stat.st_size, stat.st_mtime_ns), strict=True))
 
 
 def _verdict_keys(path: str, records: int) -> bool:
     """Whether every record has a `verdict` key: the bytes `"verdict":` (or `"verdict" :`) occur once per record
     exactly then, since quotes inside JSON strings are escaped (`core.records` counts them the same way)."""
-    keys = _count_bytes(path, b'"verdict":')
-    if keys != records:
-        keys += _count_bytes(path, b'"verdict" :')
-    return keys == records
+    counts = _key_counts(path)
+    return counts[b'"verdict":'] + counts[b'"verdict" :'] == records
 
 
 def _parquet_calls(path: str, columns: dict[str, str], segment: str | None, missing: str) -> str:
@@ -453,7 +465,7 @@ def _views_sql(present: frozenset[str]) -> list[str]:
     """]
 
 
-def _json_sample_fields(path: str, segment: str | None, limit: int = 1 << 20) -> frozenset[str]:
+def _json_sample_fields(path: str, segment: str | None, limit: int = 1 << 18) -> frozenset[str]:
     """The optional fields the first lines of a JSON Lines file carry (the pass checks the rest: `unseen`)."""
     with open(path, "rb") as handle:
         head = handle.read(limit)
