@@ -237,3 +237,32 @@ def test_graded_verdicts_are_analysed_in_memory_and_the_streaming_engine_says_so
         _same(_documents(analyze(path)), reference, f"auto {path.suffix}")
         with pytest.raises(SwapjudgeError, match="graded verdicts"):
             analyze(path, engine="streaming")
+
+
+@pytest.mark.slow
+def test_under_an_address_space_ceiling_the_reduction_spills_instead_of_failing(tmp_path: Path) -> None:
+    """`ulimit -v 2000000` (2 GB of address space, about 1.3 GB of it mapped by polars and DuckDB at start):
+    DuckDB's limit follows the room left, and the figures are those of an unconstrained run."""
+    import resource
+    import subprocess
+    import sys
+
+    n = 3_000_000
+    row = pl.int_range(0, n, eager=True)
+    frame = pl.DataFrame({"judge": pl.repeat("j", n, eager=True), "item": "q" + (row // 2).cast(pl.String),
+                          "first": pl.Series(["a", "b"] * (n // 2)), "second": pl.Series(["b", "a"] * (n // 2)),
+                          "verdict": pl.Series(["first", "second", "tie", None, "first", "first", "second"]
+                                               * (n // 7) + ["tie"] * (n % 7))})
+    path = tmp_path / "big.parquet"
+    frame.write_parquet(path)
+    command = [sys.executable, "-m", "swapjudge", "analyze", str(path), "--format", "json", "--min-consistency", "0"]
+
+    def ceiling() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2_000_000 * 1024, resource.RLIM_INFINITY))
+
+    limited = subprocess.run(command, capture_output=True, text=True, preexec_fn=ceiling)
+    assert limited.returncode == 0, limited.stderr
+    free = subprocess.run(command, capture_output=True, text=True)
+    assert json.loads(limited.stdout) == json.loads(free.stdout)
+    _same(json.loads(free.stdout)["consistency"],
+          _documents(analyse_records(load_records(frame)))[0]["consistency"], "consistency")

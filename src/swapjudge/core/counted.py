@@ -145,7 +145,7 @@ def compare_of_types(types: np.ndarray, kinds: Kinds, chosen: tuple[str, str], p
     a_is_x = a < b
     va, vb = (CX, CY) if a_is_x else (CY, CX)
     a_win, b_win = (Outcome.X_WINS, Outcome.Y_WINS) if a_is_x else (Outcome.Y_WINS, Outcome.X_WINS)
-    win, loss = OUTCOME == a_win, OUTCOME == b_win  # the array on the left: an array of flags
+    win, loss = np.equal(OUTCOME, a_win), np.equal(OUTCOME, b_win)  # arrays of flags (to mypy too)
     split = COMPLETE & ~win & ~loss
     # per call: a's score in each usable call, doubled (2 a named, 1 tie, 0 b named)
     used_a, used_b = va != MISSING, vb != MISSING

@@ -488,8 +488,32 @@ def _present(names: set[str] | dict[str, str], segment: str | None) -> frozenset
     return frozenset(k for k, v in found.items() if v)
 
 
+def _address_space_left() -> int | None:
+    """Bytes of address space the process may still map under an RLIMIT_AS ceiling (`ulimit -v`); None without
+    one (Linux's /proc tells what is mapped already)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/status") as status:
+            mapped = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+    return max(soft - mapped, 0)
+
+
 def _memory_limit() -> str:
-    value = os.environ.get("SWAPJUDGE_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT).strip()
+    """DuckDB's memory limit: SWAPJUDGE_MEMORY_LIMIT, else 1GB, or under an address-space ceiling half of the
+    address space left (DuckDB maps more than it holds), so a `ulimit -v` run spills instead of failing."""
+    value = os.environ.get("SWAPJUDGE_MEMORY_LIMIT")
+    if value is None:
+        left = _address_space_left()
+        if left is None or left // 2 >= 2**30:
+            return DEFAULT_MEMORY_LIMIT
+        return f"{max(left // 2 // 2**20, 64)}MB"
+    value = value.strip()
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*[KMGT]i?B", value, flags=re.IGNORECASE):
         raise SwapjudgeError(f"SWAPJUDGE_MEMORY_LIMIT must be a size such as 4GB or 512MB, got {value!r}")
     return value
