@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -46,14 +47,19 @@ def test_better_answer_judge_is_consistent_and_export_roundtrips(
         out = json.loads(result.stdout)
         assert out["consistency"]["rate"] == 1.0 and out["systems"] == {"a": "good", "b": "bad"}
         assert out["win_rate"]["value"] == 1.0 and out["accuracy"]["both"] == 1.0
-        for name in ("out.jsonl", "out.csv"):
-            exp = _invoke(tmp_path, monkeypatch, "export", "--latest", "-o", name)
+        for name, given in (("out.jsonl", []), ("out.csv", []), ("out.parquet", []),
+                            ("formatted.parquet", ["--format", "parquet"])):
+            exp = _invoke(tmp_path, monkeypatch, "export", "--latest", "-o", name, *given)
             assert exp.exit_code == 0
             again = json.loads(_invoke(tmp_path, monkeypatch, "analyze", name, "--format", "json").stdout)
             # the same analysis, the same way round ("bad" < "good": without the registration, bad would be a)
             assert again["consistency"] == out["consistency"] and again["systems"] == out["systems"]
             assert again["win_rate"] == out["win_rate"]
         rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+        assert pl.read_parquet(tmp_path / "out.parquet").to_dicts() == rows
+        mismatch = _invoke(tmp_path, monkeypatch, "export", "--latest", "-o", "x.jsonl", "--format", "parquet")
+        assert mismatch.exit_code == 2 and "--format parquet writes a .parquet file" in mismatch.stderr
+        assert not (tmp_path / "x.jsonl").exists()
         assert len(rows) == 24 and {r["label"] for r in rows} == {"good"}
         assert {r["registered_tie_policy"] for r in rows} == {"half_credit"}
         assert {(r["registered_a"], r["registered_b"]) for r in rows} == {("good", "bad")}

@@ -9,6 +9,7 @@ import typer
 from swapjudge.cli.app import (
     AllowUnpairedOpt,
     ConfidenceOpt,
+    EngineOpt,
     FormatOpt,
     JudgeOpt,
     OutputFormat,
@@ -21,7 +22,7 @@ from swapjudge.cli.app import (
     user_errors,
     wide_console,
 )
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 
 
 @app.command()
@@ -68,6 +69,7 @@ def analyze(
     allow_unpaired: AllowUnpairedOpt = False,
     confidence: ConfidenceOpt = 0.95,
     output: FormatOpt = OutputFormat.text,
+    engine: EngineOpt = ReadEngine.auto,
 ) -> None:
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
     tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
@@ -75,7 +77,7 @@ def analyze(
     from swapjudge.workflows.audit import analyze as run_analysis
 
     result = run_analysis(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
-                          confidence=confidence, allow_unpaired=allow_unpaired)
+                          confidence=confidence, allow_unpaired=allow_unpaired, engine=engine.value)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from swapjudge.cli.terminal import SafeConsole, escaping_stdout
+from swapjudge.core.choices import ReadEngine
 from swapjudge.core.documents import json_document
 from swapjudge.errors import GateError, SwapjudgeError
 
@@ -97,10 +98,10 @@ class OutputFormat(enum.StrEnum):
 # The arguments and options many commands share, spelled once.
 ConfidenceOpt = Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
-RecordsArg = Annotated[Path, typer.Argument(help="Presentation records, JSONL or CSV (docs/records.md); - for stdin.",
-                                            show_default=False)]
+RecordsArg = Annotated[Path, typer.Argument(
+    help="Presentation records, JSONL, CSV or Parquet (docs/records.md); - for stdin.", show_default=False)]
 RecordsOrStoreArg = Annotated[Path, typer.Argument(
-    help="Presentation records (JSONL or CSV) or a run store (SQLite).", show_default=False)]
+    help="Presentation records (JSONL, CSV or Parquet) or a run store (SQLite).", show_default=False)]
 RunOpt = Annotated[int | None, typer.Option("--run", help="Run id in a store (default: the latest run).")]
 PairsOpt = Annotated[Path | None, typer.Option(
     "--pairs", help="Pairs file ({item, prompt, answers: {system: text}}) to show answer texts from.")]
@@ -109,6 +110,11 @@ SystemAOpt = Annotated[str | None, typer.Option("--a", help="System whose win ra
 SystemBOpt = Annotated[str | None, typer.Option("--b", help="The system it is compared against.")]
 AllowUnpairedOpt = Annotated[bool, typer.Option(
     "--allow-unpaired", help="Count a pair judged in one order only as incomplete instead of an error.")]
+EngineOpt = Annotated[ReadEngine, typer.Option(
+    "--engine", help="How a records file is read: auto (Parquet, and JSON Lines of 32 MiB or more, reduced to counts "
+                     "by the streaming engine when DuckDB is installed: pip install 'swapjudge[scale]'), streaming "
+                     "(always: files larger than memory; not for graded verdicts, which auto reads whole), memory "
+                     "(read whole). The figures are the same.")]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

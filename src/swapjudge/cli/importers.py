@@ -172,8 +172,8 @@ def import_command(
                                        show_default=False)],
     paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Files to import.",
                                                 show_default=False)],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Records file to write (.jsonl, or "
-                                                "CSV when it ends in .csv).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Records file to write (.jsonl; CSV "
+                                                "when it ends in .csv, Parquet in .parquet).")] = None,
     flags: ImportFlags = ImportFlags(),
     per_call: Annotated[bool, typer.Option(
         "--per-call", help="Print per-call consistency as the Shi et al. repository logs count it (unparsed "

@@ -24,6 +24,7 @@ from swapjudge.cli.app import (
     wide_console,
 )
 from swapjudge.defaults import DEFAULT_STORE
+from swapjudge.errors import InputError
 
 if TYPE_CHECKING:
     from swapjudge.runner.check import CheckResult
@@ -278,22 +279,44 @@ def runs_command(
                          highlight=False)
 
 
+class ExportFormat(enum.StrEnum):
+    jsonl = "jsonl"
+    csv = "csv"
+    parquet = "parquet"
+
+
 @app.command("export")
 @user_errors
 def export_command(
     run_id: Annotated[int | None, typer.Argument(help="Run id (see `swapjudge runs`).", show_default=False)] = None,
     latest: Annotated[bool, typer.Option("--latest", help="Export the latest run.")] = False,
     out: Annotated[
-        Path, typer.Option("-o", "--output", help="Output file: .jsonl or .csv (default, or `-`: JSON Lines on "
-                                                  "stdout).", show_default=False)
+        Path, typer.Option("-o", "--output", help="Output file: .jsonl, .csv or .parquet (default, or `-`: JSON "
+                                                  "Lines on stdout).", show_default=False)
     ] = Path("-"),
+    output_format: Annotated[ExportFormat | None, typer.Option(
+        "--format", "-f", help="jsonl, csv or parquet (default: from the -o name's ending, JSON Lines on stdout).",
+        show_default=False)] = None,
     store: StoreOpt = None,
 ) -> None:
     """Write a run's presentation records (docs/records.md; labels included when the pairs carry them) to -o
     FILE, or to stdout."""
+    from swapjudge.core.parquet_out import is_parquet_path, write_records_parquet
     from swapjudge.review.queue import write_table
     from swapjudge.workflows.judging import export_records
 
+    by_name = (ExportFormat.parquet if is_parquet_path(out) else
+               ExportFormat.csv if out.suffix.lower() == ".csv" else ExportFormat.jsonl)
+    chosen = output_format or by_name
+    if chosen is not by_name and str(out) != "-":
+        raise InputError(f"--format {chosen.value} writes a .{chosen.value} file; -o {display_path(out)} ends "
+                         f"otherwise (name the file .{chosen.value}, or leave --format out)")
+    if chosen is ExportFormat.csv and str(out) == "-":
+        raise InputError("--format csv needs -o FILE.csv (stdout gets JSON Lines or, with --format parquet, "
+                         "Parquet)")
     rid, rows = export_records(store, run_id, latest=latest)
-    write_table(rows, out)
+    if chosen is ExportFormat.parquet:
+        write_records_parquet(rows, out)
+    else:
+        write_table(rows, out)
     stderr.print(f"run {rid}: {len(rows):,} records written to {display_path(out)}", highlight=False)

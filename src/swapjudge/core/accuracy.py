@@ -14,7 +14,15 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE
-from swapjudge.core.stats import Independence, Proportion, normal_quantile, proportion_interval, wilson
+from swapjudge.core.stats import (
+    Independence,
+    Proportion,
+    Tally,
+    normal_quantile,
+    tally,
+    tally_proportion_interval,
+    wilson,
+)
 
 TIE_LABEL = "tie"
 
@@ -87,15 +95,26 @@ def clustered_share(right: np.ndarray, cluster: np.ndarray, confidence: float = 
     cluster (calls of one item) are allowed to be correlated: n_eff = p(1 - p) / V, V the cluster-robust (CR1)
     variance of the share, capped at n; the number of clusters when every unit agrees. Returns it and n_eff."""
     right = np.asarray(right, dtype=bool)
-    n = right.size
+    if right.size == 0:
+        return wilson(0, 0, confidence), 0.0
+    counted = tally(right.astype(float), np.asarray(cluster, dtype=object).astype(str))
+    assert counted is not None  # 0/1 flags
+    return clustered_share_of_tally(counted, confidence)
+
+
+def clustered_share_of_tally(right: Tally, confidence: float = 0.95) -> tuple[Proportion, float]:
+    """`clustered_share` from the tally of the units' flags by cluster, in exact integer arithmetic: with D_g =
+    n k_g - k n_g per cluster, V = g / (g - 1) * sum(D_g^2) / n^4."""
+    n = right.n
     if n == 0:
         return wilson(0, 0, confidence), 0.0
-    _, index = np.unique(np.asarray(cluster, dtype=object).astype(str), return_inverse=True)
-    groups = int(index.max()) + 1
-    k = int(right.sum())
+    groups = right.groups
+    k = right.total // 2
     p = k / n
-    residual = np.bincount(index, right - p, minlength=groups)  # per cluster: right calls minus p x its calls
-    variance = groups / max(groups - 1, 1) * float(residual @ residual) / n**2
+    between = sum(int(c) * (n * (int(s) // 2) - k * int(u)) ** 2
+                  for u, s, c in zip(right.units.tolist(), right.doubled.tolist(), right.clusters.tolist(),
+                                     strict=True))
+    variance = groups / max(groups - 1, 1) * (between / n**4)
     # with no spread to measure (all right or all wrong), count as many independent units as items
     effective = min(float(n), p * (1 - p) / variance) if variance > 0 and 0 < p < 1 else float(min(groups, n))
     z = normal_quantile(confidence)
@@ -133,26 +152,57 @@ def label_accuracy(x: np.ndarray, y: np.ndarray, label: np.ndarray, vx: np.ndarr
     right_when_first = np.where(better_x, right_x_first, right_y_first)[decided]
     right_when_second = np.where(better_x, right_y_first, right_x_first)[decided]
     calls_x, calls_y = labelled & (vx != MISSING), labelled & (vy != MISSING)
-    unit = np.arange(x.size) if item is None else np.asarray(item, dtype=object)
-    # pairs of one item (other systems, other rounds) move together: the pair shares' intervals count items
+    unit = np.arange(x.size) if item is None else np.asarray(item, dtype=object).astype(str)
     right_both = right_x_first & right_y_first
-    shares = {"better_first": proportion_interval(right_when_first, confidence, unit[decided]),
-              "better_second": proportion_interval(right_when_second, confidence, unit[decided]),
-              "both": proportion_interval(right_both[usable], confidence, unit[usable])}
-    per_call, effective = clustered_share(np.concatenate([right_x_first[calls_x], right_y_first[calls_y]]),
-                                          np.concatenate([unit[calls_x], unit[calls_y]]), confidence)
-    return Accuracy(
-        pairs=int(usable.sum()),
-        right_first=int(right_when_first.sum()),
-        right_second=int(right_when_second.sum()),
-        right_both=int((right_both & usable).sum()),
-        consistent_pairs=int(consistent[usable].sum()),
-        confidence=confidence,
-        decided_pairs=int(decided.sum()),
-        tie_pairs=int((usable & tie).sum()),
-        incomplete_pairs=int((labelled & ~complete).sum()),
-        calls=int(calls_x.sum() + calls_y.sum()),
+
+    def counted(flags: np.ndarray, clusters: np.ndarray) -> Tally:
+        found = tally(np.asarray(flags, dtype=float), clusters)
+        assert found is not None  # 0/1 flags
+        return found
+
+    return accuracy_of_counts(AccuracyCounts(
+        pairs=int(usable.sum()), right_first=int(right_when_first.sum()), right_second=int(right_when_second.sum()),
+        right_both=int((right_both & usable).sum()), consistent_pairs=int(consistent[usable].sum()),
+        decided_pairs=int(decided.sum()), tie_pairs=int((usable & tie).sum()),
+        incomplete_pairs=int((labelled & ~complete).sum()), calls=int(calls_x.sum() + calls_y.sum()),
         right_calls=int((right_x_first & calls_x).sum() + (right_y_first & calls_y).sum()),
+        # pairs of one item (other systems, other rounds) move together: the pair shares' intervals count items
+        better_first=counted(right_when_first, unit[decided]), better_second=counted(right_when_second, unit[decided]),
+        both=counted(right_both[usable], unit[usable]),
+        per_call=counted(np.concatenate([right_x_first[calls_x], right_y_first[calls_y]]),
+                         np.concatenate([unit[calls_x], unit[calls_y]]))), confidence)
+
+
+@dataclass(frozen=True)
+class AccuracyCounts:
+    """The counts behind `Accuracy` and the tallies (by item) of its clustered intervals."""
+
+    pairs: int
+    right_first: int
+    right_second: int
+    right_both: int
+    consistent_pairs: int
+    decided_pairs: int
+    tie_pairs: int
+    incomplete_pairs: int
+    calls: int
+    right_calls: int
+    better_first: Tally
+    better_second: Tally
+    both: Tally
+    per_call: Tally
+
+
+def accuracy_of_counts(c: AccuracyCounts, confidence: float = 0.95) -> Accuracy:
+    """`Accuracy` from its counts and tallies (`label_accuracy` and `core.reduce` both end here)."""
+    shares = {"better_first": tally_proportion_interval(c.better_first, confidence),
+              "better_second": tally_proportion_interval(c.better_second, confidence),
+              "both": tally_proportion_interval(c.both, confidence)}
+    per_call, effective = clustered_share_of_tally(c.per_call, confidence)
+    return Accuracy(
+        pairs=c.pairs, right_first=c.right_first, right_second=c.right_second, right_both=c.right_both,
+        consistent_pairs=c.consistent_pairs, confidence=confidence, decided_pairs=c.decided_pairs,
+        tie_pairs=c.tie_pairs, incomplete_pairs=c.incomplete_pairs, calls=c.calls, right_calls=c.right_calls,
         per_call_interval=(per_call.low, per_call.high),
         per_call_effective_n=effective if per_call.n else None,
         pair_intervals={name: (m.low, m.high) for name, m in shares.items()},

@@ -399,9 +399,20 @@ def adaptive_view(analysis: JudgeAnalysis, unswapped: Iterable[Mapping[str, Any]
     chosen = set(analysis.pair) if analysis.pair else None
     heads = [c for c in unswapped if c["verdict"] is not None
              and (chosen is None or {c["first"], c["second"]} == chosen)]
-    if not heads:
+    named = ["tie" if h["verdict"] == "tie" else h["first"] if h["verdict"] == "first" else h["second"]
+             for h in heads]
+    a, b = analysis.pair if analysis.pair else (None, None)
+    return adaptive_view_of_counts(analysis, (len(heads), named.count(a), named.count(b), named.count("tie")),
+                                   threshold, settings)
+
+
+def adaptive_view_of_counts(analysis: JudgeAnalysis, unswapped: tuple[int, int, int, int], threshold: float,
+                            settings: Mapping[str, Any]) -> JudgeAnalysis:
+    """`adaptive_view` from counts: `unswapped` = (pairs judged in one order only, with a verdict; how many of
+    those verdicts named a, named b, said tie), of the compared pair when there is one."""
+    unswapped_n, named_a, named_b, named_tie = unswapped
+    if not unswapped_n:
         return analysis
-    unswapped_n = len(heads)
     o = analysis.outcomes
     other_incomplete = o.incomplete - unswapped_n
     generic = f"{o.incomplete} pair(s) without two usable verdicts"
@@ -427,9 +438,7 @@ def adaptive_view(analysis: JudgeAnalysis, unswapped: Iterable[Mapping[str, Any]
         return result
     a, b = analysis.pair
     aw, bw, splits = (0, 0, 0) if rate is None else (rate.a_wins, rate.b_wins, rate.splits)
-    for h in heads:
-        named = "tie" if h["verdict"] == "tie" else h["first"] if h["verdict"] == "first" else h["second"]
-        aw, bw, splits = aw + (named == a), bw + (named == b), splits + (named == "tie")
+    aw, bw, splits = aw + named_a, bw + named_b, splits + named_tie
     policy = rate.policy if rate is not None else settings.get("tie_policy") or "half_credit"
     mixed = win_rate(a, b, aw, bw, splits, policy, float(settings.get("confidence", 0.95)))
     notes.append(

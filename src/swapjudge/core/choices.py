@@ -21,6 +21,15 @@ class TiePolicy(enum.StrEnum):
     separate = "separate"
 
 
+class ReadEngine(enum.StrEnum):
+    """How a records file is read: `auto` streams Parquet and large JSON Lines files when DuckDB is installed,
+    `streaming` always (files larger than memory), `memory` reads it whole. The figures are the same."""
+
+    auto = "auto"
+    memory = "memory"
+    streaming = "streaming"
+
+
 class LengthUnit(enum.StrEnum):
     """How the length probe measures an answer."""
 

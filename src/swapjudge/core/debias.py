@@ -19,10 +19,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-from scipy.special import logit
 
 from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome, build_pairs, classify
 from swapjudge.core.policy import TiePolicy, WinRate, win_rate
+from swapjudge.core.reduce import (
+    LABEL_NONE,
+    LABEL_STATES,
+    LABEL_TIE,
+    LABEL_X,
+    LABEL_Y,
+    NULL,
+    TIE_LABEL,
+    DebiasCounts,
+    debias_table,
+)
 from swapjudge.core.stats import Proportion, wilson
 
 FloatArray = npt.NDArray[np.float64]
@@ -88,30 +98,62 @@ def order_averaged(q_x_first: FloatArray, q_x_second: FloatArray) -> FloatArray:
 
 
 def calibrated_codes(share_first: FloatArray, prior: float) -> npt.NDArray[np.int8]:
-    """Verdict codes of calls after subtracting the slot prior's log-odds from each call's log-odds of slot 1."""
-    shifted = logit(share_first) - logit(prior)
-    codes = np.where(shifted > 0, FIRST, np.where(shifted < 0, SECOND, TIE)).astype(np.int8)
+    """Verdict codes of calls after subtracting the slot prior's log-odds from each call's log-odds of slot 1.
+    The log-odds are monotone, so the sign of the difference is that of share - prior, compared exactly."""
+    with np.errstate(invalid="ignore"):
+        codes = np.where(share_first > prior, FIRST, np.where(share_first < prior, SECOND, TIE)).astype(np.int8)
     return np.where(np.isnan(share_first), MISSING, codes).astype(np.int8)
 
 
-def _win_rate(outcome: np.ndarray, pair: tuple[str, str] | None, policy: TiePolicy,
+def _win_rate(counts: np.ndarray, pair: tuple[str, str] | None, policy: TiePolicy,
               confidence: float) -> WinRate | None:
-    if pair is None or outcome.size == 0:
+    """`counts`: pairs by outcome X_WINS, Y_WINS, other (the complete pairs of one method)."""
+    if pair is None or counts.sum() == 0:
         return None
     a, b = pair
     a_is_x = a < b  # pairs are stored with x the lesser name
-    a_wins = int(np.sum(outcome == (Outcome.X_WINS if a_is_x else Outcome.Y_WINS)))
-    b_wins = int(np.sum(outcome == (Outcome.Y_WINS if a_is_x else Outcome.X_WINS)))
-    return win_rate(a, b, a_wins, b_wins, int(outcome.size) - a_wins - b_wins, policy, confidence)
+    x_wins, y_wins, other = (int(v) for v in counts)
+    a_wins, b_wins = (x_wins, y_wins) if a_is_x else (y_wins, x_wins)
+    return win_rate(a, b, a_wins, b_wins, other, policy, confidence)
 
 
-def _accuracy(x: np.ndarray, y: np.ndarray, label: np.ndarray, outcome: np.ndarray,
-              confidence: float) -> Proportion | None:
-    usable = (label == x) | (label == y)
-    if not usable.any():
+def _accuracy(by_label: np.ndarray, confidence: float) -> Proportion | None:
+    """`by_label`: pairs by (outcome X_WINS, Y_WINS, other) x label (none, x, y, tie)."""
+    usable = int(by_label[:, LABEL_X].sum() + by_label[:, LABEL_Y].sum())
+    if not usable:
         return None
-    right = np.where(label == x, outcome == Outcome.X_WINS, outcome == Outcome.Y_WINS)[usable]
-    return wilson(int(right.sum()), int(usable.sum()), confidence)
+    return wilson(int(by_label[0, LABEL_X] + by_label[1, LABEL_Y]), usable, confidence)
+
+
+def debias_of_counts(found: DebiasCounts, *, pair: tuple[str, str] | None = None,
+                     policy: TiePolicy | str = TiePolicy.half_credit, confidence: float = 0.95,
+                     gate_passed: bool = True) -> Debiased:
+    """Both debiased verdicts from their counts (`core.reduce.debias_table`)."""
+    policy = TiePolicy(policy)
+    table = found.counts
+    n = int(table.sum())
+    averaged = table.sum(axis=(1, 2))  # class x label
+    avg = DebiasedVerdicts(method="order_averaged", pairs=n, consistency=wilson(n, n, confidence),
+                           by_construction=True, accuracy=_accuracy(averaged, confidence),
+                           win_rate=_win_rate(averaged.sum(axis=1), pair, policy, confidence))
+    cal = None
+    if found.prior is not None:
+        by_outcome = np.zeros((len(Outcome), LABEL_STATES), dtype=np.int64)
+        states = np.arange(4)
+        codes = np.where(states == NULL, MISSING, states)
+        outcome = classify(np.repeat(codes, 4), np.tile(codes, 4)).reshape(4, 4)
+        for cx in range(4):
+            for cy in range(4):
+                by_outcome[outcome[cx, cy]] += table[:, cx, cy, :].sum(axis=0)
+        complete = by_outcome[:Outcome.INCOMPLETE]
+        pairs = int(complete.sum())
+        consistent = int(complete[:Outcome.TIE + 1].sum())
+        grouped = np.stack([complete[Outcome.X_WINS], complete[Outcome.Y_WINS], complete[Outcome.TIE:].sum(axis=0)])
+        cal = DebiasedVerdicts(method="calibrated", pairs=pairs, consistency=wilson(consistent, pairs, confidence),
+                               by_construction=False, accuracy=_accuracy(grouped, confidence),
+                               win_rate=_win_rate(grouped.sum(axis=1), pair, policy, confidence))
+    return Debiased(order_averaged=avg, calibrated=cal, slot_prior=found.prior, probe_calls=found.probe_calls,
+                    withheld=not gate_passed)
 
 
 def debias(calls: pl.DataFrame, *, pair: tuple[str, str] | None = None,
@@ -127,33 +169,17 @@ def debias(calls: pl.DataFrame, *, pair: tuple[str, str] | None = None,
                                            for c in PROBABILITY_COLUMNS for o in ("xf", "yf")))
     if table.height == 0:
         return None
-    policy = TiePolicy(policy)
     col = table.get_column
     share_xf = slot_share(col("p_first_xf").to_numpy(), col("p_second_xf").to_numpy())  # P(x | x first)
     share_yf = slot_share(col("p_first_yf").to_numpy(), col("p_second_yf").to_numpy())  # P(y | y first)
     x, y = col("x").to_numpy(), col("y").to_numpy()
-    label = col("label").to_numpy()
-    averaged = order_averaged(share_xf, 1.0 - share_yf)
-    avg_outcome = np.where(averaged > 0.5, Outcome.X_WINS,
-                           np.where(averaged < 0.5, Outcome.Y_WINS, Outcome.TIE)).astype(np.int8)
-    n = int(table.height)
-    avg = DebiasedVerdicts(method="order_averaged", pairs=n, consistency=wilson(n, n, confidence),
-                           by_construction=True, accuracy=_accuracy(x, y, label, avg_outcome, confidence),
-                           win_rate=_win_rate(avg_outcome, pair, policy, confidence))
+    label = np.asarray(col("label").to_list(), dtype=object)
+    relation = np.select([label == x, label == y, label == TIE_LABEL], [LABEL_X, LABEL_Y, LABEL_TIE], LABEL_NONE)
     probes = calls.filter((pl.col("first") == pl.col("second")) & pl.col("p_first").is_not_null()
                           & pl.col("p_second").is_not_null())
-    prior, cal = None, None
+    prior = None
     if probes.height:
         probe_share = slot_share(probes.get_column("p_first").to_numpy(), probes.get_column("p_second").to_numpy())
         prior = float(np.nanmean(probe_share))
-        cal_outcome = classify(calibrated_codes(share_xf, prior), calibrated_codes(share_yf, prior))
-        complete = cal_outcome != Outcome.INCOMPLETE
-        consistent = int(np.sum(cal_outcome[complete] <= Outcome.TIE))
-        cal = DebiasedVerdicts(method="calibrated", pairs=int(complete.sum()),
-                               consistency=wilson(consistent, int(complete.sum()), confidence),
-                               by_construction=False,
-                               accuracy=_accuracy(x[complete], y[complete], label[complete], cal_outcome[complete],
-                                                  confidence),
-                               win_rate=_win_rate(cal_outcome[complete], pair, policy, confidence))
-    return Debiased(order_averaged=avg, calibrated=cal, slot_prior=prior, probe_calls=int(probes.height),
-                    withheld=not gate_passed)
+    found = DebiasCounts(debias_table(share_xf, share_yf, relation, prior), prior, int(probes.height))
+    return debias_of_counts(found, pair=pair, policy=policy, confidence=confidence, gate_passed=gate_passed)

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.core.graded import ARENA_HARD_CONVENTION, GRADED_DEFINITION
-from swapjudge.core.stats import Independence, MeanInterval, mean_interval, proportion_interval
+from swapjudge.core.stats import (
+    Independence,
+    MeanInterval,
+    Tally,
+    tally,
+    tally_mean_interval,
+    tally_proportion_interval,
+)
 from swapjudge.errors import GateError
 
 if TYPE_CHECKING:  # numpy is imported where it is used, so `calc` starts without it
@@ -146,17 +153,52 @@ def win_rate_over_pairs(a: str, b: str, result: np.ndarray, *, items: np.ndarray
     win, loss = result == 1.0, result == 0.0
     decided = win | loss
     keep = None if items is None else np.asarray(items)
+
+    def counted(values: np.ndarray, clusters: np.ndarray | None) -> Tally:
+        found = tally(values.astype(float), clusters)
+        if found is None:
+            raise ValueError("pair results must be 1, 1/2 or 0 and per-call scores 1, 1/2 or 0")
+        return found
+
+    per_call_tally = None
+    if per_call is not None:
+        per_call_tally = counted(np.asarray(per_call[0], float), np.asarray(per_call[1]))
+    return win_rate_of_tallies(
+        a, b, int(win.sum()), int(loss.sum()), int((~decided).sum()),
+        WinTallies(score=counted(result, keep), win_of_decided=counted(win[decided],
+                                                                       None if keep is None else keep[decided]),
+                   win=counted(win, keep), loss=counted(loss, keep), split=counted(~decided, keep),
+                   per_call=per_call_tally),
+        policy=policy, confidence=confidence)
+
+
+@dataclass(frozen=True)
+class WinTallies:
+    """The tallies (by item) behind a win rate's intervals: each complete pair's score for a (1, 1/2, 0), its
+    consistent-win flag among decided pairs and among all, its loss and split flags, and each usable call's
+    score (`per_call`, optional)."""
+
+    score: Tally
+    win_of_decided: Tally
+    win: Tally
+    loss: Tally
+    split: Tally
+    per_call: Tally | None = None
+
+
+def win_rate_of_tallies(a: str, b: str, a_wins: int, b_wins: int, splits: int, tallies: WinTallies, *,
+                        policy: TiePolicy | str = TiePolicy.half_credit, confidence: float = 0.95) -> WinRate:
+    """`win_rate_over_pairs` from counts and tallies (`core.reduce`): the same figures to the last bit."""
+    win = Rate.of(tally_proportion_interval(tallies.win, confidence))
     return WinRate(
-        a=a, b=b, a_wins=int(win.sum()), b_wins=int(loss.sum()), splits=int((~decided).sum()),
-        policy=TiePolicy(policy),
-        half_credit=Rate.of(mean_interval(result, confidence, keep)),
-        exclude=Rate.of(proportion_interval(win[decided], confidence, None if keep is None else keep[decided])),
-        no_credit=Rate.of(proportion_interval(win, confidence, keep)),
-        separate_a=Rate.of(proportion_interval(win, confidence, keep)),
-        separate_b=Rate.of(proportion_interval(loss, confidence, keep)),
-        separate_split=Rate.of(proportion_interval(~decided, confidence, keep)),
-        per_call=None if per_call is None else Rate.of(mean_interval(np.asarray(per_call[0], float), confidence,
-                                                                     np.asarray(per_call[1]))),
+        a=a, b=b, a_wins=a_wins, b_wins=b_wins, splits=splits, policy=TiePolicy(policy),
+        half_credit=Rate.of(tally_mean_interval(tallies.score, confidence)),
+        exclude=Rate.of(tally_proportion_interval(tallies.win_of_decided, confidence)),
+        no_credit=win,
+        separate_a=win,
+        separate_b=Rate.of(tally_proportion_interval(tallies.loss, confidence)),
+        separate_split=Rate.of(tally_proportion_interval(tallies.split, confidence)),
+        per_call=None if tallies.per_call is None else Rate.of(tally_mean_interval(tallies.per_call, confidence)),
     )
 
 
@@ -289,6 +331,12 @@ def two_order_decision(rate: WinRate, va: np.ndarray, vb: np.ndarray, flip_rate_
     """The decision on two-order data; `va` / `vb`: the positional verdicts, over complete pairs, of the call with
     a (respectively b) in slot 1."""
     ra, rb = single_order_rate(va, a_first=True), single_order_rate(vb, a_first=False)
+    return two_order_decision_of_rates(rate, ra, rb, flip_rate_high)
+
+
+def two_order_decision_of_rates(rate: WinRate, ra: float | None, rb: float | None,
+                                flip_rate_high: float | None) -> Decision:
+    """`two_order_decision` from a's single-order rates with a (`ra`) and with b (`rb`) always in slot 1."""
     side = _side(rate.half_credit.value)
     could = None if ra is None or rb is None else (_side(ra) != side or _side(rb) != side)
     return Decision(rate.margin, flip_rate_high, could, "two_orders", rate.a, rate.b, rate.half_credit, ra, rb)

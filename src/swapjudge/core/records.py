@@ -160,7 +160,11 @@ def _single_by_design(frame: pl.DataFrame) -> pl.Series:
 
 def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
     """The judges of validated records, sorted; only `judge` when given (an error naming the others if absent)."""
-    judges = sorted(frame.get_column("judge").unique().to_list())
+    return choose_judges(sorted(frame.get_column("judge").unique().to_list()), judge)
+
+
+def choose_judges(judges: list[str], judge: str | None = None) -> list[str]:
+    """The sorted judges, or only `judge` when given (an error naming the others if absent)."""
     if judge is None:
         return judges
     if judge not in judges:
@@ -251,6 +255,8 @@ def load_records_file(path: str | Path, *, allow_unpaired: bool = False, extras:
     analysis says) or `allow_unpaired` is set (the lonely call then makes its pair incomplete).
     """
     path = Path(path)
+    if path.suffix.lower() in PARQUET_SUFFIXES and not is_stdio(path):
+        return load_records_parquet(path, allow_unpaired=allow_unpaired, extras=extras)
     data = read_bytes(path)
     stdin = is_stdio(path)
     is_csv = looks_like_csv(data) if stdin else path.suffix.lower() in (".csv", ".tsv")
@@ -270,6 +276,59 @@ def load_records_file(path: str | Path, *, allow_unpaired: bool = False, extras:
         kept = [*CORE_SCHEMA, "_line", *(c for c in OPTIONAL_SCHEMA if c in frame.columns)]
         frame = frame.select(kept)
     return _checked(frame, source, allow_unpaired)
+
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+# the column types a Parquet file may give the id and text fields (anything else is refused row by row)
+_PARQUET_TEXT = (pl.String, pl.Null)
+
+
+def parquet_row_place(path: str, row: int) -> str:
+    """Where a Parquet row is: `FILE row N (row group G)`, the row group read from the file's footer."""
+    group = None
+    with contextlib.suppress(Exception):  # the footer is read by pyarrow when it is there, else left out
+        import pyarrow.parquet as pq
+
+        seen = 0
+        metadata = pq.ParquetFile(path).metadata
+        for index in range(metadata.num_row_groups):
+            seen += metadata.row_group(index).num_rows
+            if row <= seen:
+                group = index
+                break
+    return f"{path} row {row}" + ("" if group is None else f" (row group {group})")
+
+
+def load_records_parquet(path: str | Path, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
+    """Load and validate a Parquet file of presentation records, in memory (`core.streaming` reads one larger
+    than memory). Id columns are text or integers; a problem names the row (from 1) and its row group."""
+    source = str(path)
+    try:
+        schema = pl.read_parquet_schema(source)
+    except FileNotFoundError:
+        raise InputError("no such file", path=source) from None
+    except Exception as err:  # not a Parquet file, or a damaged one
+        raise InputError(f"cannot be read: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
+                         path=source) from None
+    missing = [name for name in REQUIRED if name not in schema]
+    if missing:
+        raise InputError("missing column", path=source, field=missing[0], more=len(missing) - 1)
+    keep = None if extras else [c for c in (*CORE_SCHEMA, *REGISTERED_SCHEMA, *PROBABILITY_SCHEMA, STRENGTH)
+                                   if c in schema]
+    raw = pl.read_parquet(source, columns=keep)
+    if raw.height == 0:
+        raise InputError("no records", path=source)
+    typed_ok = all(schema[c] in _PARQUET_TEXT or (c != "verdict" and c != "judge" and schema[c].is_integer())
+                   for c in ("item", "first", "second", "verdict", "judge", "label") if c in schema)
+    try:
+        if typed_ok:
+            return records_from_frame(raw, source=source, allow_unpaired=allow_unpaired)
+        return records_from_dicts(raw.to_dicts(), source=source, allow_unpaired=allow_unpaired)
+    except InputError as err:
+        if err.line is None:
+            raise
+        raise InputError(err.message, path=parquet_row_place(source, err.line), field=err.field,
+                         more=err.more) from None
 
 
 def records_from_frame(raw: pl.DataFrame, *, source: str = "<DataFrame>", allow_unpaired: bool = False) -> RecordSet:

@@ -133,19 +133,121 @@ class Independence:
         return {"independent": self.units, "clusters": self.clusters, "design_effect": self.design_effect}
 
 
+@dataclass(frozen=True)
+class Tally:
+    """Units grouped in clusters (pairs or calls grouped by item), reduced to exactly what every clustered interval
+    here needs. Each unit's value is a multiple of 1/2 (a 0/1 flag; a win, split or loss score), kept doubled as an
+    integer. Row i: `clusters[i]` clusters each hold `units[i]` units whose doubled values sum to `doubled[i]`;
+    `squares` sums every unit's doubled value squared. The rows are merged and sorted, so the same units give the
+    same tally however they arrive (an array per pair, or counts reduced from a file larger than memory), and
+    every figure computed from it is the same to the last bit: the sums below are exact integers."""
+
+    units: np.ndarray
+    doubled: np.ndarray
+    clusters: np.ndarray
+    squares: int
+
+    @classmethod
+    def of_kinds(cls, units: np.ndarray, doubled: np.ndarray, clusters: np.ndarray, squares: int) -> Tally:
+        """Merge rows of the same (units, doubled) and drop clusters without units."""
+        import numpy as np
+
+        units, doubled, clusters = (np.asarray(v, dtype=np.int64).reshape(-1) for v in (units, doubled, clusters))
+        keep = (units > 0) & (clusters > 0)
+        if not keep.all():
+            units, doubled, clusters = units[keep], doubled[keep], clusters[keep]
+        if units.size == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty, empty, empty, int(squares))
+        rows, inverse = np.unique(np.stack([units, doubled], axis=1), axis=0, return_inverse=True)
+        merged = np.bincount(inverse.reshape(-1), weights=clusters, minlength=len(rows)).astype(np.int64)
+        return cls(rows[:, 0].copy(), rows[:, 1].copy(), merged, int(squares))
+
+    @property
+    def n(self) -> int:
+        """Units."""
+        return int(self.clusters @ self.units)
+
+    @property
+    def total(self) -> int:
+        """The doubled values' sum (twice the values' sum)."""
+        return int(self.clusters @ self.doubled)
+
+    @property
+    def groups(self) -> int:
+        """Clusters holding at least one unit."""
+        return int(self.clusters.sum())
+
+
+def doubled_values(values: np.ndarray) -> np.ndarray | None:
+    """Twice each value as an integer when every value is a multiple of 1/2 (flags, scores), else None."""
+    import numpy as np
+
+    doubled = np.asarray(values, dtype=float) * 2
+    ints = np.rint(doubled)
+    if not np.array_equal(ints, doubled) or (ints.size and np.abs(ints).max() > 2**20):
+        return None
+    out: np.ndarray = ints.astype(np.int64)
+    return out
+
+
+def tally(values: np.ndarray, clusters: np.ndarray | None = None) -> Tally | None:
+    """The tally of units with these values in these clusters (each unit alone when None); None when a value is
+    not a multiple of 1/2."""
+    import numpy as np
+
+    doubled = doubled_values(values)
+    if doubled is None:
+        return None
+    squares = int(doubled @ doubled)
+    if clusters is None:
+        levels, counts = np.unique(doubled, return_counts=True)
+        return Tally.of_kinds(np.ones_like(levels), levels, counts, squares)
+    keys = np.asarray(clusters)
+    _, codes = np.unique(keys.astype(str) if keys.dtype == object else keys, return_inverse=True)
+    codes = codes.reshape(-1)
+    g = int(codes.max()) + 1 if codes.size else 0
+    units = np.bincount(codes, minlength=g)
+    sums = np.bincount(codes, weights=doubled, minlength=g).astype(np.int64)
+    return Tally.of_kinds(units, sums, np.ones(g, dtype=np.int64), squares)
+
+
+def tally_design(t: Tally, *, floor: bool = True) -> Independence:
+    """`cluster_design` of a tally, in exact integer arithmetic: with A the doubled values' sum, Q their squares'
+    and D_g = n A_g - n_g A per cluster, the ratio of the two variances is g (n-1) sum(D_g^2) / ((g-1) n^2
+    (n Q - A^2))."""
+    n, g = t.n, t.groups
+    if n == 0 or g == n:
+        return Independence("pairs", n, 1.0)
+    if g == 1:
+        return Independence("items", 1, float(n))  # every unit on one item: one observation's worth
+    total = t.total
+    spread = n * t.squares - total * total  # n^2 times the sum of squared residuals, over 4/n
+    if spread == 0:
+        return Independence("items", g, 1.0)
+    between = sum(int(c) * (n * int(s) - int(u) * total) ** 2
+                  for u, s, c in zip(t.units.tolist(), t.doubled.tolist(), t.clusters.tolist(), strict=True))
+    ratio = (g * (n - 1) * between) / ((g - 1) * n * n * spread)  # int / int: correctly rounded
+    return Independence("items", g, max(1.0, ratio) if floor else ratio)
+
+
 def cluster_design(values: np.ndarray, clusters: np.ndarray | None, *, floor: bool = True) -> Independence:
     """Design effect of a mean over units that share clusters (items): the cluster-robust (sandwich) variance of
     the mean over the variance treating units as independent, each with its small-sample factor (G/(G-1) and
     n/(n-1)), floored at 1 (unless `floor` is False) so sharing never narrows an interval. Units in clusters of
-    one give exactly 1."""
+    one give exactly 1. Values that are multiples of 1/2 go through `tally_design` (exact)."""
     import numpy as np
 
     values = np.asarray(values, dtype=float)
     n = int(values.size)
     if clusters is None or n == 0:
         return Independence("pairs", n, 1.0)
+    counted = tally(values, clusters)
+    if counted is not None:
+        return tally_design(counted, floor=floor)
     keys = np.asarray(clusters)
     _, codes = np.unique(keys.astype(str) if keys.dtype == object else keys, return_inverse=True)
+    codes = codes.reshape(-1)
     g = int(codes.max()) + 1
     if g == n:
         return Independence("pairs", n, 1.0)
@@ -204,16 +306,35 @@ class MeanInterval:
                 "effective_n": self.effective_n, "method": self.method, **self.independence.to_dict()}
 
 
+def _spread(n: int, total: float, squares: float) -> float:
+    w = SPREAD_PSEUDO
+    size = float(n) + 2 * w
+    mean = (total + w) / size
+    var = (squares + w) / size - mean**2
+    return min(1.0, max(var, 0.0) / (mean * (1 - mean)))
+
+
 def score_spread(scores: np.ndarray) -> float:
     """Variance of per-pair scores relative to a 0/1 score with the same mean (1 for 0/1 scores, less with
     splits), measured with SPREAD_PSEUDO added on each side so it is never 0."""
     import numpy as np
 
-    w = SPREAD_PSEUDO
-    total = float(scores.size) + 2 * w
-    mean = (float(scores.sum()) + w) / total
-    var = (float(np.sum(scores**2)) + w) / total - mean**2
-    return min(1.0, max(var, 0.0) / (mean * (1 - mean)))
+    return _spread(int(scores.size), float(scores.sum()), float(np.sum(scores**2)))
+
+
+def tally_mean_interval(t: Tally, confidence: float = 0.95) -> MeanInterval:
+    """`mean_interval` of the scores a tally holds (the sums of halves and quarters are exact in floats)."""
+    n = t.n
+    design = tally_design(t)
+    method = "wilson_effective_n"
+    if n == 0:
+        return MeanInterval(None, None, None, 0, None, method, design)
+    total = t.total / 2
+    p = total / n
+    n_eff = n / (_spread(n, total, t.squares / 4) * design.design_effect)
+    z = normal_quantile(confidence)
+    low, high = _small_count_bounds(p, n, n_eff, *_wilson_bounds(p, n_eff, z), confidence)
+    return MeanInterval(p, low, high, n, n_eff, method, design)
 
 
 def mean_interval(scores: np.ndarray, confidence: float = 0.95, clusters: np.ndarray | None = None) -> MeanInterval:
@@ -225,6 +346,9 @@ def mean_interval(scores: np.ndarray, confidence: float = 0.95, clusters: np.nda
     import numpy as np
 
     scores = np.asarray(scores, dtype=float)
+    counted = tally(scores, clusters) if clusters is not None else None
+    if counted is not None:
+        return tally_mean_interval(counted, confidence)
     n = int(scores.size)
     design = cluster_design(scores, clusters)
     method = "wilson_effective_n"
@@ -237,6 +361,22 @@ def mean_interval(scores: np.ndarray, confidence: float = 0.95, clusters: np.nda
     return MeanInterval(p, low, high, n, n_eff, method, design)
 
 
+def tally_proportion_interval(t: Tally, confidence: float = 0.95, *, floor: bool = True) -> MeanInterval:
+    """`proportion_interval` of the 0/1 flags a tally holds."""
+    n = t.n
+    design = tally_design(t, floor=floor)
+    if n == 0:
+        return MeanInterval(None, None, None, 0, None, "wilson", design)
+    k = t.total // 2
+    if design.design_effect == 1.0:
+        w = wilson(k, n, confidence)
+        return MeanInterval(w.rate, w.low, w.high, n, float(n), "wilson", design)
+    p = k / n
+    n_eff = n / design.design_effect
+    low, high = _wilson_bounds(p, n_eff, normal_quantile(confidence))
+    return MeanInterval(p, low, high, n, n_eff, "wilson_clustered", design)
+
+
 def proportion_interval(flags: np.ndarray, confidence: float = 0.95, clusters: np.ndarray | None = None, *,
                         floor: bool = True) -> MeanInterval:
     """A 0/1 rate over pairs with its Wilson interval: exactly `wilson` when no two pairs share an item, and on
@@ -245,6 +385,10 @@ def proportion_interval(flags: np.ndarray, confidence: float = 0.95, clusters: n
 
     flags = np.asarray(flags, dtype=float)
     n = int(flags.size)
+    if clusters is not None and n:
+        counted = tally(flags, clusters)
+        if counted is not None:
+            return tally_proportion_interval(counted, confidence, floor=floor)
     design = cluster_design(flags, clusters, floor=floor)
     if n == 0:
         return MeanInterval(None, None, None, 0, None, "wilson", design)

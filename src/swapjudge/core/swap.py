@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.codes import FIRST, MISSING, SECOND, TIE, Outcome
-from swapjudge.core.stats import Independence, band, binomial_p, clustered_binomial_p, proportion_interval, wilson
+from swapjudge.core.stats import (
+    Independence,
+    Tally,
+    band,
+    binomial_p,
+    clustered_binomial_p,
+    tally,
+    tally_proportion_interval,
+    wilson,
+)
 
 if TYPE_CHECKING:  # numpy is imported where it is used, so `calc` starts without it
     import numpy as np
@@ -115,7 +124,14 @@ def consistency(consistent: int, pairs: int, confidence: float = 0.95, *, flags:
 
     if flags is None:
         flags = np.concatenate([np.ones(consistent), np.zeros(pairs - consistent)])
-    m = proportion_interval(flags, confidence, items)
+    counted = tally(np.asarray(flags, dtype=float), items)
+    assert counted is not None  # 0/1 flags
+    return consistency_of_tally(consistent, pairs, counted, confidence)
+
+
+def consistency_of_tally(consistent: int, pairs: int, flags: Tally, confidence: float = 0.95) -> Consistency:
+    """Swap-consistency from the tally of each complete pair's consistent flag by item (`core.reduce`)."""
+    m = tally_proportion_interval(flags, confidence)
     return Consistency(consistent, pairs, m.value, m.low, m.high, band(m.value), confidence, m.method,
                        m.independence, m.effective_n)
 
@@ -181,7 +197,16 @@ def flip_direction_of_pairs(outcome: np.ndarray, items: np.ndarray, confidence: 
     toward_first = np.isin(outcome, (Outcome.FLIP_FIRST, Outcome.HALF_TIE_FIRST))
     inconsistent = toward_first | np.isin(outcome, (Outcome.FLIP_SECOND, Outcome.HALF_TIE_SECOND))
     k, n = int(toward_first.sum()), int(inconsistent.sum())
-    m = proportion_interval(toward_first[inconsistent], confidence, np.asarray(items)[inconsistent])
+    counted = tally(toward_first[inconsistent].astype(float), np.asarray(items)[inconsistent] if n else None)
+    assert counted is not None  # 0/1 flags
+    return flip_direction_of_tally(k, n, counted, confidence)
+
+
+def flip_direction_of_tally(toward_first: int, inconsistent: int, flags: Tally,
+                            confidence: float = 0.95) -> FlipDirection:
+    """Flip direction from the tally of each inconsistent pair's toward-first flag by item (`core.reduce`)."""
+    k, n = toward_first, inconsistent
+    m = tally_proportion_interval(flags, confidence)
     return FlipDirection(k, n - k, m.value, m.low, m.high,
                          clustered_binomial_p(k, n, m.independence) if n else None, round(1 - confidence, 12),
                          independence=m.independence)
@@ -214,6 +239,12 @@ def verdict_split(codes: np.ndarray, confidence: float = 0.95) -> VerdictSplit:
 
     first, second = int(np.sum(codes == FIRST)), int(np.sum(codes == SECOND))
     tie, unparsed = int(np.sum(codes == TIE)), int(np.sum(codes == MISSING))
+    return verdict_split_of_counts(first, second, tie, unparsed, confidence)
+
+
+def verdict_split_of_counts(first: int, second: int, tie: int, unparsed: int,
+                            confidence: float = 0.95) -> VerdictSplit:
+    """The verdict split from its four counts over calls."""
     p = wilson(first, first + second, confidence)
     return VerdictSplit(first, second, tie, unparsed, p.rate, p.low, p.high)
 

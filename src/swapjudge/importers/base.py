@@ -331,7 +331,11 @@ def finish(imports: Sequence[FileImport], *, pair_check: bool = True) -> ImportR
 
 
 def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
-    """Write records as JSON Lines (CSV when the name ends in .csv), atomically."""
+    """Write records as JSON Lines (CSV when the name ends in .csv, Parquet in .parquet), atomically."""
+    from swapjudge.core.parquet_out import is_parquet_path, write_records_parquet
+
+    if is_parquet_path(path):
+        return write_records_parquet(records, path)
     rows = list(records)
     with atomic_text(path, create_parent=False) as handle:
         if Path(path).suffix.lower() == ".csv":

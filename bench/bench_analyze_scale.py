@@ -1,0 +1,162 @@
+"""Benchmark: `swapjudge analyze` on records larger than memory, against the same reduction written directly.
+
+For each size it generates (once, into bench/data/, git-ignored) a Parquet file of presentation records
+(bench/scale_records.py: four judges, eight systems, one pair of systems per item and judge, both orders;
+`--pairs-per-item 2` for items holding two pairs), then runs, each in a
+fresh process, side by side:
+
+- `swapjudge analyze FILE --format json` (the streaming engine: DuckDB within SWAPJUDGE_MEMORY_LIMIT);
+- the floor in DuckDB: read the file and count the verdicts per judge, item and slots
+  (`GROUP BY judge, item, first, second`), under the same memory limit;
+- the floor in polars: the same counts with `scan_parquet(...).group_by(...).collect(engine="streaming")`
+  (it holds every group in memory, so it is skipped above --polars-up-to records).
+
+and the same for one JSON Lines file (--jsonl records), where the polars floor reads with `read_ndjson` as the
+issue's measurement did. Each line prints wall seconds, CPU seconds (user + system, every thread) and the
+process's peak RSS from `os.wait4`; the ratio is swapjudge's wall time over the faster floor's.
+
+    python bench/bench_analyze_scale.py [--sizes 1000000 10000000 100000000] [--jsonl 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+
+DUCKDB_FLOOR = textwrap.dedent("""
+    import atexit, os, shutil, sys, tempfile, duckdb
+    path = sys.argv[1]
+    spill = tempfile.mkdtemp()
+    atexit.register(shutil.rmtree, spill, True)
+    con = duckdb.connect(":memory:")
+    con.execute("SET memory_limit = '" + os.environ.get("SWAPJUDGE_MEMORY_LIMIT", "1GB") + "'")
+    con.execute("SET temp_directory = '" + spill + "'")
+    con.execute("SET preserve_insertion_order = false")
+    source = (f"read_parquet('{path}')" if path.endswith(".parquet") else
+              f"read_json('{path}', format='newline_delimited', columns={{'judge': 'VARCHAR', 'item': 'VARCHAR', "
+              "'first': 'VARCHAR', 'second': 'VARCHAR', 'verdict': 'VARCHAR'})")
+    print(con.execute(f'''
+        SELECT count(*), sum(f), sum(s), sum(t), sum(u) FROM (
+          SELECT judge, item, first, second, count(*) FILTER (WHERE verdict = 'first') AS f,
+                 count(*) FILTER (WHERE verdict = 'second') AS s, count(*) FILTER (WHERE verdict = 'tie') AS t,
+                 count(*) FILTER (WHERE verdict IS NULL) AS u
+          FROM {source} GROUP BY judge, item, first, second)''').fetchall())
+""")
+
+POLARS_FLOOR = textwrap.dedent("""
+    import sys, polars as pl
+    path = sys.argv[1]
+    schema = {"judge": pl.String, "item": pl.String, "first": pl.String, "second": pl.String, "verdict": pl.String}
+    frame = pl.scan_parquet(path) if path.endswith(".parquet") else pl.read_ndjson(path, schema=schema).lazy()
+    counts = frame.group_by("judge", "item", "first", "second").agg(
+        (pl.col("verdict") == "first").sum().alias("f"), (pl.col("verdict") == "second").sum().alias("s"),
+        (pl.col("verdict") == "tie").sum().alias("t"), pl.col("verdict").is_null().sum().alias("u"))
+    print(counts.select(pl.len(), pl.col("f").sum(), pl.col("s").sum(), pl.col("t").sum(), pl.col("u").sum())
+          .collect(engine="streaming").rows())
+""")
+
+
+def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds (user + system of the process and its threads) and peak RSS (MiB) of one run,
+    from the kernel's accounting of that child alone; and its stdout."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if process.returncode not in (0, 1):  # 1: a failed gate, still a full analysis
+        raise SystemExit(f"{' '.join(command[:3])} failed ({process.returncode}): {stderr.strip()[-500:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stdout
+
+
+def line(label: str, result: tuple[float, float, float, str], floor: float | None = None) -> str:
+    wall, cpu, rss, _ = result
+    ratio = "" if floor is None else f"  {wall / floor:4.2f}x the floor"
+    return f"  {label:<34} {wall:8.2f} s wall {cpu:8.2f} s cpu {rss:8.0f} MiB peak{ratio}"
+
+
+def compare(path: Path, polars: bool, env: dict[str, str], cli: str) -> dict[str, tuple[float, float, float, str]]:
+    python = sys.executable
+    runs: dict[str, tuple[float, float, float, str]] = {}
+    runs["duckdb floor"] = measure([python, "-c", DUCKDB_FLOOR, str(path)], env)
+    if polars:
+        runs["polars floor"] = measure([python, "-c", POLARS_FLOOR, str(path)], env)
+    runs["swapjudge analyze"] = measure([cli, "analyze", str(path), "--format", "json", "--min-consistency", "0"],
+                                        env)
+    json.loads(runs["swapjudge analyze"][3])  # a whole JSON document came out
+    floor = min(runs[k][0] for k in runs if k.endswith("floor"))
+    for label, result in runs.items():
+        print(line(label, result, None if label.endswith("floor") else floor))
+    return runs
+
+
+def generate(size: int, path: Path, pairs_per_item: int) -> None:
+    """The records file, written once by bench/scale_records.py in its own process (this one stays small: a
+    child's peak RSS is counted from this process's size at the fork)."""
+    if path.exists():
+        return
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(HERE / "scale_records.py"), str(size), str(path), str(pairs_per_item)],
+                   check=True)
+    print(f"generated {path.name} in {time.perf_counter() - start:.0f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000, 100_000_000])
+    parser.add_argument("--jsonl", type=int, nargs="*", default=[1_000_000])
+    parser.add_argument("--polars-up-to", type=int, default=10_000_000,
+                        help="largest file the in-memory polars floor is run on (it holds every group)")
+    parser.add_argument("--pairs-per-item", type=int, default=1, help="pairs of systems per item and judge")
+    parser.add_argument("--memory-in-memory-engine", action="store_true",
+                        help="also run `analyze --engine memory` on the JSON Lines files")
+    args = parser.parse_args()
+    cli = str(Path(sys.executable).parent / "swapjudge")
+    env = dict(os.environ)
+    env.setdefault("SWAPJUDGE_MEMORY_LIMIT", "1GB")
+    from importlib.metadata import version  # not the packages themselves: a child's peak RSS starts at ours
+
+    print(f"cpus: {os.cpu_count()}  python {sys.version.split()[0]}  duckdb {version('duckdb')}  "
+          f"polars {version('polars')}  SWAPJUDGE_MEMORY_LIMIT={env['SWAPJUDGE_MEMORY_LIMIT']}  "
+          f"load average {os.getloadavg()[0]:.1f}")
+    growth = []
+    prefix = "records" if args.pairs_per_item == 1 else f"records_{args.pairs_per_item}pairs"
+    for size in args.sizes:
+        path = DATA / f"{prefix}_{size}.parquet"
+        generate(size, path, args.pairs_per_item)
+        print(f"{size:,} records, Parquet ({path.stat().st_size / 1e6:,.0f} MB):")
+        runs = compare(path, size <= args.polars_up_to, env, cli)
+        growth.append((size, runs["swapjudge analyze"]))
+    for size in args.jsonl:
+        path = DATA / f"{prefix}_{size}.jsonl"
+        generate(size, path, args.pairs_per_item)
+        print(f"{size:,} records, JSON Lines ({path.stat().st_size / 1e6:,.0f} MB):")
+        runs = compare(path, True, env, cli)
+        if args.memory_in_memory_engine:
+            floor = min(runs[k][0] for k in runs if k.endswith("floor"))
+            print(line("swapjudge analyze --engine memory", measure(
+                [cli, "analyze", str(path), "--format", "json", "--min-consistency", "0", "--engine", "memory"], env),
+                floor))
+    if len(growth) > 1:
+        (n0, r0) = growth[0]
+        for n1, r1 in growth[1:]:
+            print(f"growth {n0:,} -> {n1:,} records ({n1 / n0:.0f}x): wall {r1[0] / r0[0]:.1f}x, cpu "
+                  f"{r1[1] / r0[1]:.1f}x, peak memory {r1[2] / r0[2]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""The streaming reduction (DuckDB, `core.streaming`) and the analysis from counts (`core.counted`) against the
+in-memory analysis of the same records: every figure equal, on seeded shapes, the repository's examples and real
+published judge data, from JSON Lines and from Parquet; and the same one-line errors for the same bad files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from conftest import shared_data, shi2024_records, write_jsonl
+from record_shapes import SHAPES
+from swapjudge.core.analysis import analyze as analyse_records
+from swapjudge.core.counted import analyze_source
+from swapjudge.core.records import load_records
+from swapjudge.core.reduce import FrameSource
+from swapjudge.core.streaming import open_source, should_stream
+from swapjudge.errors import InputError
+from swapjudge.workflows.audit import analyze
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _same(left: Any, right: Any, where: str = "") -> None:
+    """Equal documents; floats to 1e-12 relative (sums taken in another order may differ in the last bits)."""
+    if isinstance(left, float) and isinstance(right, float):
+        assert (math.isnan(left) and math.isnan(right)) or math.isclose(left, right, rel_tol=1e-12, abs_tol=1e-15), \
+            f"{where}: {left} != {right}"
+    elif isinstance(left, dict) and isinstance(right, dict):
+        assert left.keys() == right.keys(), f"{where}: keys {sorted(left)} != {sorted(right)}"
+        for key in left:
+            _same(left[key], right[key], f"{where}.{key}")
+    elif isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        assert len(left) == len(right), f"{where}: length {len(left)} != {len(right)}"
+        for index, (a, b) in enumerate(zip(left, right, strict=True)):
+            _same(a, b, f"{where}[{index}]")
+    else:
+        assert left == right, f"{where}: {left!r} != {right!r}"
+
+
+def _documents(results: Any) -> list[dict[str, Any]]:
+    return [r.to_dict() for r in results]
+
+
+def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
+    # ids of mixed types (the integer items of some shapes) become text, as the JSON Lines loader makes them
+    frame = pl.DataFrame([{k: (str(v) if k in ("item", "first", "second") else v) for k, v in row.items()}
+                          for row in rows], infer_schema_length=None)
+    frame.write_parquet(path)
+    return path
+
+
+def _check_all_paths(tmp_path: Path, rows: list[dict[str, Any]], allow_unpaired: bool = False,
+                     **options: Any) -> list[dict[str, Any]]:
+    reference = _documents(analyse_records(load_records(rows, allow_unpaired=allow_unpaired), **options))
+    loaded = load_records(rows, allow_unpaired=allow_unpaired)
+    _same(_documents(analyze_source(FrameSource(loaded.frame), **options)), reference, "counts in memory")
+    jsonl = write_jsonl(tmp_path / "records.jsonl", rows)
+    parquet = _write_parquet(tmp_path / "records.parquet", rows)
+    for path in (jsonl, parquet):
+        with open_source(path, allow_unpaired=allow_unpaired) as source:
+            _same(_documents(analyze_source(source, **options)), reference, f"streamed {path.suffix}")
+        _same(_documents(analyze(path, allow_unpaired=allow_unpaired, engine="streaming", **options)), reference,
+              f"analyze --engine streaming {path.suffix}")
+        _same(_documents(analyze(path, allow_unpaired=allow_unpaired, engine="memory", **options)), reference,
+              f"analyze --engine memory {path.suffix}")
+    return reference
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_shape_gives_the_in_memory_figures(tmp_path: Path, shape: str) -> None:
+    rows = SHAPES[shape]()
+    reference = _check_all_paths(tmp_path, rows, allow_unpaired=shape in ("unpaired", "reshown"))
+    assert reference and all("swap_consistency" in doc or "consistency" in json.dumps(doc) for doc in reference)
+
+
+def test_a_chosen_pair_policy_and_confidence(tmp_path: Path) -> None:
+    _check_all_paths(tmp_path, SHAPES["mixed"](), a="alpha", b="gamma", tie_policy="exclude", confidence=0.9,
+                     judge="j2")
+
+
+def test_the_example_records(tmp_path: Path) -> None:
+    """examples/mtbench_gpt4_vs_vicuna.jsonl (the other examples are pairs files for `run`)."""
+    text = (EXAMPLES / "mtbench_gpt4_vs_vicuna.jsonl").read_text()
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    _check_all_paths(tmp_path, rows)
+
+
+@pytest.mark.parametrize(("benchmark", "judge"), [("MTBench", "gpt-4-0613"), ("DevBench", "gemini-pro")])
+def test_real_judge_data(tmp_path: Path, benchmark: str, judge: str) -> None:
+    rows = shi2024_records(benchmark, judge)
+    assert len(rows) > 100
+    reference = _check_all_paths(tmp_path, rows)
+    assert reference[0]["judge"] == judge
+
+
+def test_real_data_from_many_judges_at_once(tmp_path: Path) -> None:
+    """The Shi et al. CSV as one file: every judge of both benchmarks (25,600 calls)."""
+    import csv
+
+    verdicts = {"A": "first", "B": "second", "C": "tie", "": None}
+    with shared_data("shi2024", "verdicts_both_orders.csv").open(newline="") as f:
+        rows = [{"judge": f"{r['benchmark']}/{r['judge']}", "item": r["question_id"], "first": r["model_first"],
+                 "second": r["model_second"], "verdict": verdicts[r["verdict"]]}
+                for r in csv.DictReader(f)]
+    assert len({r["judge"] for r in rows}) > 5
+    _check_all_paths(tmp_path, rows)
+
+
+# ---- the same checks, the same words -----------------------------------------------------------------------
+
+
+def _error(call: Any) -> str:
+    with pytest.raises(InputError) as caught:
+        call()
+    return str(caught.value)
+
+
+BAD = {
+    "unknown verdict": lambda rows: rows[5].update(verdict="maybe"),
+    "empty item": lambda rows: rows[7].update(item=""),
+    "duplicate call": lambda rows: rows.append(dict(rows[3])),
+    "one order": lambda rows: rows.pop(10),
+    "missing verdict key": lambda rows: rows[4].pop("verdict"),
+    "missing second": lambda rows: rows[6].pop("second"),
+    "string round": lambda rows: rows[8].update(round="two"),
+}
+
+
+@pytest.mark.parametrize("problem", sorted(BAD))
+def test_a_bad_json_lines_file_fails_with_the_in_memory_words(tmp_path: Path, problem: str) -> None:
+    rows = SHAPES["two_systems"]()
+    BAD[problem](rows)
+    path = write_jsonl(tmp_path / "bad.jsonl", rows)
+    expected = _error(lambda: load_records(path))
+    assert str(path) in expected
+    assert _error(lambda: open_source(path).judges()) == expected
+
+
+@pytest.mark.parametrize("problem", ["unknown verdict", "duplicate call", "one order", "empty item"])
+def test_a_bad_parquet_file_names_the_row_and_row_group(tmp_path: Path, problem: str) -> None:
+    rows = SHAPES["two_systems"]()
+    BAD[problem](rows)
+    path = _write_parquet(tmp_path / "bad.parquet", rows)
+    expected = _error(lambda: load_records(path))
+    assert "row group" in expected
+    assert _error(lambda: open_source(path).judges()) == expected
+
+
+def test_auto_streams_parquet_and_reads_small_json_lines_in_memory(tmp_path: Path) -> None:
+    rows = SHAPES["two_systems"]()
+    assert should_stream(_write_parquet(tmp_path / "r.parquet", rows))
+    assert not should_stream(write_jsonl(tmp_path / "r.jsonl", rows))
+    assert not should_stream(write_jsonl(tmp_path / "r.jsonl", rows), "memory")
+    assert should_stream(tmp_path / "r.jsonl", "streaming")
+    assert not should_stream(rows, "streaming")  # a list of dicts is already in memory
+
+
+TYPED = {
+    "boolean item": lambda rows: rows[0].update(item=True),
+    "number item": lambda rows: rows[0].update(item=1.5),
+    "object item": lambda rows: rows[0].update(item={"a": 1}),
+    "number judge": lambda rows: rows[0].update(judge=5),
+    "number round": lambda rows: rows[0].update(round=1.0),
+    "boolean round": lambda rows: rows[0].update(round=True),
+    "number verdict": lambda rows: rows[0].update(verdict=1),
+    "boolean verdict": lambda rows: rows[0].update(verdict=False),
+    "object verdict": lambda rows: rows[0].update(verdict={"v": "first"}),
+    "probability above 1": lambda rows: rows[0].update(p_first=1.5, p_second=0.1),
+    "probability as text": lambda rows: rows[0].update(p_first="0.5", p_second=0.1),
+    "negative probability": lambda rows: rows[0].update(p_first=0.5, p_second=-0.1),
+    "boolean probability": lambda rows: rows[0].update(p_first=True, p_second=0.1),
+}
+
+
+@pytest.mark.parametrize("problem", sorted(TYPED))
+def test_a_field_of_the_wrong_json_type_is_refused_by_its_line_and_field(tmp_path: Path, problem: str) -> None:
+    rows = SHAPES["two_systems"]()
+    TYPED[problem](rows)
+    path = write_jsonl(tmp_path / "typed.jsonl", rows)
+    expected = _error(lambda: load_records(path, extras=False))
+    assert expected.startswith(f"{path}:1: field `")
+    assert _error(lambda: open_source(path).judges()) == expected
+
+
+def test_without_duckdb_the_core_install_reads_parquet_in_memory_and_streaming_names_the_extra(
+        tmp_path: Path) -> None:
+    """DuckDB is the `scale` extra: without it `import swapjudge` works, `analyze` reads a Parquet file in memory
+    with the same figures, and `--engine streaming` is one line naming the extra (exit 2)."""
+    import subprocess
+    import sys
+
+    rows = SHAPES["two_systems"]()
+    path = _write_parquet(tmp_path / "r.parquet", rows)
+    blocked = ("import sys; sys.modules['duckdb'] = None; import swapjudge; from swapjudge.cli import main; "
+               "sys.argv = ['swapjudge', *sys.argv[1:]]; main()")
+    plain = subprocess.run([sys.executable, "-c", blocked, "analyze", str(path), "--format", "json"],
+                           capture_output=True, text=True)
+    assert plain.returncode in (0, 1), plain.stderr
+    document = json.loads(plain.stdout)
+    document.pop("schema_version")
+    _same(document, _documents(analyse_records(load_records(rows)))[0], "without duckdb")
+    streaming = subprocess.run([sys.executable, "-c", blocked, "analyze", str(path), "--engine", "streaming"],
+                               capture_output=True, text=True)
+    assert streaming.returncode == 2
+    assert streaming.stderr.strip().splitlines() == [
+        "error: the streaming reduction needs DuckDB: pip install 'swapjudge[scale]'"]
+
+
+@pytest.mark.parametrize("value", [1.5, -0.25, float("nan")])
+def test_a_parquet_probability_outside_0_1_is_refused_by_its_row(tmp_path: Path, value: float) -> None:
+    rows = SHAPES["mixed_probabilities"]()
+    rows[3].update(p_first=value, p_second=0.1)
+    path = _write_parquet(tmp_path / "p.parquet", rows)
+    expected = _error(lambda: load_records(path))
+    assert "row 4 (row group 0): field `p_first`: must be a probability" in expected
+    assert _error(lambda: open_source(path).judges()) == expected
+
+
+def test_graded_verdicts_are_analysed_in_memory_and_the_streaming_engine_says_so(tmp_path: Path) -> None:
+    """`strength` (graded verdicts) is read by the in-memory analysis only: `auto` reads such a file whole (the
+    graded figures included), `streaming` refuses it in one line instead of dropping the grades."""
+    from swapjudge.errors import SwapjudgeError
+
+    rows = SHAPES["two_systems"]()
+    for row in rows:
+        if row["verdict"] in ("first", "second"):
+            row["strength"] = 1 + len(row["item"]) % 2
+    reference = _documents(analyse_records(load_records(rows)))
+    assert reference[0]["graded"] is not None
+    for path in (write_jsonl(tmp_path / "g.jsonl", rows), _write_parquet(tmp_path / "g.parquet", rows)):
+        assert not should_stream(path)
+        _same(_documents(analyze(path)), reference, f"auto {path.suffix}")
+        with pytest.raises(SwapjudgeError, match="graded verdicts"):
+            analyze(path, engine="streaming")
+
+
+@pytest.mark.slow
+def test_under_an_address_space_ceiling_the_reduction_spills_instead_of_failing(tmp_path: Path) -> None:
+    """`ulimit -v 2000000` (2 GB of address space, about 1.3 GB of it mapped by polars and DuckDB at start):
+    DuckDB's limit follows the room left, and the figures are those of an unconstrained run."""
+    import resource
+    import subprocess
+    import sys
+
+    n = 3_000_000
+    row = pl.int_range(0, n, eager=True)
+    frame = pl.DataFrame({"judge": pl.repeat("j", n, eager=True), "item": "q" + (row // 2).cast(pl.String),
+                          "first": pl.Series(["a", "b"] * (n // 2)), "second": pl.Series(["b", "a"] * (n // 2)),
+                          "verdict": pl.Series(["first", "second", "tie", None, "first", "first", "second"]
+                                               * (n // 7) + ["tie"] * (n % 7))})
+    path = tmp_path / "big.parquet"
+    frame.write_parquet(path)
+    command = [sys.executable, "-m", "swapjudge", "analyze", str(path), "--format", "json", "--min-consistency", "0"]
+
+    def ceiling() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2_000_000 * 1024, resource.RLIM_INFINITY))
+
+    limited = subprocess.run(command, capture_output=True, text=True, preexec_fn=ceiling)
+    assert limited.returncode == 0, limited.stderr
+    free = subprocess.run(command, capture_output=True, text=True)
+    assert json.loads(limited.stdout) == json.loads(free.stdout)
+    _same(json.loads(free.stdout)["consistency"],
+          _documents(analyse_records(load_records(frame)))[0]["consistency"], "consistency")
