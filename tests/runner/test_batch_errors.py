@@ -24,7 +24,7 @@ def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("backend", ["openai", "anthropic"])
 @pytest.mark.parametrize(("status", "says"), [
-    (401, "HTTP 401 (authentication refused; check the API key variable)"),
+    (401, "HTTP 401 (authentication refused; check the API key variable"),
     (400, "HTTP 400: {{\"error\": {{\"message\": \"Invalid request\""),
     (500, "HTTP 500 (the {backend} batch API kept failing"),
     (404, "HTTP 404 at /v1/{path}"),

@@ -134,6 +134,7 @@ def test_batch_request_files_on_a_full_disk_are_one_line(tmp_path: Path) -> None
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and "Traceback" not in done.stderr and "disk full" in lines[0], lines
     assert not list(out.glob("*.requests.jsonl")), sorted(p.name for p in out.iterdir())  # no half request file
+    assert not list(out.glob("*.partial")), sorted(p.name for p in out.iterdir())  # nor a half-written partial
     # room again (the tmpfs is gone; `disk` is a plain folder now): the same command writes the request file
     again = in_namespace(swapjudge("run", "run.yaml", "--no-progress"), cwd=tmp_path)
     assert again.returncode == 0, again.stderr

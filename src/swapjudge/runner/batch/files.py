@@ -15,6 +15,7 @@ regular file (a folder, a FIFO) is skipped with a note: opening a FIFO would blo
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -114,7 +115,11 @@ class FileBatches:
                 shutil.copyfileobj(payload, out)
             os.replace(partial, target)
         except OSError as err:
-            raise SwapjudgeError(f"cannot write the request file {target}: {err.strerror}") from None
+            partial.unlink(missing_ok=True)  # a half-written request file is never left for the engine to find
+            full = err.errno in (errno.ENOSPC, errno.EDQUOT)
+            why = "disk full: nothing written (the run's calls are planned in the store; free space and run again)" \
+                if full else err.strerror
+            raise SwapjudgeError(f"cannot write the request file {target}: {why}") from None
         return target.name
 
     async def find(self, sub: BatchSubmission, known: set[str]) -> str | None:
