@@ -174,7 +174,20 @@ TYPED = {
     "probability as text": lambda rows: rows[0].update(p_first="0.5", p_second=0.1),
     "negative probability": lambda rows: rows[0].update(p_first=0.5, p_second=-0.1),
     "boolean probability": lambda rows: rows[0].update(p_first=True, p_second=0.1),
+    # the same wrong type on every call of an item, so the pairs still pair up (polars alone would read it as text)
+    "boolean item on a whole item": lambda rows: _on_first_item(rows, item=True),
+    "number item on a whole item": lambda rows: _on_first_item(rows, item=2.5),
+    "boolean label on a whole item": lambda rows: _on_first_item(rows, label=True),
+    "number judge on a whole item": lambda rows: _on_first_item(rows, judge=7),
+    "empty verdict": lambda rows: rows[0].update(verdict=""),
 }
+
+
+def _on_first_item(rows: list[dict[str, object]], **fields: object) -> None:
+    first_item = rows[0]["item"]
+    for row in rows:
+        if row["item"] == first_item:
+            row.update(fields)
 
 
 @pytest.mark.parametrize("problem", sorted(TYPED))

@@ -389,9 +389,28 @@ def _fast_frame(data: bytes, is_csv: bool, extras: bool = True) -> pl.DataFrame 
                 raw = raw.drop([c for c in OPTIONAL_SCHEMA if raw.get_column(c).null_count() == raw.height])
         if any(col not in raw.columns for col in REQUIRED):
             return None
+        if not is_csv and _maybe_coerced(raw):
+            return None
         return _normalise(raw)
     except Exception:  # any parse or cast failure: the slow path reports it precisely
         return None
+
+
+# polars reads `true`, `1.5`, `{...}` and `[...]` into a text column as text; such a value may have been one (the
+# slow path then decides from the JSON types, as docs/records.md and the streaming engine do)
+_NOT_TEXT_LIKE = r"^(?:true|false|-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[\[{].*)$"
+_NOT_INTEGER = r"^(?:true|false|-?\d+(?:\.\d*)?[eE][-+]?\d+|-?\d+\.\d*|[\[{].*)$"
+
+
+def _maybe_coerced(raw: pl.DataFrame) -> bool:
+    """True when a JSON Lines frame may hold a value of the wrong JSON type, or an empty verdict (`""` is no
+    verdict in JSON; only an empty CSV cell is null)."""
+    checks = [pl.col(c).cast(pl.String).str.contains(_NOT_INTEGER) for c in ("item", "first", "second", "label")
+              if c in raw.columns]
+    if "judge" in raw.columns:
+        checks.append(pl.col("judge").cast(pl.String).str.contains(_NOT_TEXT_LIKE))
+    checks.append(pl.col("verdict").cast(pl.String) == "")
+    return bool(raw.select(pl.any_horizontal(checks).fill_null(False).any()).item())
 
 
 def _separator(data: bytes) -> str:
