@@ -1044,6 +1044,29 @@ def _line_of_record(path: str, ordinal: int) -> int:
     return ordinal
 
 
+def record_fields(path: str | Path) -> list[str]:
+    """The fields of a records file as the in-memory loader's frame has them: the record format's columns, then
+    the others in the file's order (a Parquet file's schema; a JSON Lines file's keys by first appearance)."""
+    import duckdb
+
+    from swapjudge.core.records import CORE_SCHEMA
+
+    path = str(path)
+    try:
+        if is_parquet(path):
+            names = list(pl.read_parquet_schema(path))
+        else:
+            with duckdb.connect(":memory:") as con:
+                names = [str(k) for (k,) in con.execute(f"""
+                    SELECT k FROM (SELECT ordinality AS r, unnest(json_keys(json)) AS k,
+                                          generate_subscripts(json_keys(json), 1) AS i
+                                   FROM read_ndjson_objects({_quote(path)}) WITH ORDINALITY)
+                    GROUP BY k ORDER BY min(r * 100000 + i)""").fetchall()]
+    except (duckdb.Error, OSError) as err:
+        raise _duckdb_error(path, err) from None
+    return [*CORE_SCHEMA, *(n for n in names if n not in CORE_SCHEMA and n != STRENGTH)]
+
+
 def open_source(path: str | Path, *, allow_unpaired: bool = False, segment: str | None = None,
                 missing_segment: str = "(missing)", split: bool | None = None) -> StreamingSource:
     """The streaming `PairSource` of a records file (JSON Lines or Parquet)."""

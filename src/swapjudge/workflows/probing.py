@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 
@@ -28,10 +28,28 @@ if TYPE_CHECKING:
 def segments(source: str | Path | Any, by: str, *, judge: str | None = None, a: str | None = None,
              b: str | None = None, tie_policy: TiePolicy | str = TiePolicy.half_credit,
              min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95,
-             allow_unpaired: bool = False) -> SegmentedAnalysis:
-    """The analysis broken down by a record field; the whole file's gate decides (`raise_for_gate`)."""
-    from swapjudge.probes.segments import segment_analyses
+             allow_unpaired: bool = False, engine: ReadEngine | str = ReadEngine.auto) -> SegmentedAnalysis:
+    """The analysis broken down by a record field; the whole file's gate decides (`raise_for_gate`). `engine`:
+    "auto" reduces Parquet and large JSON Lines files to counts per segment when DuckDB is installed (the `scale`
+    extra), "streaming" always does, "memory" reads the records whole; the figures are the same."""
+    from swapjudge.core import arguments
+    from swapjudge.core.counted import analyze_source
+    from swapjudge.core.streaming import open_source, record_fields, should_stream
+    from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field, segment_analyses, segment_analyses_of_source
 
+    engine = arguments.choice(engine, "engine", ReadEngine)
+    if should_stream(source, engine.value):
+        fields = record_fields(source) if Path(source).exists() else []
+        usable = by in fields and by not in NOT_SEGMENTS
+        with open_source(source, allow_unpaired=allow_unpaired, segment=by if usable else None,
+                         split=False) as reduced:
+            if not usable:
+                # as the rows path: the file's checks, then the whole file's analysis, then the field
+                analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=tie_policy,
+                               min_consistency=min_consistency, confidence=confidence)
+                refuse_field(fields, by)
+            return segment_analyses_of_source(reduced, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
+                                              min_consistency=min_consistency, confidence=confidence)
     loaded = load_records(source, allow_unpaired=allow_unpaired)
     return segment_analyses(loaded, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                             min_consistency=min_consistency, confidence=confidence)
