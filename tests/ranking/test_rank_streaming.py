@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from conftest import ROOT, shared_data, shi2024_records, write_jsonl
-from record_shapes import SHAPES
+from record_shapes import SHAPES, mixed
 from swapjudge.errors import ArgumentError, SwapjudgeError
 from swapjudge.ranking.bradley_terry import Comparisons, rank
 from swapjudge.workflows.standings import rank as rank_records
@@ -77,7 +77,7 @@ def test_every_shape_ranks_the_same_from_counts(tmp_path: Path, shape: str, outc
 @pytest.mark.parametrize("model", ["rao-kupper", "davidson", "bt-half"])
 @pytest.mark.parametrize("interval", ["percentile", "bca"])
 def test_every_model_and_interval_on_the_mixed_shape(tmp_path: Path, model: str, interval: str) -> None:
-    rows = SHAPES["mixed"](80, seed=11)
+    rows = mixed(80, seed=11)
     found = _check(tmp_path, rows, judge="j2", model=model, interval=interval, bootstrap=150, seed=9,
                    confidence=0.9, min_consistency=0)
     status, document = found[0]
@@ -97,7 +97,7 @@ def test_the_example_records(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in EXAMPLE.read_text().splitlines() if line.strip()]
     for outcome in ("swap", "calls"):
         status, document = _check(tmp_path, rows, outcome=outcome, bootstrap=200, min_consistency=0)[0]
-        assert status == "ok" and len(document["systems"]) == 2
+        assert status == "ok" and len(document["systems"]) > 10  # gpt-4, vicuna and the others it met
 
 
 @pytest.mark.parametrize(("benchmark", "judge"), [("MTBench", "gpt-4-0613"), ("DevBench", "gemini-pro")])
@@ -194,7 +194,7 @@ def test_a_bad_file_fails_with_the_in_memory_words(tmp_path: Path, problem: str)
     rows = SHAPES["two_systems"]()
     BAD[problem](rows)
     for outcome in ("swap", "calls"):
-        found = _check(tmp_path, rows, outcome=outcome, bootstrap=10)
+        found = _check(tmp_path, rows, outcome=outcome, bootstrap=10, min_consistency=0)
         status, words = found[0]
         if problem == "one order" and outcome == "calls":
             assert status == "ok"  # single calls need no twin
@@ -203,14 +203,17 @@ def test_a_bad_file_fails_with_the_in_memory_words(tmp_path: Path, problem: str)
         assert "\n" not in words
 
 
-def test_one_system_or_no_complete_pair_is_said_alike(tmp_path: Path) -> None:
+def test_no_complete_pair_or_no_parsed_call_is_said_alike(tmp_path: Path) -> None:
     rows = [{"item": f"q{i}", "first": a, "second": b, "verdict": "first"}
             for i in range(5) for a, b in (("m1", "m2"), ("m2", "m1"))]
     lonely = [r for r in rows if r["first"] == "m1"]
-    status, words = _check(tmp_path, lonely, bootstrap=0)[0]
+    status, words = _check(tmp_path, lonely, bootstrap=0, min_consistency=0)[0]
     assert status == "InputError" and "no pair has usable verdicts in both orders" in words
     unparsed = [{**r, "verdict": None} for r in rows]
-    assert "no parsed calls to rank" in _check(tmp_path, unparsed, outcome="calls", bootstrap=0)[0][1]
+    assert "no parsed calls to rank" in _check(tmp_path, unparsed, outcome="calls", bootstrap=0,
+                                               min_consistency=0)[0][1]
+    # without the gate switched off, the gate speaks first (no consistency measured), alike
+    assert _check(tmp_path, lonely, bootstrap=0)[0][0] == "GateError"
 
 
 def test_rankings_that_need_the_rows_are_refused_by_streaming_and_read_whole_by_auto(tmp_path: Path) -> None:
@@ -253,3 +256,12 @@ def test_the_command_streams_and_prints_what_memory_prints(tmp_path: Path) -> No
     errors = [_cli(str(bad), "--judge", "j2", "--engine", engine) for engine in ("streaming", "memory")]
     assert errors[0].returncode == errors[1].returncode == 2
     assert errors[0].stderr == errors[1].stderr and "row group" in errors[0].stderr
+
+
+@pytest.mark.parametrize("n_items", [1, 2, 7, 1000, 65_537, 300_001])
+def test_the_bootstraps_int32_draws_are_numpys_int64_draws(n_items: int) -> None:
+    """The bootstrap draws items as int32 to halve its memory: the same stream as int64 draws (numpy draws any
+    bound below 2^32 through one 32-bit path), so the intervals of a seed did not move."""
+    wide = np.random.default_rng(11).integers(0, n_items, size=(3, n_items))
+    narrow = np.random.default_rng(11).integers(0, n_items, size=(3, n_items), dtype=np.int32)
+    assert np.array_equal(wide, narrow)
