@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_analyze_scale import DATA, generate, line, measure  # noqa: E402
+from bench_analyze_scale import DATA, generate, line, measure
 
 
 def main() -> None:

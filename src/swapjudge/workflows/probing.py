@@ -37,8 +37,8 @@ def segments(source: str | Path | Any, by: str, *, judge: str | None = None, a: 
     from swapjudge.core.streaming import open_source, record_fields, should_stream
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field, segment_analyses, segment_analyses_of_source
 
-    engine = arguments.choice(engine, "engine", ReadEngine)
-    if should_stream(source, engine.value):
+    read = arguments.choice(engine, "engine", ReadEngine)
+    if should_stream(source, read.value):
         fields = record_fields(source) if Path(source).exists() else []
         usable = by in fields and by not in NOT_SEGMENTS
         with open_source(source, allow_unpaired=allow_unpaired, segment=by if usable else None,

@@ -83,14 +83,14 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     pairs = arguments.path(pairs, "pairs", what="a pairs file's path")
     if len(set(controls)) != len(controls):
         raise ArgumentError("{control} names a covariate twice", "control")
-    engine = arguments.choice(engine, "engine", ReadEngine)
+    read = arguments.choice(engine, "engine", ReadEngine)
     adjusted = order_effect or bool(controls)
     if adjusted and source_kind is OutcomeSource.graded:
         raise ArgumentError("{outcome} graded ranks graded pairs; {order_effect} and {control} fit single calls",
                             "outcome", "order_effect", "control")
-    if _streams(source, engine, adjusted, source_kind):
-        return _rank_counted(source, judge, model, source_kind, bootstrap, seed, confidence, interval,
-                             min_consistency)
+    if _streams(source, read, adjusted, source_kind):
+        return _rank_counted(source, judge, Model(model), source_kind, bootstrap, seed, confidence,
+                             IntervalMethod(interval), min_consistency)
     loaded = load_records(source, allow_unpaired=adjusted or source_kind is OutcomeSource.calls)
     name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
     checked = rank_gate(choose_judge(loaded.frame, judge, loaded.source), min_consistency, confidence)
