@@ -191,13 +191,15 @@ def agreement_command(
     allow_unpaired: AllowUnpairedOpt = False,
     confidence: ConfidenceOpt = 0.95,
     output: FormatOpt = OutputFormat.text,
+    engine: EngineOpt = ReadEngine.auto,
 ) -> None:
     """Agreement with human or gold labels next to swap-consistency: accuracy in each order, in both orders and
     among consistent pairs; Cohen's kappa against the labels and between the two orders."""
     from swapjudge.report import probe_tables
     from swapjudge.workflows.probing import agreement
 
-    results = agreement(records, labels=labels, judge=judge, confidence=confidence, allow_unpaired=allow_unpaired)
+    results = agreement(records, labels=labels, judge=judge, confidence=confidence, allow_unpaired=allow_unpaired,
+                        engine=engine.value)
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.agreement_tables(results))
 

@@ -942,19 +942,21 @@ class StreamingSource:
             debias=self._debias(cond, params, probe_cond, probe_params) if "probabilities" in self.present else None)
 
     def pair_verdicts(self, judge: str, systems: Sequence[str]) -> dict[str, np.ndarray]:
-        """One judge's pairs counted by (item, x, y, vx, vy): what a ranking is fitted on. `item` numbers the items
-        in the order of their names (the order `np.unique` sorts them in: by code point), `x` and `y` are
-        indices into `systems`, `vx` and `vy` the pair table's verdict states, `n` how many pairs. Needs every
-        pair by key (`split=False`): the first pass of a split reduction counts simple items without them."""
+        """One judge's pairs counted by (item, x, y, vx, vy, label): what a ranking, and agreement, work from.
+        `item` numbers the items in the order of their names (the order `np.unique` sorts them in: by code
+        point), `x` and `y` are indices into `systems`, `vx` and `vy` the pair table's verdict states, `label`
+        its label code (`core.reduce.LABEL_*`), `n` how many pairs. Needs every pair by key (`split=False`):
+        the first pass of a split reduction counts simple items without them."""
         self._by_pair_key("pair_verdicts")
         frame = self._con.execute("""
             SELECT (dense_rank() OVER (ORDER BY item) - 1)::BIGINT AS item_index,
                    (list_position(?::VARCHAR[], x) - 1)::BIGINT AS x_index,
                    (list_position(?::VARCHAR[], y) - 1)::BIGINT AS y_index, vx::BIGINT AS vx_state,
-                   vy::BIGINT AS vy_state, n
-            FROM (SELECT item, x, y, vx, vy, count(*)::BIGINT AS n FROM pairs WHERE judge = ? GROUP BY ALL)""",
+                   vy::BIGINT AS vy_state, label::BIGINT AS label_code, n
+            FROM (SELECT item, x, y, vx, vy, label, count(*)::BIGINT AS n FROM pairs WHERE judge = ? GROUP BY ALL)""",
                                   [list(systems), list(systems), judge]).fetchnumpy()
-        names = {"item": "item_index", "x": "x_index", "y": "y_index", "vx": "vx_state", "vy": "vy_state", "n": "n"}
+        names = {"item": "item_index", "x": "x_index", "y": "y_index", "vx": "vx_state", "vy": "vy_state",
+                 "label": "label_code", "n": "n"}
         out = {name: np.asarray(frame[column], dtype=np.int64) for name, column in names.items()}
         if out["x"].size and (out["x"].min() < 0 or out["y"].min() < 0):
             raise ValueError("systems must list every system of the judge's pairs")

@@ -163,9 +163,27 @@ def _labelled(source: str | Path | Any, labels: str | Path | None, allow_unpaire
 
 
 def agreement(source: str | Path | Any, *, labels: str | Path | None = None, judge: str | None = None,
-              confidence: float = 0.95, allow_unpaired: bool = False) -> list[JudgeAgreement]:
-    """Agreement with human or gold labels next to swap-consistency, one result per judge."""
+              confidence: float = 0.95, allow_unpaired: bool = False,
+              engine: ReadEngine | str = ReadEngine.auto) -> list[JudgeAgreement]:
+    """Agreement with human or gold labels next to swap-consistency, one result per judge. `engine`: "auto"
+    reduces Parquet and large JSON Lines files whose records carry their labels to counts when DuckDB is
+    installed, "streaming" always does (a separate `labels` file is joined in memory only), "memory" reads the
+    records whole; the figures are the same."""
+    from swapjudge.core import arguments
+    from swapjudge.core.records import choose_judges
+    from swapjudge.core.streaming import open_source, should_stream
     from swapjudge.probes.agreement import agreement as judge_agreement
+    from swapjudge.probes.agreement import agreement_of_counts
+
+    read = arguments.choice(engine, "engine", ReadEngine)
+    if labels is not None and read is ReadEngine.streaming:
+        raise ArgumentError("{labels} files are joined to the records in memory, not by the streaming engine: "
+                            "{engine} memory (or auto), or labels in the records' `label` field", "labels", "engine")
+    if labels is None and should_stream(source, read.value):
+        with open_source(source, allow_unpaired=allow_unpaired, split=False) as reduced:
+            return [agreement_of_counts(reduced.pair_verdicts(name, reduced.systems(name)), reduced.counts(name),
+                                        judge=name or None, confidence=confidence)
+                    for name in choose_judges(reduced.judges(), judge)]
 
     return judge_agreement(_labelled(source, labels, allow_unpaired), judge=judge, confidence=confidence)
 
