@@ -13,6 +13,7 @@ import typer
 from swapjudge.cli.app import (
     AllowUnpairedOpt,
     ConfidenceOpt,
+    EngineOpt,
     FormatOpt,
     JudgeOpt,
     OutputFormat,
@@ -26,7 +27,7 @@ from swapjudge.cli.app import (
     stdout,
     user_errors,
 )
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, LengthUnit, SplitHandling, TiePolicy
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, LengthUnit, ReadEngine, SplitHandling, TiePolicy
 
 if TYPE_CHECKING:
     from swapjudge.report.probe_tables import Table
@@ -65,6 +66,7 @@ def segments(
     allow_unpaired: AllowUnpairedOpt = False,
     confidence: ConfidenceOpt = 0.95,
     output: FormatOpt = OutputFormat.text,
+    engine: EngineOpt = ReadEngine.auto,
 ) -> None:
     """The analysis broken down by a record field: swap-consistency, flip direction and win rate per segment,
     with intervals. Position preference concentrates on close, hard items; one overall figure can hide it."""
@@ -72,7 +74,8 @@ def segments(
     from swapjudge.workflows.probing import segments as segment_records
 
     result = segment_records(records, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
-                             min_consistency=min_consistency, confidence=confidence, allow_unpaired=allow_unpaired)
+                             min_consistency=min_consistency, confidence=confidence, allow_unpaired=allow_unpaired,
+                             engine=engine.value)
     _emit(output, result.to_dict(), probe_tables.segments_tables(result))
     result.raise_for_gate()
 
@@ -188,13 +191,15 @@ def agreement_command(
     allow_unpaired: AllowUnpairedOpt = False,
     confidence: ConfidenceOpt = 0.95,
     output: FormatOpt = OutputFormat.text,
+    engine: EngineOpt = ReadEngine.auto,
 ) -> None:
     """Agreement with human or gold labels next to swap-consistency: accuracy in each order, in both orders and
     among consistent pairs; Cohen's kappa against the labels and between the two orders."""
     from swapjudge.report import probe_tables
     from swapjudge.workflows.probing import agreement
 
-    results = agreement(records, labels=labels, judge=judge, confidence=confidence, allow_unpaired=allow_unpaired)
+    results = agreement(records, labels=labels, judge=judge, confidence=confidence, allow_unpaired=allow_unpaired,
+                        engine=engine.value)
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.agreement_tables(results))
 

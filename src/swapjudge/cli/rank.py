@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from swapjudge.cli.app import OutputFormat, RecordsArg, app, dump_json, user_errors, wide_console
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
+from swapjudge.core.choices import (
+    DEFAULT_MIN_CONSISTENCY,
+    DEFAULT_ROUNDS,
+    IntervalMethod,
+    Model,
+    OutcomeSource,
+    ReadEngine,
+)
 
 
 @app.command()
@@ -47,6 +54,12 @@ def rank(
                           "fields or, for length and markdown, the answer texts in --pairs.")] = None,
     pairs: Annotated[Path | None, typer.Option(
         "--pairs", help="Pairs file with the answer texts, for --control length/markdown.")] = None,
+    engine: Annotated[ReadEngine, typer.Option(
+        "--engine", help="How a records file is read: auto (Parquet, and JSON Lines of 32 MiB or more, reduced to "
+                         "counts per item, system pair and verdicts by the streaming engine when DuckDB is "
+                         "installed: pip install 'swapjudge[scale]'), streaming (always: files larger than memory; "
+                         "not for --outcome graded, --order-effect or --control, which need the records and which "
+                         "auto reads whole), memory (read whole). The figures are the same.")] = ReadEngine.auto,
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
     from swapjudge.report import rank as render
@@ -55,7 +68,7 @@ def rank(
     controls = [c.strip() for c in (control or "").split(",") if c.strip()]
     result = rank_judge(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                         confidence=confidence, interval=interval, min_consistency=min_consistency,
-                        order_effect=order_effect, control=controls, pairs=pairs)
+                        order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
         return

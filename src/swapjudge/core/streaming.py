@@ -850,10 +850,35 @@ class StreamingSource:
                          [*params, *params, *params, *params])
         return [v for (v,) in rows]
 
-    def thresholds(self, judge: str) -> list[float]:
+    def thresholds(self, judge: str, *, segment: str | None = None,
+                   pair: tuple[str, str] | None = None) -> list[float]:
+        """The adaptive thresholds of one judge's calls (of one segment, and of the calls between the two systems
+        of `pair` and their identical-answer calls, when given: those need `split=False`)."""
         if "threshold" not in self.present:
             return []
-        return sorted(float(v) for v in self._both("threshold", "WHERE judge = ?", [judge]))
+        where, params = "WHERE judge = ?", [judge]
+        if segment is not None or pair is not None:
+            self._by_pair_key("thresholds of a segment or pair")
+        if segment is not None:
+            where, params = where + " AND segment = ?", [*params, segment]
+        if pair is not None:
+            lo, hi = sorted(pair)
+            where += " AND ((x = ? AND y = ?) OR (x = y AND x IN (?, ?)))"
+            params += [lo, hi, lo, hi]
+        return sorted(float(v) for v in self._both("threshold", where, params))
+
+    def _by_pair_key(self, what: str) -> None:
+        if self.split:
+            raise ValueError(f"{what} needs a source opened with split=False")
+
+    def segment_pairs(self, segment: str, judge: str | None = None) -> dict[str, set[tuple[str, str]]]:
+        """Per judge, the (x, y) of the pairs and identical-answer calls (x = y) one segment holds."""
+        self._by_pair_key("segment_pairs")
+        where, params = ("AND judge = ?", [segment, judge]) if judge is not None else ("", [segment])
+        found: dict[str, set[tuple[str, str]]] = {}
+        for name, x, y in self._sql(f"SELECT DISTINCT judge, x, y FROM groups WHERE segment = ? {where}", params):
+            found.setdefault(str(name), set()).add((str(x), str(y)))
+        return found
 
     def registered(self, column: str) -> list[str]:
         if "registered" not in self.present:
@@ -915,6 +940,27 @@ class StreamingSource:
             probes=(codes.get(FIRST, 0), codes.get(SECOND, 0), codes.get(TIE, 0), codes.get(NULL, 0)),
             reshow=one_value(reshows),
             debias=self._debias(cond, params, probe_cond, probe_params) if "probabilities" in self.present else None)
+
+    def pair_verdicts(self, judge: str, systems: Sequence[str]) -> dict[str, np.ndarray]:
+        """One judge's pairs counted by (item, x, y, vx, vy, label): what a ranking, and agreement, work from.
+        `item` numbers the items in the order of their names (the order `np.unique` sorts them in: by code
+        point), `x` and `y` are indices into `systems`, `vx` and `vy` the pair table's verdict states, `label`
+        its label code (`core.reduce.LABEL_*`), `n` how many pairs. Needs every pair by key (`split=False`):
+        the first pass of a split reduction counts simple items without them."""
+        self._by_pair_key("pair_verdicts")
+        frame = self._con.execute("""
+            SELECT (dense_rank() OVER (ORDER BY item) - 1)::BIGINT AS item_index,
+                   (list_position(?::VARCHAR[], x) - 1)::BIGINT AS x_index,
+                   (list_position(?::VARCHAR[], y) - 1)::BIGINT AS y_index, vx::BIGINT AS vx_state,
+                   vy::BIGINT AS vy_state, label::BIGINT AS label_code, n
+            FROM (SELECT item, x, y, vx, vy, label, count(*)::BIGINT AS n FROM pairs WHERE judge = ? GROUP BY ALL)""",
+                                  [list(systems), list(systems), judge]).fetchnumpy()
+        names = {"item": "item_index", "x": "x_index", "y": "y_index", "vx": "vx_state", "vy": "vy_state",
+                 "label": "label_code", "n": "n"}
+        out = {name: np.asarray(frame[column], dtype=np.int64) for name, column in names.items()}
+        if out["x"].size and (out["x"].min() < 0 or out["y"].min() < 0):
+            raise ValueError("systems must list every system of the judge's pairs")
+        return out
 
     def _kinds(self, ptype: str, cond: str, params: list[Any], simple: dict[int, int]) -> Kinds:
         """The selection's items by multiset of pair types: an item of the first pass is one pair (`simple`:
@@ -998,6 +1044,29 @@ def _line_of_record(path: str, ordinal: int) -> int:
                 if seen == ordinal:
                     return number
     return ordinal
+
+
+def record_fields(path: str | Path) -> list[str]:
+    """The fields of a records file as the in-memory loader's frame has them: the record format's columns, then
+    the others in the file's order (a Parquet file's schema; a JSON Lines file's keys by first appearance)."""
+    import duckdb
+
+    from swapjudge.core.records import CORE_SCHEMA
+
+    path = str(path)
+    try:
+        if is_parquet(path):
+            names = list(pl.read_parquet_schema(path))
+        else:
+            with duckdb.connect(":memory:") as con:
+                names = [str(k) for (k,) in con.execute(f"""
+                    SELECT k FROM (SELECT ordinality AS r, unnest(json_keys(json)) AS k,
+                                          generate_subscripts(json_keys(json), 1) AS i
+                                   FROM read_ndjson_objects({_quote(path)}) WITH ORDINALITY)
+                    GROUP BY k ORDER BY min(r * 100000 + i)""").fetchall()]
+    except (duckdb.Error, OSError) as err:
+        raise _duckdb_error(path, err) from None
+    return [*CORE_SCHEMA, *(n for n in names if n not in CORE_SCHEMA and n != STRENGTH)]
 
 
 def open_source(path: str | Path, *, allow_unpaired: bool = False, segment: str | None = None,

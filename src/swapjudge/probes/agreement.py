@@ -10,8 +10,9 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
-from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome, PairTable, build_pairs
+from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome, PairTable, build_pairs, classify
 from swapjudge.core.records import select_judges
+from swapjudge.core.reduce import PairCounts
 from swapjudge.core.swap import Consistency, consistency_of_pairs
 
 # ---- Cohen's kappa ----------------------------------------------------------------------------------------
@@ -57,6 +58,13 @@ def _kappa_interval(a: np.ndarray, b: np.ndarray, confidence: float, cluster: np
     cell = np.fromiter((index[u] * k + index[v] for u, v in zip(a, b, strict=True)), dtype=np.int64, count=n)
     # each cluster's own k x k table of counts; a resample's table is the weighted sum of its drawn clusters'
     per_cluster = np.bincount(unit * k * k + cell, minlength=groups * k * k).reshape(groups, k * k)
+    return _interval_of_tables(per_cluster, k, confidence, seed)
+
+
+def _interval_of_tables(per_cluster: np.ndarray, k: int, confidence: float,
+                        seed: int = 0) -> tuple[float | None, float | None]:
+    """The percentile bootstrap of kappa from each cluster's k x k table of counts (clusters in item order)."""
+    groups = per_cluster.shape[0]
     rng = np.random.default_rng(seed)
     kappas = np.empty(BOOTSTRAP)
     batch = max(1, min(BOOTSTRAP, 2_000_000 // groups))  # bounds the draws held at once
@@ -226,3 +234,84 @@ def agreement(frame: pl.DataFrame, *, judge: str | None = None, confidence: floa
     all_pairs = build_pairs(frame)
     return [judge_agreement(PairTable(all_pairs.frame.filter(pl.col("judge") == name)), judge=name or None,
                             confidence=confidence) for name in judges]
+
+
+# ---- from counts (records larger than memory, `core.streaming`) --------------------------------------------
+
+
+def kappa_of_counts(a: np.ndarray, b: np.ndarray, count: np.ndarray, cluster: np.ndarray, confidence: float = 0.95,
+                    *, subject: str = "pair") -> Kappa:
+    """`kappa` of subjects given as counts: rows of positional codes `a`, `b` (FIRST, SECOND, TIE) standing for
+    `count` subjects each, in `cluster`s numbered in the order of their items' names (as `kappa` sorts them)."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    count = np.asarray(count, dtype=np.int64)
+    n = int(count.sum())
+    # the categories present, in the order of their names (first, second, tie: the codes' own order)
+    codes = np.unique(np.concatenate([a, b]))
+    k = codes.size
+    ia, ib = np.searchsorted(codes, a), np.searchsorted(codes, b)
+    value = None
+    if n:
+        table = np.bincount(ia * k + ib, weights=count, minlength=k * k).reshape(k, k) / n
+        observed = float(np.trace(table))
+        expected = float(table.sum(axis=1) @ table.sum(axis=0))
+        value = None if expected == 1 else (observed - expected) / (1 - expected)
+    low = high = None
+    if value is not None:
+        unit = np.unique(np.asarray(cluster, dtype=np.int64), return_inverse=True)[1].reshape(-1)
+        groups = int(unit.max()) + 1
+        if groups >= 2:
+            per_cluster = np.bincount(unit * k * k + ia * k + ib, weights=count,
+                                      minlength=groups * k * k).astype(np.int64).reshape(groups, k * k)
+            low, high = _interval_of_tables(per_cluster, k, confidence)
+    return Kappa(value, low, high, n, subject, "item")
+
+
+_CODE_MIRROR = np.array([SECOND, FIRST, TIE], dtype=np.int64)
+
+
+def agreement_of_counts(verdicts: dict[str, np.ndarray], counts: PairCounts, *, judge: str | None = None,
+                        confidence: float = 0.95) -> JudgeAgreement:
+    """`judge_agreement` of one judge's pairs reduced to counts: `verdicts` its pairs counted by item, verdict
+    state of each order and label (`StreamingSource.pair_verdicts`), `counts` its `PairCounts` (consistency and
+    accuracy come from them as `analyze` computes them from counts)."""
+    from swapjudge.core.counted import COMPLETE, CONSISTENT, accuracy_of_types, kind_tally, outcomes_of
+    from swapjudge.core.reduce import LABEL_TIE, LABEL_X, LABEL_Y, positional
+    from swapjudge.core.swap import consistency_of_tally
+
+    types = counts.type_counts
+    outcomes = outcomes_of(types)
+    cons = consistency_of_tally(outcomes.consistent, outcomes.complete,
+                                kind_tally(counts.kinds, COMPLETE, 2 * (CONSISTENT & COMPLETE).astype(np.int64)),
+                                confidence)
+    item, n = verdicts["item"], verdicts["n"]
+    vx, vy = positional(verdicts["vx"]), positional(verdicts["vy"])
+    outcome = classify(vx, vy)
+    label = verdicts["label"]
+    gold = np.select([label == LABEL_X, label == LABEL_Y, label == LABEL_TIE], [FIRST, SECOND, TIE], MISSING)
+    mirrored = np.where(vy == MISSING, MISSING, _CODE_MIRROR[np.clip(vy, 0, 2)])
+    cancelled = np.where(outcome == Outcome.X_WINS, FIRST, np.where(outcome == Outcome.Y_WINS, SECOND, TIE))
+    complete = outcome != Outcome.INCOMPLETE
+    has_label = gold != MISSING
+    labelled = complete & has_label
+
+    def against_labels(codes: np.ndarray) -> Kappa | None:
+        if not labelled.any():
+            return None
+        return kappa_of_counts(codes[labelled], gold[labelled], n[labelled], item[labelled], confidence)
+
+    calls_x, calls_y = has_label & (vx != MISSING), has_label & (vy != MISSING)
+    per_call = None
+    if calls_x.any() or calls_y.any():
+        per_call = kappa_of_counts(np.concatenate([vx[calls_x], vy[calls_y]]),
+                                   np.concatenate([gold[calls_x], _CODE_MIRROR[gold[calls_y]]]),
+                                   np.concatenate([n[calls_x], n[calls_y]]),
+                                   np.concatenate([item[calls_x], item[calls_y]]), confidence, subject="call")
+    return JudgeAgreement(
+        judge=judge, consistency=cons, accuracy=accuracy_of_types(types, counts.kinds, confidence),
+        labelled_pairs=int(n[labelled].sum()),
+        kappa_labels_x_first=against_labels(vx), kappa_labels_y_first=against_labels(mirrored),
+        kappa_labels_cancelled=against_labels(cancelled),
+        kappa_orders=kappa_of_counts(vx[complete], mirrored[complete], n[complete], item[complete], confidence),
+        kappa_labels_per_call=per_call, labels_present=int(n[has_label].sum()),
+    )

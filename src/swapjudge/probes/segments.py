@@ -10,7 +10,7 @@ between the two calls (latency, raw text) is refused with the pair it differs on
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -18,6 +18,9 @@ from swapjudge.core.analysis import JudgeAnalysis, analyze, with_holm
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy, enforce_gates
 from swapjudge.core.records import RecordSet
 from swapjudge.errors import SwapjudgeError
+
+if TYPE_CHECKING:
+    from swapjudge.core.streaming import StreamingSource
 
 MISSING_VALUE = "(missing)"
 # below this many complete pairs a segment's consistency interval is too wide for its gate to mean much
@@ -68,11 +71,7 @@ class SegmentedAnalysis:
 
 def segment_values(frame: pl.DataFrame, by: str) -> pl.Series:
     """The segment value of every record as a string (`(missing)` for null), checked to be constant per pair."""
-    if by not in frame.columns:
-        extras = [c for c in frame.columns if c not in NOT_SEGMENTS]
-        raise SwapjudgeError(f"no field {by!r} in the records; fields: " + ", ".join(extras))
-    if by in NOT_SEGMENTS:
-        raise SwapjudgeError(f"cannot segment by {by!r}: it differs between the two calls of a pair")
+    refuse_field(frame.columns, by)
     values = frame.get_column(by).cast(pl.String).fill_null(MISSING_VALUE).alias("_segment")
     keyed = frame.select("judge", "round", "item", "first", "second").with_columns(
         pl.min_horizontal("first", "second").alias("_x"), pl.max_horizontal("first", "second").alias("_y"), values)
@@ -85,6 +84,15 @@ def segment_values(frame: pl.DataFrame, by: str) -> pl.Series:
             f"field {by!r} differs between the calls of a pair (item {row['item']!r}, {row['_x']!r} vs "
             f"{row['_y']!r}: {', '.join(repr(v) for v in row['_v'])}); segments need a field fixed per pair")
     return values
+
+
+def refuse_field(fields: list[str], by: str) -> None:
+    """The error for a segment field the records lack, or one that names a call rather than its pair."""
+    if by not in fields:
+        extras = [c for c in fields if c not in NOT_SEGMENTS]
+        raise SwapjudgeError(f"no field {by!r} in the records; fields: " + ", ".join(extras))
+    if by in NOT_SEGMENTS:
+        raise SwapjudgeError(f"cannot segment by {by!r}: it differs between the two calls of a pair")
 
 
 def _sort_key(value: str) -> tuple[int, float, str]:
@@ -147,3 +155,48 @@ def _holm_segments(segments: list[Segment]) -> tuple[Segment, ...]:
         found = [replace(a, notes=(*a.notes, small_segment_note(a))) if too_small(a) else a for a in found]
         out.append(Segment(s.value, tuple(found)))
     return tuple(out)
+
+
+def segment_analyses_of_source(source: StreamingSource, by: str, *, judge: str | None = None,
+                               a: str | None = None, b: str | None = None,
+                               tie_policy: TiePolicy | str = TiePolicy.half_credit,
+                               min_consistency: float = DEFAULT_MIN_CONSISTENCY,
+                               confidence: float = 0.95) -> SegmentedAnalysis:
+    """`segment_analyses` from a records file reduced to counts (`core.streaming`, opened with `segment=by` and
+    `split=False`): the whole file analysed by `core.counted`, then each segment as the rows path analyses it
+    (the compared pair settled on the whole file, the records between its two systems, the tie policy as given,
+    the segment's own adaptive threshold)."""
+    from swapjudge.core.analysis import _choose_pair, adaptive_view_of_counts
+    from swapjudge.core.counted import analysis_of_counts, analyze_source, unswapped_of
+    from swapjudge.core.reduce import one_value
+
+    overall = analyze_source(source, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
+                             confidence=confidence)
+    policy = TiePolicy(tie_policy)
+    chosen = {x.judge or "": x.pair for x in overall}
+    segments = []
+    for value in sorted(source.segment_values(judge), key=_sort_key):
+        results: list[JudgeAnalysis] = []
+        for name, keys in sorted(source.segment_pairs(value, judge).items()):
+            pair = chosen.get(name)
+            seen = {s for key in keys for s in key}
+            if pair is not None:
+                lo, hi = sorted(pair)
+                keys = {k for k in keys if k == (lo, hi) or (k[0] == k[1] and k[0] in pair)}
+                if not keys:
+                    continue
+            systems = sorted({s for x, y in keys if x != y for s in (x, y)})
+            pa, pb = pair if pair is not None and set(pair) <= seen else (None, None)
+            compared = _choose_pair(systems, pa, pb)
+            counts = source.counts(name, compared or pair, segment=value)
+            found = analysis_of_counts(name, systems, counts, compared, policy, min_consistency, confidence)
+            threshold = one_value(source.thresholds(name, segment=value, pair=pair))
+            if threshold is not None:
+                found = adaptive_view_of_counts(found, unswapped_of(counts, compared), threshold,
+                                                {"tie_policy": policy, "confidence": confidence})
+            if pair is None:
+                found = replace(found, pair=None, cross_table=None, ungated_win_rate=None, decision=None)
+            results.append(found)
+        if results:
+            segments.append(Segment(value, tuple(results)))
+    return SegmentedAnalysis(by, tuple(overall), _holm_segments(segments))

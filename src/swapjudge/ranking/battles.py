@@ -26,18 +26,23 @@ from swapjudge.ranking.order_effect import Calls
 from swapjudge.ranking.style import TEXT_FEATURES, covariate_matrix, text_feature
 
 
-def choose_judge(frame: pl.DataFrame, judge: str | None, source: str = "records") -> pl.DataFrame:
-    """The records of one judge: the one named, or the only one there is."""
-    judges = sorted(frame.get_column("judge").unique().to_list())
+def judge_of(judges: list[str], judge: str | None, source: str = "records") -> str:
+    """The judge ranked among these (sorted) judges: the one named, or the only one there is."""
     if judge is None:
         if len(judges) > 1:
             raise InputError(f"records hold {len(judges)} judges ({', '.join(judges)}); "
                              "choose one with {judge}", path=source, arguments=("judge",))
-        return frame
+        return judges[0] if judges else ""
     if judge not in judges:
         raise InputError(f"no records of judge {judge!r} (judges: {', '.join(judges) or '(unnamed)'})",
                          path=source)
-    return frame.filter(pl.col("judge") == judge)
+    return judge
+
+
+def choose_judge(frame: pl.DataFrame, judge: str | None, source: str = "records") -> pl.DataFrame:
+    """The records of one judge: the one named, or the only one there is."""
+    chosen = judge_of(sorted(frame.get_column("judge").unique().to_list()), judge, source)
+    return frame if judge is None else frame.filter(pl.col("judge") == chosen)
 
 
 def comparisons_from_records(records: RecordSet | pl.DataFrame, *, judge: str | None = None,

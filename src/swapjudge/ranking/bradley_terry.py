@@ -70,7 +70,10 @@ class Comparisons:
     when given, says which comparisons belong to the same pair of answers (both calls of a pair under
     `--outcome calls`), only used to count the pairs each system took part in. `weight`, when given, is how much
     each comparison counts (1 each by default): a graded pair is a left win weighted by its graded score and
-    a right win weighted by the rest (`--outcome graded`).
+    a right win weighted by the rest (`--outcome graded`). `count`, when given, is how many identical comparisons
+    each row stands for (records reduced to counts: the same fit, tallies and bootstrap as the rows, since an
+    item's rows are resampled together); `system_pairs` is then how many pairs each system took part in, when
+    the rows are calls whose pairs they cannot tell apart (`--outcome calls`).
     """
 
     systems: tuple[str, ...]
@@ -80,6 +83,8 @@ class Comparisons:
     outcome: npt.NDArray[np.int8]
     pair: IntArray | None = None
     weight: FloatArray | None = None
+    count: IntArray | None = None
+    system_pairs: IntArray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "systems", tuple(self.systems))
@@ -90,6 +95,9 @@ class Comparisons:
             object.__setattr__(self, "pair", _readonly(self.pair, np.int64))
         if self.weight is not None:
             object.__setattr__(self, "weight", _readonly(self.weight, np.float64))
+        for name in ("count", "system_pairs"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _readonly(getattr(self, name), np.int64))
         n = len(self.item)
         lengths = {len(self.left), len(self.right), len(self.outcome)}
         if self.pair is not None:
@@ -98,6 +106,12 @@ class Comparisons:
             lengths.add(len(self.weight))
             if np.any(~np.isfinite(self.weight)) or np.any(self.weight < 0):
                 raise ValueError("weight must be finite and not negative")
+        if self.count is not None:
+            lengths.add(len(self.count))
+            if np.any(self.count < 1):
+                raise ValueError("count must be at least 1")
+        if self.system_pairs is not None and len(self.system_pairs) != len(self.systems):
+            raise ValueError("system_pairs must hold one number per system")
         if lengths != {n}:
             raise ValueError("item, left, right, outcome (and pair) must have the same length")
         if len(set(self.systems)) != len(self.systems):
@@ -133,6 +147,18 @@ class Comparisons:
     def __len__(self) -> int:
         return len(self.item)
 
+    @property
+    def total(self) -> int:
+        """How many comparisons the rows stand for (each row one, unless `count` says more)."""
+        return len(self) if self.count is None else int(self.count.sum())
+
+    @property
+    def multiplicity(self) -> FloatArray | None:
+        """What each row adds to the counts: its weight times its count (None: 1 each)."""
+        if self.count is None:
+            return self.weight
+        return self.count.astype(np.float64) if self.weight is None else self.weight * self.count
+
 
 @dataclass(frozen=True)
 class _Cells:
@@ -158,7 +184,7 @@ def _cells(data: Comparisons) -> _Cells:
     # A left win is a win of `lo` unless left is the higher index; ties stay ties.
     column = np.where((data.left != lo) & (column != Outcome.TIE), 1 - column, column)
     cell = 3 * lookup[key] + column
-    counts = np.bincount(cell, weights=data.weight, minlength=3 * len(keys)).astype(np.float64)
+    counts = np.bincount(cell, weights=data.multiplicity, minlength=3 * len(keys)).astype(np.float64)
     return _Cells(n_systems=n, lo=keys // n, hi=keys % n, cell=cell, counts=counts)
 
 
@@ -166,7 +192,8 @@ def _item_matrix(data: Comparisons, cells: _Cells) -> sparse.csr_matrix:
     """Cells x items: column i holds item i's contribution to every count (what the bootstrap reweights)."""
     _, item_index = np.unique(data.item, return_inverse=True)
     n_items = int(item_index.max()) + 1
-    weight = np.ones(len(data), dtype=np.float64) if data.weight is None else data.weight
+    multiplicity = data.multiplicity
+    weight = np.ones(len(data), dtype=np.float64) if multiplicity is None else multiplicity
     matrix = sparse.csr_matrix((weight, (cells.cell, item_index)),
                                shape=(len(cells.counts), n_items))
     matrix.sum_duplicates()
@@ -608,19 +635,20 @@ def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _
     upper_open = np.zeros((rounds, cells.n_systems), dtype=bool)
     lower_open = np.zeros((rounds, cells.n_systems), dtype=bool)
     not_converged, max_iterations = 0, 0
+    # numpy draws bounds below 2^32 through one 32-bit path whatever the dtype: int32 draws are the int64 ones
+    # (a test holds them equal), in half the memory, which the draws of many items dominate
+    dtype = np.int32 if n_items < 2**31 else np.int64
     for start in range(0, rounds, _BATCH):
         size = min(_BATCH, rounds - start)
-        draws = rng.integers(0, n_items, size=(size, n_items))
-        offsets = (np.arange(size, dtype=np.int64) * n_items)[:, None]
-        # weights[r, i] = how often round r drew item i (a multinomial resample of the items)
-        weights = np.bincount((draws + offsets).ravel(), minlength=size * n_items)
-        weights = weights.reshape(size, n_items).T.astype(np.float64)
-        counts = np.asarray(by_cell @ weights).T
+        draws = rng.integers(0, n_items, size=(size, n_items), dtype=dtype)
         for r in range(size):
-            sol = _solve(model, cells.lo, cells.hi, cells.n_systems, counts[r], ridge, start=point)
+            # how often round r drew each item (a multinomial resample of the items), then the counts it gives:
+            # sums of integers, exact in any order, one round at a time so memory holds one round's weights
+            counts = np.asarray(by_cell @ np.bincount(draws[r], minlength=n_items).astype(np.float64))
+            sol = _solve(model, cells.lo, cells.hi, cells.n_systems, counts, ridge, start=point)
             scores[start + r] = sol.scores
             tie[start + r] = sol.tie
-            upper_open[start + r], lower_open[start + r] = open_sides(cells, counts[r])
+            upper_open[start + r], lower_open[start + r] = open_sides(cells, counts)
             not_converged += not sol.converged
             max_iterations = max(max_iterations, sol.iterations)
     return BootstrapDraws(scores=scores, tie=tie, not_converged=not_converged, max_iterations=max_iterations,
@@ -787,7 +815,7 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
         tie_low=None if tie_parameter is None or math.isnan(tie_low) else tie_low,
         tie_high=None if tie_parameter is None or math.isnan(tie_high) else tie_high,
         # weighted outcomes (a graded pair as a weighted win and a weighted loss) count their pairs once
-        comparisons=len(data) if data.weight is None or data.pair is None else int(np.unique(data.pair).size),
+        comparisons=data.total if data.weight is None or data.pair is None else int(np.unique(data.pair).size),
         items=items, rounds=rounds, seed=seed, no_interval=no_interval,
         confidence=confidence, ridge=ridge, interval=interval,
         convergence=Convergence(
@@ -801,7 +829,11 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
 
 def _pairs_per_system(data: Comparisons) -> npt.NDArray[np.int64]:
     n = len(data.systems)
+    if data.system_pairs is not None:
+        return np.asarray(data.system_pairs, dtype=np.int64)
     if data.pair is None:
-        return np.bincount(data.left, minlength=n) + np.bincount(data.right, minlength=n)
+        per_row = data.count
+        return (np.bincount(data.left, weights=per_row, minlength=n)
+                + np.bincount(data.right, weights=per_row, minlength=n)).astype(np.int64)
     _, first = np.unique(data.pair, return_index=True)
     return np.bincount(data.left[first], minlength=n) + np.bincount(data.right[first], minlength=n)

@@ -8,11 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from swapjudge.core.pairs import build_pairs
 from swapjudge.core.policy import Gate, gate
-from swapjudge.core.swap import Consistency, consistency_of_pairs
+from swapjudge.core.reduce import PairCounts
+from swapjudge.core.swap import Consistency, consistency_of_pairs, consistency_of_tally
 from swapjudge.errors import GateError
 
 
@@ -69,7 +71,22 @@ def rank_gate(frame: pl.DataFrame, min_consistency: float, confidence: float = 0
     # pairs judged on the same item (other systems, other rounds) count as one cluster, as in `analyze`
     measured = consistency_of_pairs(pairs.outcome, pairs.frame.get_column("item").cast(pl.String).to_numpy(),
                                     confidence)
-    cons = measured if measured.pairs else None
+    return _gated(measured if measured.pairs else None, min_consistency)
+
+
+def rank_gate_of_counts(counts: PairCounts, min_consistency: float, confidence: float = 0.95) -> RankGate:
+    """`rank_gate` from one judge's pairs reduced to counts (`core.reduce.PairCounts` of all its pairs): the same
+    consistency, clustered by item through the kinds of items, as `core.counted` measures it for `analyze`."""
+    from swapjudge.core.counted import COMPLETE, CONSISTENT, kind_tally, outcomes_of
+
+    outcomes = outcomes_of(counts.type_counts)
+    if not outcomes.complete:
+        return _gated(None, min_consistency)
+    flags = kind_tally(counts.kinds, COMPLETE, 2 * (CONSISTENT & COMPLETE).astype(np.int64))
+    return _gated(consistency_of_tally(outcomes.consistent, outcomes.complete, flags, confidence), min_consistency)
+
+
+def _gated(cons: Consistency | None, min_consistency: float) -> RankGate:
     result = gate(cons.rate if cons is not None else None, min_consistency,
                   cons.low if cons is not None else None, cons.high if cons is not None else None)
     if min_consistency <= 0 and not result.passed:

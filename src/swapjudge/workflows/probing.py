@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 
@@ -28,10 +28,28 @@ if TYPE_CHECKING:
 def segments(source: str | Path | Any, by: str, *, judge: str | None = None, a: str | None = None,
              b: str | None = None, tie_policy: TiePolicy | str = TiePolicy.half_credit,
              min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95,
-             allow_unpaired: bool = False) -> SegmentedAnalysis:
-    """The analysis broken down by a record field; the whole file's gate decides (`raise_for_gate`)."""
-    from swapjudge.probes.segments import segment_analyses
+             allow_unpaired: bool = False, engine: ReadEngine | str = ReadEngine.auto) -> SegmentedAnalysis:
+    """The analysis broken down by a record field; the whole file's gate decides (`raise_for_gate`). `engine`:
+    "auto" reduces Parquet and large JSON Lines files to counts per segment when DuckDB is installed (the `scale`
+    extra), "streaming" always does, "memory" reads the records whole; the figures are the same."""
+    from swapjudge.core import arguments
+    from swapjudge.core.counted import analyze_source
+    from swapjudge.core.streaming import open_source, record_fields, should_stream
+    from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field, segment_analyses, segment_analyses_of_source
 
+    read = arguments.choice(engine, "engine", ReadEngine)
+    if should_stream(source, read.value):
+        fields = record_fields(source) if Path(source).exists() else []
+        usable = by in fields and by not in NOT_SEGMENTS
+        with open_source(source, allow_unpaired=allow_unpaired, segment=by if usable else None,
+                         split=False) as reduced:
+            if not usable:
+                # as the rows path: the file's checks, then the whole file's analysis, then the field
+                analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=tie_policy,
+                               min_consistency=min_consistency, confidence=confidence)
+                refuse_field(fields, by)
+            return segment_analyses_of_source(reduced, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
+                                              min_consistency=min_consistency, confidence=confidence)
     loaded = load_records(source, allow_unpaired=allow_unpaired)
     return segment_analyses(loaded, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                             min_consistency=min_consistency, confidence=confidence)
@@ -145,9 +163,27 @@ def _labelled(source: str | Path | Any, labels: str | Path | None, allow_unpaire
 
 
 def agreement(source: str | Path | Any, *, labels: str | Path | None = None, judge: str | None = None,
-              confidence: float = 0.95, allow_unpaired: bool = False) -> list[JudgeAgreement]:
-    """Agreement with human or gold labels next to swap-consistency, one result per judge."""
+              confidence: float = 0.95, allow_unpaired: bool = False,
+              engine: ReadEngine | str = ReadEngine.auto) -> list[JudgeAgreement]:
+    """Agreement with human or gold labels next to swap-consistency, one result per judge. `engine`: "auto"
+    reduces Parquet and large JSON Lines files whose records carry their labels to counts when DuckDB is
+    installed, "streaming" always does (a separate `labels` file is joined in memory only), "memory" reads the
+    records whole; the figures are the same."""
+    from swapjudge.core import arguments
+    from swapjudge.core.records import choose_judges
+    from swapjudge.core.streaming import open_source, should_stream
     from swapjudge.probes.agreement import agreement as judge_agreement
+    from swapjudge.probes.agreement import agreement_of_counts
+
+    read = arguments.choice(engine, "engine", ReadEngine)
+    if labels is not None and read is ReadEngine.streaming:
+        raise ArgumentError("{labels} files are joined to the records in memory, not by the streaming engine: "
+                            "{engine} memory (or auto), or labels in the records' `label` field", "labels", "engine")
+    if labels is None and should_stream(source, read.value):
+        with open_source(source, allow_unpaired=allow_unpaired, split=False) as reduced:
+            return [agreement_of_counts(reduced.pair_verdicts(name, reduced.systems(name)), reduced.counts(name),
+                                        judge=name or None, confidence=confidence)
+                    for name in choose_judges(reduced.judges(), judge)]
 
     return judge_agreement(_labelled(source, labels, allow_unpaired), judge=judge, confidence=confidence)
 

@@ -1,6 +1,11 @@
 """`swapjudge rank` and `swapjudge.rank`: choose the judge, gate it as `analyze` does (a ranking is many win
 rates at once), build the comparisons, and fit the tie-aware Bradley-Terry model with item-bootstrap intervals;
-or, with an order effect or style covariates, fit single calls with a first-slot term."""
+or, with an order effect or style covariates, fit single calls with a first-slot term.
+
+A Parquet file, or a JSON Lines file too large to read at ease, is reduced by the streaming engine
+(`core.streaming`, DuckDB) to the judge's pairs counted by item, system pair and verdicts, and ranked from those
+counts (`ranking.counted_battles`): the same figures as records read whole. Graded verdicts and the single-call
+fits (an order effect, style covariates) need the rows: `auto` reads those in memory."""
 
 from __future__ import annotations
 
@@ -10,7 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core import arguments
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
+from swapjudge.core.choices import (
+    DEFAULT_MIN_CONSISTENCY,
+    DEFAULT_ROUNDS,
+    IntervalMethod,
+    Model,
+    OutcomeSource,
+    ReadEngine,
+)
 from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, InputError
 
@@ -41,14 +53,18 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
          outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
          confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
          min_consistency: float = DEFAULT_MIN_CONSISTENCY, order_effect: bool = False,
-         control: Sequence[str] = (), pairs: str | Path | None = None) -> JudgeRanking:
+         control: Sequence[str] = (), pairs: str | Path | None = None,
+         engine: ReadEngine | str = ReadEngine.auto) -> JudgeRanking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
 
     A judge below `min_consistency` (over all its complete pairs) gets no ranking: `GateError`. With
     `order_effect` (a first-slot term fitted with the strengths, the honest choice for single-order data) or
     `control` (style covariates such as `length`, `markdown`) the fit is on single calls. `outcome="graded"`
     (graded verdicts) counts each graded pair's order-averaged graded score s as s of a win and 1 - s of a
-    loss and fits plain Bradley-Terry on those weighted outcomes (`model` is not used)."""
+    loss and fits plain Bradley-Terry on those weighted outcomes (`model` is not used). `engine`: "auto" reduces
+    Parquet and large JSON Lines files to counts when DuckDB is installed (the `scale` extra) and ranks from them,
+    "streaming" always does (it refuses graded verdicts and the single-call fits, which need the rows), "memory"
+    reads the records whole."""
     from swapjudge.ranking.battles import choose_judge, comparisons_from_records
     from swapjudge.ranking.bradley_terry import rank as fit_ranking
     from swapjudge.ranking.gate import rank_gate
@@ -67,10 +83,14 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     pairs = arguments.path(pairs, "pairs", what="a pairs file's path")
     if len(set(controls)) != len(controls):
         raise ArgumentError("{control} names a covariate twice", "control")
+    read = arguments.choice(engine, "engine", ReadEngine)
     adjusted = order_effect or bool(controls)
     if adjusted and source_kind is OutcomeSource.graded:
         raise ArgumentError("{outcome} graded ranks graded pairs; {order_effect} and {control} fit single calls",
                             "outcome", "order_effect", "control")
+    if _streams(source, read, adjusted, source_kind):
+        return _rank_counted(source, judge, Model(model), source_kind, bootstrap, seed, confidence,
+                             IntervalMethod(interval), min_consistency)
     loaded = load_records(source, allow_unpaired=adjusted or source_kind is OutcomeSource.calls)
     name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
     checked = rank_gate(choose_judge(loaded.frame, judge, loaded.source), min_consistency, confidence)
@@ -85,6 +105,49 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     fitted_model = Model.bt_half if source_kind is OutcomeSource.graded else model
     result = fit_ranking(data, fitted_model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
     return JudgeRanking(name, source_kind.value, checked, result)
+
+
+def _streams(source: Any, engine: ReadEngine, adjusted: bool, outcome: OutcomeSource) -> bool:
+    """Whether the records are ranked from counts: what `core.streaming.should_stream` says for the file, unless
+    the ranking needs the rows (refused in one line under "streaming"; read in memory under "auto")."""
+    from swapjudge.core.streaming import should_stream
+
+    if engine is ReadEngine.memory:
+        return False
+    needs_rows = (("{order_effect} and {control} fit single calls", ("order_effect", "control")) if adjusted else
+                  ("{outcome} graded ranks graded verdicts", ("outcome",)) if outcome is OutcomeSource.graded
+                  else None)
+    if needs_rows is not None:
+        if engine is ReadEngine.streaming:
+            what, names = needs_rows
+            raise ArgumentError(what + " from the records in memory, not from the streaming engine's counts: "
+                                "{engine} memory (or auto)", *names, "engine")
+        return False
+    return should_stream(source, engine.value)
+
+
+def _rank_counted(source: Any, judge: str | None, model: Model, outcome: OutcomeSource, rounds: int, seed: int,
+                  confidence: float, interval: IntervalMethod, min_consistency: float) -> JudgeRanking:
+    """The ranking from the streaming reduction's counts: the same judge, gate, errors and figures."""
+    from swapjudge.core.streaming import open_source
+    from swapjudge.ranking.battles import judge_of
+    from swapjudge.ranking.bradley_terry import rank as fit_ranking
+    from swapjudge.ranking.counted_battles import comparisons_of_counts
+    from swapjudge.ranking.gate import rank_gate_of_counts
+
+    with open_source(source, allow_unpaired=outcome is OutcomeSource.calls, split=False) as reduced:
+        judges = reduced.judges()
+        chosen = judge_of(judges, judge, reduced.source)
+        name = judge if judge is not None else (judges[0] if judges else "")
+        checked = rank_gate_of_counts(reduced.counts(chosen), min_consistency, confidence)
+        checked.raise_if_blocked(name)
+        systems = reduced.systems(chosen)
+        data = comparisons_of_counts(reduced.pair_verdicts(chosen, systems), systems, outcome=outcome,
+                                     source=reduced.source)
+    if len(data.systems) < 2:
+        raise InputError("fewer than two systems to rank", path=reduced.source)
+    result = fit_ranking(data, model, rounds=rounds, seed=seed, confidence=confidence, interval=interval)
+    return JudgeRanking(name, outcome.value, checked, result)
 
 
 def _rank_calls(loaded: Any, name: str, judge: str | None, order_effect: bool, controls: list[str],
