@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import swapjudge.report.notebook  # noqa: F401  # the results' notebook displays
 from swapjudge.core import arguments
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, DEFAULT_ROUNDS, IntervalMethod, Model, OutcomeSource
+from swapjudge.core.choices import (
+    DEFAULT_MIN_CONSISTENCY,
+    DEFAULT_ROUNDS,
+    IntervalMethod,
+    Model,
+    OutcomeSource,
+    ReadEngine,
+)
 from swapjudge.core.records import load_records as load_any_records
 from swapjudge.workflows.audit import analyze
 from swapjudge.workflows.judging import dry_run, run
@@ -38,12 +45,15 @@ def load_records(source: str | Path | Any, *, allow_unpaired: bool = False, extr
 def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
          outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
          confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
-         min_consistency: float = DEFAULT_MIN_CONSISTENCY) -> Ranking:
+         min_consistency: float = DEFAULT_MIN_CONSISTENCY, engine: ReadEngine | str = ReadEngine.auto) -> Ranking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
 
     Gated as `analyze` is: a judge whose swap-consistency is below `min_consistency` gets no ranking
-    (`GateError`); `min_consistency=0` ranks anyway."""
+    (`GateError`); `min_consistency=0` ranks anyway. `engine` reads a file as `--engine` does: "auto" reduces a
+    Parquet file or a large JSON Lines file to counts with the streaming engine, "memory" reads every record,
+    "streaming" always reduces (the same figures either way)."""
     from swapjudge.workflows.standings import rank as rank_judge
 
     return rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
-                      confidence=confidence, interval=interval, min_consistency=min_consistency).ranking
+                      confidence=confidence, interval=interval, min_consistency=min_consistency,
+                      engine=engine).ranking

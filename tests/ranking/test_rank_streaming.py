@@ -265,3 +265,14 @@ def test_the_bootstraps_int32_draws_are_numpys_int64_draws(n_items: int) -> None
     wide = np.random.default_rng(11).integers(0, n_items, size=(3, n_items))
     narrow = np.random.default_rng(11).integers(0, n_items, size=(3, n_items), dtype=np.int32)
     assert np.array_equal(wide, narrow)
+
+
+def test_the_python_api_streams_with_the_engine_it_is_given(tmp_path: Path) -> None:
+    import swapjudge
+
+    rows = SHAPES["two_systems"]()
+    path = _write_parquet(tmp_path / "records.parquet", rows)
+    streamed = swapjudge.rank(path, engine="streaming", bootstrap=50, min_consistency=0).to_dict()
+    assert streamed == swapjudge.rank(path, engine="memory", bootstrap=50, min_consistency=0).to_dict()
+    with pytest.raises(SwapjudgeError, match="engine must be one of"):
+        swapjudge.rank(path, engine="spark")
