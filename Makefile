@@ -34,7 +34,7 @@ $(VENV)/.models: $(VENV)/.installed
 run: $(VENV)/.models
 	$(PY) examples/local_audit.py examples/local_llmbar.yaml || test $$? -eq 1
 
-# The judge card of the embedded judge on the quick suite (96 LLMBar pairs), offline; out/card.html, out/card.json.
+# The judge card of the embedded judge on the quick suite (32 LLMBar pairs), offline; out/card.html, out/card.json.
 card: $(VENV)/.models
 	$(VENV)/bin/swapjudge card examples/local_card.yaml --suite quick -o out/card.html -o out/card.json || test $$? -eq 1
 
