@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,37 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
         for row in rows:
             f.write(json.dumps(row) + "\n")
     return path
+
+
+def write_parquet(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    """`rows` as a Parquet file; ids of mixed types (the integer items of some shapes) become text, as the JSON
+    Lines loader makes them."""
+    import polars as pl
+
+    frame = pl.DataFrame([{k: (str(v) if k in ("item", "first", "second") else v) for k, v in row.items()}
+                          for row in rows], infer_schema_length=None)
+    frame.write_parquet(path)
+    return path
+
+
+def same_on_both_engines(tmp_path: Path, rows: list[dict[str, Any]], document: Callable[..., Any],
+                         **options: Any) -> list[tuple[str, Any]]:
+    """`document(path, engine=..., **options)` (or the error's class and words) for `rows` as JSON Lines and as
+    Parquet: the streaming engine's must equal the in-memory one's, to the last bit. Returns both references."""
+    from swapjudge.errors import SwapjudgeError
+
+    def outcome(path: Path, engine: str) -> tuple[str, Any]:
+        try:
+            return "ok", document(path, engine=engine, **options)
+        except SwapjudgeError as err:
+            return type(err).__name__, str(err)
+
+    found = []
+    for path in (write_jsonl(tmp_path / "records.jsonl", rows), write_parquet(tmp_path / "records.parquet", rows)):
+        reference = outcome(path, "memory")
+        assert outcome(path, "streaming") == reference, f"{path.suffix} {options}"
+        found.append(reference)
+    return found
 
 
 def contract_400() -> list[dict[str, Any]]:

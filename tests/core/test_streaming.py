@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from conftest import shared_data, shi2024_records, write_jsonl
+from conftest import shared_data, shi2024_records, write_jsonl, write_parquet
 from record_shapes import SHAPES
 from swapjudge.core.analysis import analyze as analyse_records
 from swapjudge.core.counted import analyze_source
@@ -46,21 +46,13 @@ def _documents(results: Any) -> list[dict[str, Any]]:
     return [r.to_dict() for r in results]
 
 
-def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
-    # ids of mixed types (the integer items of some shapes) become text, as the JSON Lines loader makes them
-    frame = pl.DataFrame([{k: (str(v) if k in ("item", "first", "second") else v) for k, v in row.items()}
-                          for row in rows], infer_schema_length=None)
-    frame.write_parquet(path)
-    return path
-
-
 def _check_all_paths(tmp_path: Path, rows: list[dict[str, Any]], allow_unpaired: bool = False,
                      **options: Any) -> list[dict[str, Any]]:
     reference = _documents(analyse_records(load_records(rows, allow_unpaired=allow_unpaired), **options))
     loaded = load_records(rows, allow_unpaired=allow_unpaired)
     _same(_documents(analyze_source(FrameSource(loaded.frame), **options)), reference, "counts in memory")
     jsonl = write_jsonl(tmp_path / "records.jsonl", rows)
-    parquet = _write_parquet(tmp_path / "records.parquet", rows)
+    parquet = write_parquet(tmp_path / "records.parquet", rows)
     for path in (jsonl, parquet):
         with open_source(path, allow_unpaired=allow_unpaired) as source:
             _same(_documents(analyze_source(source, **options)), reference, f"streamed {path.suffix}")
@@ -145,7 +137,7 @@ def test_a_bad_json_lines_file_fails_with_the_in_memory_words(tmp_path: Path, pr
 def test_a_bad_parquet_file_names_the_row_and_row_group(tmp_path: Path, problem: str) -> None:
     rows = SHAPES["two_systems"]()
     BAD[problem](rows)
-    path = _write_parquet(tmp_path / "bad.parquet", rows)
+    path = write_parquet(tmp_path / "bad.parquet", rows)
     expected = _error(lambda: load_records(path))
     assert "row group" in expected
     assert _error(lambda: open_source(path).judges()) == expected
@@ -153,7 +145,7 @@ def test_a_bad_parquet_file_names_the_row_and_row_group(tmp_path: Path, problem:
 
 def test_auto_streams_parquet_and_reads_small_json_lines_in_memory(tmp_path: Path) -> None:
     rows = SHAPES["two_systems"]()
-    assert should_stream(_write_parquet(tmp_path / "r.parquet", rows))
+    assert should_stream(write_parquet(tmp_path / "r.parquet", rows))
     assert not should_stream(write_jsonl(tmp_path / "r.jsonl", rows))
     assert not should_stream(write_jsonl(tmp_path / "r.jsonl", rows), "memory")
     assert should_stream(tmp_path / "r.jsonl", "streaming")
@@ -208,7 +200,7 @@ def test_without_duckdb_the_core_install_reads_parquet_in_memory_and_streaming_n
     import sys
 
     rows = SHAPES["two_systems"]()
-    path = _write_parquet(tmp_path / "r.parquet", rows)
+    path = write_parquet(tmp_path / "r.parquet", rows)
     blocked = ("import sys; sys.modules['duckdb'] = None; import swapjudge; from swapjudge.cli import main; "
                "sys.argv = ['swapjudge', *sys.argv[1:]]; main()")
     plain = subprocess.run([sys.executable, "-c", blocked, "analyze", str(path), "--format", "json"],
@@ -228,7 +220,7 @@ def test_without_duckdb_the_core_install_reads_parquet_in_memory_and_streaming_n
 def test_a_parquet_probability_outside_0_1_is_refused_by_its_row(tmp_path: Path, value: float) -> None:
     rows = SHAPES["mixed_probabilities"]()
     rows[3].update(p_first=value, p_second=0.1)
-    path = _write_parquet(tmp_path / "p.parquet", rows)
+    path = write_parquet(tmp_path / "p.parquet", rows)
     expected = _error(lambda: load_records(path))
     assert "row 4 (row group 0): field `p_first`: must be a probability" in expected
     assert _error(lambda: open_source(path).judges()) == expected
@@ -245,7 +237,7 @@ def test_graded_verdicts_are_analysed_in_memory_and_the_streaming_engine_says_so
             row["strength"] = 1 + len(row["item"]) % 2
     reference = _documents(analyse_records(load_records(rows)))
     assert reference[0]["graded"] is not None
-    for path in (write_jsonl(tmp_path / "g.jsonl", rows), _write_parquet(tmp_path / "g.parquet", rows)):
+    for path in (write_jsonl(tmp_path / "g.jsonl", rows), write_parquet(tmp_path / "g.parquet", rows)):
         assert not should_stream(path)
         _same(_documents(analyze(path)), reference, f"auto {path.suffix}")
         with pytest.raises(SwapjudgeError, match="graded verdicts"):

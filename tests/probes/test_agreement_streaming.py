@@ -12,38 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from conftest import ROOT, shi2024_records, write_jsonl
+from conftest import ROOT, same_on_both_engines, shi2024_records, write_parquet
 from record_shapes import SHAPES, mixed
-from swapjudge.errors import ArgumentError, SwapjudgeError
+from swapjudge.errors import ArgumentError
 from swapjudge.probes.agreement import kappa, kappa_of_counts
 from swapjudge.workflows.probing import agreement
 
 
-def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
-    frame = pl.DataFrame([{k: (str(v) if k in ("item", "first", "second") else v) for k, v in row.items()}
-                          for row in rows], infer_schema_length=None)
-    frame.write_parquet(path)
-    return path
-
-
-def _outcome(path: Path, **options: Any) -> tuple[str, Any]:
-    try:
-        return "ok", [r.to_dict() for r in agreement(path, **options)]
-    except SwapjudgeError as err:
-        return type(err).__name__, str(err)
-
-
 def _check(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> tuple[str, Any]:
-    found = []
-    for path in (write_jsonl(tmp_path / "records.jsonl", rows), _write_parquet(tmp_path / "records.parquet", rows)):
-        reference = _outcome(path, engine="memory", **options)
-        assert _outcome(path, engine="streaming", **options) == reference, f"{path.suffix} {options}"
-        found.append(reference)
-    return found[0]
+    return same_on_both_engines(tmp_path, rows, lambda path, **o: [r.to_dict() for r in agreement(path, **o)],
+                                **options)[0]
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -83,7 +64,7 @@ def test_kappa_of_counts_is_kappa_of_the_rows_and_scikit_learns() -> None:
 
 
 def test_a_labels_file_is_joined_in_memory_only(tmp_path: Path) -> None:
-    path = _write_parquet(tmp_path / "r.parquet", mixed(20))
+    path = write_parquet(tmp_path / "r.parquet", mixed(20))
     labels = tmp_path / "labels.csv"
     labels.write_text("item,label\nq001,alpha\n")
     with pytest.raises(ArgumentError, match="labels files are joined to the records in memory"):
@@ -91,7 +72,7 @@ def test_a_labels_file_is_joined_in_memory_only(tmp_path: Path) -> None:
 
 
 def test_the_command_streams_and_prints_what_memory_prints(tmp_path: Path) -> None:
-    path = _write_parquet(tmp_path / "r.parquet", mixed(60))
+    path = write_parquet(tmp_path / "r.parquet", mixed(60))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     runs = [subprocess.run([sys.executable, "-m", "swapjudge", "agreement", str(path), "--format", "json",
                             "--engine", engine], capture_output=True, text=True, env=env, timeout=300)

@@ -11,36 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pytest
 
-from conftest import ROOT, shi2024_records, write_jsonl
+from conftest import ROOT, same_on_both_engines, shi2024_records, write_parquet
 from record_shapes import SHAPES
-from swapjudge.errors import SwapjudgeError
 from swapjudge.workflows.probing import segments
 
 
-def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
-    frame = pl.DataFrame([{k: (str(v) if k in ("item", "first", "second") else v) for k, v in row.items()}
-                          for row in rows], infer_schema_length=None)
-    frame.write_parquet(path)
-    return path
-
-
-def _outcome(path: Path, **options: Any) -> tuple[str, Any]:
-    try:
-        return "ok", segments(path, **options).to_dict()
-    except SwapjudgeError as err:
-        return type(err).__name__, str(err)
-
-
 def _check(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> list[tuple[str, Any]]:
-    found = []
-    for path in (write_jsonl(tmp_path / "records.jsonl", rows), _write_parquet(tmp_path / "records.parquet", rows)):
-        reference = _outcome(path, engine="memory", **options)
-        assert _outcome(path, engine="streaming", **options) == reference, f"{path.suffix} {options}"
-        found.append(reference)
-    return found
+    return same_on_both_engines(tmp_path, rows, lambda path, **o: segments(path, **o).to_dict(), **options)
 
 
 def _tagged(rows: list[dict[str, Any]], field: str = "task") -> list[dict[str, Any]]:
@@ -94,7 +73,7 @@ def test_bad_fields_and_files_are_said_alike(tmp_path: Path) -> None:
 
 
 def test_the_command_streams_and_prints_what_memory_prints(tmp_path: Path) -> None:
-    path = _write_parquet(tmp_path / "r.parquet", SHAPES["mixed"]())
+    path = write_parquet(tmp_path / "r.parquet", SHAPES["mixed"]())
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     runs = [subprocess.run([sys.executable, "-m", "swapjudge", "segments", str(path), "--by", "category",
                             "--format", "json", "--min-consistency", "0", "--engine", engine],

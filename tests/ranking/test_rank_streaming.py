@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pytest
 
-from conftest import ROOT, shared_data, shi2024_records, write_jsonl
+from conftest import ROOT, same_on_both_engines, shared_data, shi2024_records, write_parquet
 from record_shapes import SHAPES, mixed
 from swapjudge.errors import ArgumentError, SwapjudgeError
 from swapjudge.ranking.bradley_terry import Comparisons, rank
@@ -27,33 +26,10 @@ from swapjudge.workflows.standings import rank as rank_records
 EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
 
 
-def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
-    frame = pl.DataFrame([{k: (str(v) if k in ("item", "first", "second") else v) for k, v in row.items()}
-                          for row in rows], infer_schema_length=None)
-    frame.write_parquet(path)
-    return path
-
-
-def _outcome(path: Path, **options: Any) -> tuple[str, Any]:
-    """("ok", the ranking's document) or the error's class and words."""
-    try:
-        return "ok", rank_records(path, **options).to_dict()
-    except SwapjudgeError as err:
-        return type(err).__name__, str(err)
-
-
 def _check(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> list[tuple[str, Any]]:
     """The ranking (or the error) of `rows` from JSON Lines and Parquet, streamed and in memory: all equal (to the
     last bit: the counts are integers, summed alike, and the bootstrap draws the same items)."""
-    jsonl = write_jsonl(tmp_path / "records.jsonl", rows)
-    parquet = _write_parquet(tmp_path / "records.parquet", rows)
-    found = []
-    for path in (jsonl, parquet):
-        reference = _outcome(path, engine="memory", **options)
-        streamed = _outcome(path, engine="streaming", **options)
-        assert streamed == reference, f"{path.suffix} {options}"
-        found.append(reference)
-    return found
+    return same_on_both_engines(tmp_path, rows, lambda path, **o: rank_records(path, **o).to_dict(), **options)
 
 
 def _judges(rows: list[dict[str, Any]]) -> list[str]:
@@ -218,7 +194,7 @@ def test_no_complete_pair_or_no_parsed_call_is_said_alike(tmp_path: Path) -> Non
 
 def test_rankings_that_need_the_rows_are_refused_by_streaming_and_read_whole_by_auto(tmp_path: Path) -> None:
     rows = SHAPES["mixed"]()
-    path = _write_parquet(tmp_path / "r.parquet", rows)
+    path = write_parquet(tmp_path / "r.parquet", rows)
     with pytest.raises(ArgumentError) as caught:
         rank_records(path, judge="j1", order_effect=True, engine="streaming")
     assert str(caught.value).startswith("order_effect and control fit single calls from the records in memory")
@@ -237,7 +213,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_command_streams_and_prints_what_memory_prints(tmp_path: Path) -> None:
     rows = SHAPES["mixed"]()
-    path = _write_parquet(tmp_path / "r.parquet", rows)
+    path = write_parquet(tmp_path / "r.parquet", rows)
     streamed = _cli(str(path), "--judge", "j2", "--format", "json", "--engine", "streaming", "--bootstrap", "100",
                     "--min-consistency", "0")
     whole = _cli(str(path), "--judge", "j2", "--format", "json", "--engine", "memory", "--bootstrap", "100",
@@ -252,7 +228,7 @@ def test_the_command_streams_and_prints_what_memory_prints(tmp_path: Path) -> No
     assert "--order-effect and --control fit single calls" in refused.stderr and "--engine memory" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     BAD["unknown verdict"](rows)
-    bad = _write_parquet(tmp_path / "bad.parquet", rows)
+    bad = write_parquet(tmp_path / "bad.parquet", rows)
     errors = [_cli(str(bad), "--judge", "j2", "--engine", engine) for engine in ("streaming", "memory")]
     assert errors[0].returncode == errors[1].returncode == 2
     assert errors[0].stderr == errors[1].stderr and "row group" in errors[0].stderr
@@ -271,7 +247,7 @@ def test_the_python_api_streams_with_the_engine_it_is_given(tmp_path: Path) -> N
     import swapjudge
 
     rows = SHAPES["two_systems"]()
-    path = _write_parquet(tmp_path / "records.parquet", rows)
+    path = write_parquet(tmp_path / "records.parquet", rows)
     streamed = swapjudge.rank(path, engine="streaming", bootstrap=50, min_consistency=0).to_dict()
     assert streamed == swapjudge.rank(path, engine="memory", bootstrap=50, min_consistency=0).to_dict()
     with pytest.raises(SwapjudgeError, match="engine must be one of"):
