@@ -115,6 +115,20 @@ def generate(size: int, path: Path, pairs_per_item: int) -> None:
     print(f"generated {path.name} in {time.perf_counter() - start:.0f} s")
 
 
+def setting() -> tuple[str, dict[str, str]]:
+    """The CLI beside this interpreter and the children's environment (DuckDB's memory limit 1 GB unless set),
+    printed with the machine, the versions and the load, as every scale figure is read against them."""
+    cli = str(Path(sys.executable).parent / "swapjudge")
+    env = dict(os.environ)
+    env.setdefault("SWAPJUDGE_MEMORY_LIMIT", "1GB")
+    from importlib.metadata import version  # not the packages themselves: a child's peak RSS starts at ours
+
+    print(f"cpus: {os.cpu_count()}  python {sys.version.split()[0]}  duckdb {version('duckdb')}  "
+          f"polars {version('polars')}  SWAPJUDGE_MEMORY_LIMIT={env['SWAPJUDGE_MEMORY_LIMIT']}  "
+          f"load average {os.getloadavg()[0]:.1f}")
+    return cli, env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000, 100_000_000])
@@ -125,14 +139,7 @@ def main() -> None:
     parser.add_argument("--memory-in-memory-engine", action="store_true",
                         help="also run `analyze --engine memory` on the JSON Lines files")
     args = parser.parse_args()
-    cli = str(Path(sys.executable).parent / "swapjudge")
-    env = dict(os.environ)
-    env.setdefault("SWAPJUDGE_MEMORY_LIMIT", "1GB")
-    from importlib.metadata import version  # not the packages themselves: a child's peak RSS starts at ours
-
-    print(f"cpus: {os.cpu_count()}  python {sys.version.split()[0]}  duckdb {version('duckdb')}  "
-          f"polars {version('polars')}  SWAPJUDGE_MEMORY_LIMIT={env['SWAPJUDGE_MEMORY_LIMIT']}  "
-          f"load average {os.getloadavg()[0]:.1f}")
+    cli, env = setting()
     growth = []
     prefix = "records" if args.pairs_per_item == 1 else f"records_{args.pairs_per_item}pairs"
     for size in args.sizes:

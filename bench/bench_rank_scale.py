@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_analyze_scale import DATA, generate, line, measure
+from bench_analyze_scale import DATA, generate, line, measure, setting
 
 
 def main() -> None:
@@ -34,14 +33,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap rounds of the ranking")
     parser.add_argument("--judge", default="judge-a", help="the judge ranked (the file has four)")
     args = parser.parse_args()
-    cli = str(Path(sys.executable).parent / "swapjudge")
-    env = dict(os.environ)
-    env.setdefault("SWAPJUDGE_MEMORY_LIMIT", "1GB")
-    from importlib.metadata import version  # not the packages themselves: a child's peak RSS starts at ours
-
-    print(f"cpus: {os.cpu_count()}  python {sys.version.split()[0]}  duckdb {version('duckdb')}  "
-          f"polars {version('polars')}  SWAPJUDGE_MEMORY_LIMIT={env['SWAPJUDGE_MEMORY_LIMIT']}  "
-          f"load average {os.getloadavg()[0]:.1f}")
+    cli, env = setting()
     for size in args.sizes:
         path = DATA / f"records_{size}.parquet"
         generate(size, path, 1)
