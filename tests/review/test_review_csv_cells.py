@@ -63,6 +63,14 @@ def _pairs(directory: Path, answer_length: int = 0) -> Path:
     return path
 
 
+def _fill(path: Path, sheet: list[dict[str, str]], choice: str) -> None:
+    """The sheet as a reviewer saves it: `choice` on every row."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(sheet[0]))
+        writer.writeheader()
+        writer.writerows({**row, "choice": choice} for row in sheet)
+
+
 @pytest.mark.parametrize("text", [*HOSTILE, *LOOKALIKES, "", "plain", "'", "''"])
 def test_the_escape_is_undone_exactly(text: str) -> None:
     written = spreadsheet_cell(text)
@@ -81,12 +89,7 @@ def test_sheet_and_key_are_neutralised_and_the_tally_gives_the_exact_names(tmp_p
     escaped = [v for row in sheet for v in row.values() if v.startswith("'") and v[1:].startswith(FORMULA_STARTS)]
     assert len(escaped) == 4 * sum(t.startswith(FORMULA_STARTS) for t in HOSTILE + LOOKALIKES) == 4 * 8
     # a reviewer picks the left answer everywhere; the tally names the systems exactly as the pairs file does
-    for row in sheet:
-        row["choice"] = "left"
-    with (tmp_path / "filled.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(sheet[0]))
-        writer.writeheader()
-        writer.writerows(sheet)
+    _fill(tmp_path / "filled.csv", sheet, "left")
     done = _cli(tmp_path, "review", "tally", "filled.csv", "--key", "key.csv", "-o", "tally.jsonl")
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in (tmp_path / "tally.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -175,12 +178,7 @@ def test_a_150000_character_answer_goes_through_sheet_and_tally(tmp_path: Path) 
     allow_long_cells()  # this test's own reader
     rows = _cells(tmp_path / "sheet.csv")
     assert max(len(row["answer_left"]) for row in rows) > 150_000
-    for row in rows:
-        row["choice"] = "right"
-    with (tmp_path / "filled.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    _fill(tmp_path / "filled.csv", rows, "right")
     done = _cli(tmp_path, "review", "tally", "filled.csv", "--key", "key.csv", "-o", "tally.jsonl")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert len((tmp_path / "tally.jsonl").read_text(encoding="utf-8").splitlines()) == 24
