@@ -70,6 +70,28 @@ def test_every_shape_gives_the_in_memory_figures(tmp_path: Path, shape: str) -> 
     assert reference and all("swap_consistency" in doc or "consistency" in json.dumps(doc) for doc in reference)
 
 
+# names the JSON reader must unescape: quotes, backslashes, escaped and raw non-ASCII, control characters
+ODD_NAMES = ['say "hi"', "back\\slash", "caf\u00e9", "\U0001f600 smile", "tab\there", "\\", '"', " spaced "]
+
+
+@pytest.mark.parametrize("ascii_only", [True, False], ids=["escaped", "utf8"])
+def test_escaped_and_non_ascii_names_are_read_as_their_text(tmp_path: Path, ascii_only: bool) -> None:
+    rows = SHAPES["mixed"]()
+    rename = {old: ODD_NAMES[k % len(ODD_NAMES)] + str(k) for k, old in
+              enumerate(sorted({str(r["item"]) for r in rows} | {r["first"] for r in rows}))}
+    judges = {j: ODD_NAMES[-k - 1] + "judge" for k, j in enumerate(sorted({str(r.get("judge", "")) for r in rows}))}
+    for row in rows:
+        row.update(item=rename[str(row["item"])], first=rename[row["first"]], second=rename[row["second"]],
+                   judge=judges[str(row.get("judge", ""))])
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in rows), encoding="utf-8")
+    reference = _documents(analyse_records(load_records(rows)))
+    with open_source(path) as source:
+        assert sorted(source.judges()) == sorted({r["judge"] for r in rows})
+        _same(_documents(analyze_source(source)), reference, "streamed odd names")
+    _check_all_paths(tmp_path, rows)
+
+
 def test_a_chosen_pair_policy_and_confidence(tmp_path: Path) -> None:
     _check_all_paths(tmp_path, SHAPES["mixed"](), a="alpha", b="gamma", tie_policy="exclude", confidence=0.9,
                      judge="j2")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import mmap
 import os
 import re
 import shutil
@@ -113,8 +114,7 @@ def carries_strength(path: Path) -> bool:
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
             return STRENGTH in pl.read_parquet_schema(path)
-        counts = _key_counts(str(path))
-        return bool(counts[b'"strength":'] or counts[b'"strength" :'])
+        return _key_occurs(str(path), STRENGTH, *_stamp(str(path)))
     except Exception:  # unreadable: the reader that follows names the problem
         return False
 
@@ -140,98 +140,141 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _is_text(raw: str) -> str:
+    """Whether a JSON value, as DuckDB writes it back (minified), is a string: told by its opening quote."""
+    return f"starts_with({raw}, '\"')"
+
+
+def _json_text(raw: str) -> str:
+    """A JSON string's text (`raw ->> '$'`), cut from its quotes when nothing in it is escaped."""
+    return f"CASE WHEN contains({raw}, '\\') THEN {raw} ->> '$' ELSE ({raw}::VARCHAR)[2:-2] END"
+
+
+def _json_value(raw: str, *, integer: bool = False, other: bool = False) -> str:
+    """A field's text when its JSON type is allowed, else null: a string's text; with `integer`, an integer's
+    digits; with `other`, any value but an object or array, as its JSON. Each value's type is told once, from
+    the text DuckDB wrote (a string by its quote, the rare rest by its first character or its digits)."""
+    cases = [f"WHEN {_is_text(raw)} THEN {_json_text(raw)}"]
+    if integer:
+        cases.append(f"WHEN regexp_full_match({raw}, '-?[0-9]+') THEN {raw}::VARCHAR")
+    if other:
+        cases.append(f"WHEN NOT (starts_with({raw}, '{{') OR starts_with({raw}, '[')) THEN {raw}::VARCHAR")
+    return f"CASE {' '.join(cases)} END"
+
+
 def _json_calls(path: str, segment: str | None, missing: str) -> str:
     """The SELECT reading a JSON Lines file as normalised calls, checked as `core.records._parse_row` checks them
     (`bad`: any field it would refuse; a missing `verdict` key reads as null here, so the keys are counted apart,
-    `_verdict_keys`). The fields whose JSON type decides (text, or an integer for ids) are read as JSON, their
-    type and text taken once; the others as text, which a wrong type cannot pass (a number or a boolean verdict
-    is no verdict name, a 1.5 round no integer, a probability is cast) and which reads fastest."""
+    `_verdict_keys`). The fields whose JSON type decides (text, or an integer for ids) are read as JSON and each
+    turned into its value at once, null when the type is refused; the others as text, which a wrong type cannot
+    pass (a number or a boolean verdict is no verdict name, a 1.5 round no integer, a probability is cast) and
+    which reads fastest."""
     fields = _json_fields(segment)
     typed_fields = {"item", "first", "second", "judge", "label", "p_first", "p_second", *_REGISTERED_TEXT,
                     *([segment] if segment else [])}
     columns = "{" + ", ".join(f"{_quote(f)}: '{'JSON' if f in typed_fields else 'VARCHAR'}'" for f in fields) + "}"
-    typed = ", ".join(f"json_type({_ident(f)}) AS {_ident('t:' + f)}, ({_ident(f)} ->> '$') AS {_ident('s:' + f)}"
-                      if f in typed_fields else f"{_ident(f)} AS {_ident('s:' + f)}" for f in fields)
 
-    def t(f: str) -> str:
-        return _ident("t:" + f)
+    def raw(f: str) -> str:
+        return _ident(f)
 
-    def v(f: str) -> str:
-        return _ident("s:" + f)
+    def text_id(f: str) -> str:  # a non-empty string or an integer
+        return f"nullif({_json_value(raw(f), integer=True)}, '')"
 
-    def text_id(f: str) -> str:
-        return f"CASE WHEN {t(f)} IN ('BIGINT', 'UBIGINT') OR ({t(f)} = 'VARCHAR' AND {v(f)} <> '') THEN {v(f)} END"
-
-    verdict_ok = f"{v('verdict')} IS NULL OR {v('verdict')} IN ('first', 'second', 'tie')"
-    judge = f"CASE WHEN {t('judge')} IS NULL THEN '' WHEN {t('judge')} = 'VARCHAR' THEN {v('judge')} END"
-    round_text = f"trim({v('round')})"
-    round_value = (f"CASE WHEN {v('round')} IS NULL THEN 0 WHEN regexp_full_match({round_text}, '-?[0-9]+') "
+    verdict_ok = "verdict IS NULL OR verdict IN ('first', 'second', 'tie')"
+    judge = (f"CASE WHEN {raw('judge')} IS NULL THEN '' WHEN {_is_text(raw('judge'))} "
+             f"THEN {_json_text(raw('judge'))} END")
+    round_text = "trim(round)"
+    round_value = (f"CASE WHEN round IS NULL THEN 0 WHEN regexp_full_match({round_text}, '-?[0-9]+') "
                    f"THEN TRY_CAST({round_text} AS BIGINT) END")
-    label_ok = f"{t('label')} IS NULL OR {t('label')} IN ('VARCHAR', 'BIGINT', 'UBIGINT')"
-    label = f"CASE WHEN {t('label')} IN ('VARCHAR', 'BIGINT', 'UBIGINT') AND {v('label')} <> '' THEN {v('label')} END"
 
-    def number(f: str) -> str:
-        return f"TRY_CAST({v(f)} AS DOUBLE)"
+    def number(f: str) -> str:  # a JSON number's value (a string is refused by `probability_ok`)
+        return f"TRY_CAST({raw(f)} AS DOUBLE)"
 
     def probability_ok(f: str) -> str:
         # a JSON number in [0, 1] (NaN compares above every number here), or null, as `core.records` says
-        return (f"({t(f)} IS NULL OR {t(f)} = 'NULL' OR ({t(f)} IN ('BIGINT', 'UBIGINT', 'DOUBLE') "
+        return (f"({raw(f)} IS NULL OR (NOT {_is_text(raw(f))} AND {raw(f)} NOT IN ('true', 'false') "
                 f"AND {number(f)} BETWEEN 0 AND 1))")
 
-    def registered(f: str) -> str:
-        return f"CASE WHEN {t(f)} NOT IN ('OBJECT', 'ARRAY') THEN {v(f)} END"
-
-    seg = f"coalesce({v(segment)}, {_quote(missing)})" if segment is not None else "NULL::VARCHAR"
+    label_value = _json_value(raw("label"), integer=True)
+    # a segment value is its text, or any other value's JSON (an object's too), as `raw ->> '$'` gives it
+    seg = (f"coalesce(CASE WHEN {_is_text(raw(segment))} THEN {_json_text(raw(segment))} "
+           f"ELSE {raw(segment)}::VARCHAR END, {_quote(missing)})" if segment is not None else "NULL::VARCHAR")
     return f"""
-        SELECT ordinality AS ord,
+        SELECT ord,
                item IS NULL OR first IS NULL OR second IS NULL OR NOT ({verdict_ok}) OR judge IS NULL
-                 OR round IS NULL OR NOT ({label_ok}) OR NOT {probability_ok('p_first')}
-                 OR NOT {probability_ok('p_second')} AS bad,
-               judge, round, item, first, second,
-               {v('verdict')} AS verdict,
-               {label} AS label,
-               {number(REGISTERED_ADAPTIVE)} AS threshold_raw, {number(REGISTERED_RESHOW)} AS reshow,
-               {registered(REGISTERED_POLICY)} AS reg_policy, {registered(REGISTERED_A)} AS reg_a,
-               {registered(REGISTERED_B)} AS reg_b,
-               {number('p_first')} AS p_first, {number('p_second')} AS p_second, {seg} AS segment
-        FROM (SELECT *, {judge} AS judge, {round_value} AS round, {text_id('item')} AS item,
-                     {text_id('first')} AS first, {text_id('second')} AS second
-              FROM (SELECT ordinality, {typed}
-                    FROM read_json({_quote(path)}, format = 'newline_delimited', columns = {columns})
-                         WITH ORDINALITY))
+                 OR round IS NULL OR NOT (label_absent OR label IS NOT NULL) OR NOT p_first_ok
+                 OR NOT p_second_ok AS bad,
+               judge, round, item, first, second, verdict, nullif(label, '') AS label,
+               threshold_raw, reshow, reg_policy, reg_a, reg_b, p_first, p_second, segment
+        FROM (SELECT ordinality AS ord, {judge} AS judge, {round_value} AS round, {text_id('item')} AS item,
+                     {text_id('first')} AS first, {text_id('second')} AS second, verdict,
+                     {label_value} AS label, {raw('label')} IS NULL AS label_absent,
+                     TRY_CAST({_ident(REGISTERED_ADAPTIVE)} AS DOUBLE) AS threshold_raw,
+                     TRY_CAST({_ident(REGISTERED_RESHOW)} AS DOUBLE) AS reshow,
+                     {_json_value(raw(REGISTERED_POLICY), other=True)} AS reg_policy,
+                     {_json_value(raw(REGISTERED_A), other=True)} AS reg_a,
+                     {_json_value(raw(REGISTERED_B), other=True)} AS reg_b,
+                     {number('p_first')} AS p_first, {number('p_second')} AS p_second,
+                     {probability_ok('p_first')} AS p_first_ok, {probability_ok('p_second')} AS p_second_ok,
+                     {seg} AS segment
+              FROM read_json({_quote(path)}, format = 'newline_delimited', columns = {columns}) WITH ORDINALITY)
     """
 
 
-# the keys whose bytes a JSON Lines file is scanned for once: every record's verdict key, and graded verdicts
-_KEY_BYTES = (b'"verdict":', b'"verdict" :', b'"strength":', b'"strength" :')
+# a key as it occurs in a JSON Lines record: quotes inside JSON strings are escaped, so these bytes are keys
+def _key_bytes(key: str) -> tuple[bytes, bytes]:
+    return f'"{key}":'.encode(), f'"{key}" :'.encode()
 
 
-@functools.lru_cache(maxsize=8)
-def _scanned(path: str, size: int, modified: int, chunk: int = 1 << 24) -> tuple[int, ...]:
-    """Occurrences of each of `_KEY_BYTES` in a file, read once in blocks (one straddling two blocks counted
-    once); cached by path, size and modification time, so `should_stream` and the checks share one read."""
-    found = [0] * len(_KEY_BYTES)
-    keep = max(len(p) for p in _KEY_BYTES) - 1
+def _blocks(path: str, keep: int, chunk: int = 1 << 24) -> Iterator[bytes]:
+    """The file in blocks, each starting with the previous block's last `keep` bytes (so a pattern of up to
+    keep + 1 bytes straddling two blocks is whole in one of them)."""
     tail = b""
     with open(path, "rb") as handle:
         while block := handle.read(chunk):
             data = tail + block
+            yield data
             tail = data[-keep:]
-            for index, pattern in enumerate(_KEY_BYTES):
-                found[index] += data.count(pattern) - tail.count(pattern)
-    return tuple(n + tail.count(p) for n, p in zip(found, _KEY_BYTES, strict=True))
 
 
-def _key_counts(path: str) -> dict[bytes, int]:
+@functools.lru_cache(maxsize=8)
+def _key_occurs(path: str, key: str, size: int, modified: int) -> bool:
+    """Whether any record has this key: one search of the mapped file for the quoted name both forms start with,
+    each hit then checked (cached by path, size and modification time)."""
+    if not size:
+        return False
+    patterns = _key_bytes(key)
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        at = data.find(patterns[0][:-1])
+        while at >= 0:
+            if any(data[at:at + len(p)] == p for p in patterns):
+                return True
+            at = data.find(patterns[0][:-1], at + 1)
+    return False
+
+
+@functools.lru_cache(maxsize=8)
+def _key_count(path: str, key: str, size: int, modified: int) -> int:
+    """How many times the key occurs in the file (one occurrence straddling two blocks counted once)."""
+    patterns = _key_bytes(key)
+    keep = max(map(len, patterns)) - 1
+    found = 0
+    for data in _blocks(path, keep):
+        # an occurrence ending in the last `keep` bytes is counted in the next block (or below, at the end)
+        found += sum(data.count(p) - data[-keep:].count(p) for p in patterns)
+        last = data[-keep:]
+    return found + sum(last.count(p) for p in patterns) if size else 0
+
+
+def _stamp(path: str) -> tuple[int, int]:
     stat = os.stat(path)
-    return dict(zip(_KEY_BYTES, _scanned(path, stat.st_size, stat.st_mtime_ns), strict=True))
+    return stat.st_size, stat.st_mtime_ns
 
 
 def _verdict_keys(path: str, records: int) -> bool:
-    """Whether every record has a `verdict` key: the bytes `"verdict":` (or `"verdict" :`) occur once per record
-    exactly then, since quotes inside JSON strings are escaped (`core.records` counts them the same way)."""
-    counts = _key_counts(path)
-    return counts[b'"verdict":'] + counts[b'"verdict" :'] == records
+    """Whether every record has a `verdict` key: the key's bytes occur once per record exactly then
+    (`core.records` counts them the same way)."""
+    return _key_count(path, "verdict", *_stamp(path)) == records
 
 
 def _parquet_calls(path: str, columns: dict[str, str], segment: str | None, missing: str) -> str:
