@@ -243,6 +243,24 @@ def test_the_bootstraps_int32_draws_are_numpys_int64_draws(n_items: int) -> None
     assert np.array_equal(wide, narrow)
 
 
+def test_the_bootstrap_gives_the_same_intervals_whatever_the_rounds_drawn_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many items make the bootstrap draw fewer rounds at once (its memory is bounded): numpy fills every batch
+    from one stream in order, so a seed's resamples, and the intervals, are those of one big batch."""
+    import swapjudge.ranking.bradley_terry as bt
+    from swapjudge.core.records import load_records
+    from swapjudge.ranking.battles import comparisons_from_records
+
+    data = comparisons_from_records(load_records(mixed(60, seed=3)), judge="j1")
+    whole = rank(data, rounds=37, seed=5).to_dict()
+    n_items = int(np.unique(data.item).size)
+    for rounds_at_once in (1, 4):
+        monkeypatch.setattr(bt, "_DRAW_BYTES", rounds_at_once * 4 * n_items)
+        assert rank(data, rounds=37, seed=5).to_dict() == whole
+    monkeypatch.setattr(bt, "_DRAW_BYTES", 4 * n_items)
+    assert rank(data, rounds=37, seed=6).to_dict() != whole  # the test can tell resamples apart
+
+
 def test_the_python_api_streams_with_the_engine_it_is_given(tmp_path: Path) -> None:
     import swapjudge
 

@@ -41,7 +41,8 @@ IntArray = npt.NDArray[np.int64]
 ELO_PER_UNIT = 400.0 / math.log(10.0)  # one natural-log unit of strength on the Elo scale
 ELO_CENTRE = 1000.0
 DEFAULT_RIDGE = 1e-2  # a N(0, 10^2) prior on each centred log-strength: invisible unless data are separated
-_BATCH = 100  # bootstrap rounds whose resampled counts are built in one sparse product
+_BATCH = 100  # bootstrap rounds whose item draws are made at once (fewer when the items are many)
+_DRAW_BYTES = 64 * 2**20  # at most this much memory holds one batch's item draws
 
 
 class Outcome(enum.IntEnum):
@@ -638,8 +639,10 @@ def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _
     # numpy draws bounds below 2^32 through one 32-bit path whatever the dtype: int32 draws are the int64 ones
     # (a test holds them equal), in half the memory, which the draws of many items dominate
     dtype = np.int32 if n_items < 2**31 else np.int64
-    for start in range(0, rounds, _BATCH):
-        size = min(_BATCH, rounds - start)
+    # numpy's generator fills arrays from one stream in order, so the draws do not depend on the batch's size
+    batch = max(1, min(_BATCH, _DRAW_BYTES // (np.dtype(dtype).itemsize * max(n_items, 1))))
+    for start in range(0, rounds, batch):
+        size = min(batch, rounds - start)
         draws = rng.integers(0, n_items, size=(size, n_items), dtype=dtype)
         for r in range(size):
             # how often round r drew each item (a multinomial resample of the items), then the counts it gives:
