@@ -1154,7 +1154,11 @@ def _json_lines_streamed(path: str, json_lines: Any) -> Iterator[tuple[int, Any]
             except UnicodeDecodeError as err:
                 raise InputError(f"not UTF-8 text (byte {offset + err.start})", path=path) from None
             offset += len(raw)
-            for _, value in json_lines(text, path):
+            try:
+                found = list(json_lines(text, path))
+            except InputError as err:  # json_lines counts lines from the one it was given: name the file's line
+                raise InputError(err.message, path=path, line=number, field=err.field) from None
+            for _, value in found:
                 yield number, value
 
 
