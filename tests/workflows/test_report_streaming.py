@@ -201,3 +201,15 @@ def test_a_bad_file_is_one_line(tmp_path: Path) -> None:
     said = [_cli(broken, "--markdown", tmp_path / "out.md", "--engine", engine) for engine in ("streaming", "memory")]
     # the line that is not JSON is named by its number in the file (the streaming engine named it line 1 before)
     assert [(d.returncode, d.stderr) for d in said] == [(2, said[1].stderr)] * 2 and "broken.jsonl:2:" in said[0].stderr
+
+
+def test_the_provenance_sums_the_usage_columns(tmp_path: Path) -> None:
+    rows = [{**r, "input_tokens": 100 + n % 7, "cost_usd": 0.001 * (n % 13) + 1e-7, "latency_s": n % 3,
+             **({"prompt_hash": f"h{n % 5}"} if n % 4 else {})} for n, r in enumerate(SHAPES["two_systems"]())]
+    for path in _files(tmp_path, rows):
+        memory = report(path, engine="memory", min_consistency=0).source.provenance
+        streamed = report(path, engine="streaming", min_consistency=0).source.provenance
+        assert streamed["total_cost_usd"] == pytest.approx(memory["total_cost_usd"], rel=1e-12)  # summed in
+        assert {**streamed, "total_cost_usd": 0} == {**memory, "total_cost_usd": 0}  # another order
+        assert memory["total_input_tokens"] == sum(r["input_tokens"] for r in rows)
+        assert memory["distinct_prompts"] == 6  # five hashes and the missing one
