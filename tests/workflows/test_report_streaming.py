@@ -213,3 +213,12 @@ def test_the_provenance_sums_the_usage_columns(tmp_path: Path) -> None:
         assert {**streamed, "total_cost_usd": 0} == {**memory, "total_cost_usd": 0}  # another order
         assert memory["total_input_tokens"] == sum(r["input_tokens"] for r in rows)
         assert memory["distinct_prompts"] == 6  # five hashes and the missing one
+
+
+def test_blank_lines_do_not_shift_the_replies_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "blank.jsonl"
+    with path.open("w") as f:
+        for n, row in enumerate(SHAPES["two_systems"]()):
+            f.write(json.dumps({**row, "raw": f"reply {n}"}) + ("\n\n   \n" if n % 3 == 0 else "\n"))
+    _, streamed = _both(path, min_consistency=0)
+    assert all(q["raw_x_first"] and q["raw_y_first"] for q in streamed.queue.to_dicts())
