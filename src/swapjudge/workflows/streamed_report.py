@@ -45,7 +45,7 @@ LEFT_OUT_LENGTH = ("The length probe is left out: it needs every pair's answer t
 LEFT_OUT_HUMAN = ("The human-corrected win rate (--human) is left out: it joins people's records to the judge's calls, "
                   "which the streaming engine does not hold; --engine memory computes it.")
 LEFT_OUT_PANEL = ("The panel of {n} judges is left out: it compares the judges pair by pair, which the streaming "
-                  "engine does not hold; --engine memory (or swapjudge probe panel) computes it.")
+                  "engine does not hold; --engine memory (or swapjudge panel) computes it.")
 
 
 def needs_rows(fields: list[str], *, human: bool, pairs: bool) -> bool:
