@@ -173,8 +173,7 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
                 "rank_model": Model(rank_model).value, "engine": "streaming"}
     judges = choose_judges(reduced.judges(), judge)
     comparisons = counted_comparisons(reduced, judges, {x.judge: x.gate.passed for x in analyses})
-    compared = tuple(sorted((a, b))) if a is not None and b is not None else None
-    pair = (compared[0], compared[1]) if compared is not None else None
+    pair = (min(a, b), max(a, b)) if a is not None and b is not None else None  # the queue's calls between a and b
     items = None
     provenance = streamed_provenance(reduced, fields)
     if pairs is not None:
