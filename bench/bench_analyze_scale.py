@@ -12,7 +12,9 @@ fresh process, side by side:
   (it holds every group in memory, so it is skipped above --polars-up-to records).
 
 and the same for one JSON Lines file (--jsonl records), where the polars floor reads with `read_ndjson` as the
-issue's measurement did. Each line prints wall seconds, CPU seconds (user + system, every thread) and the
+issue's measurement did. `--report` adds `swapjudge report FILE --engine streaming --html --markdown` (every
+judge's analysis, ranking with the report's 200 bootstrap rounds, and review queue), and `--report-memory` the
+same report with `--engine memory`. Each line prints wall seconds, CPU seconds (user + system, every thread) and the
 process's peak RSS from `os.wait4`; the ratio is swapjudge's wall time over the faster floor's.
 
     python bench/bench_analyze_scale.py [--sizes 1000000 10000000 100000000] [--jsonl 1000000]
@@ -86,10 +88,18 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[floa
 def line(label: str, result: tuple[float, float, float, str], floor: float | None = None) -> str:
     wall, cpu, rss, _ = result
     ratio = "" if floor is None else f"  {wall / floor:4.2f}x the floor"
-    return f"  {label:<34} {wall:8.2f} s wall {cpu:8.2f} s cpu {rss:8.0f} MiB peak{ratio}"
+    return f"  {label:<36} {wall:8.2f} s wall {cpu:8.2f} s cpu {rss:8.0f} MiB peak{ratio}"
 
 
-def compare(path: Path, polars: bool, env: dict[str, str], cli: str) -> dict[str, tuple[float, float, float, str]]:
+def report_run(path: Path, env: dict[str, str], cli: str, engine: str) -> tuple[float, float, float, str]:
+    """`swapjudge report` of the file with this engine, its HTML and Markdown written to a temporary folder."""
+    with tempfile.TemporaryDirectory() as out:
+        return measure([cli, "report", str(path), "--engine", engine, "--html", f"{out}/r.html", "--markdown",
+                        f"{out}/r.md", "--min-consistency", "0"], env)
+
+
+def compare(path: Path, polars: bool, env: dict[str, str], cli: str,
+            reports: tuple[str, ...] = ()) -> dict[str, tuple[float, float, float, str]]:
     python = sys.executable
     runs: dict[str, tuple[float, float, float, str]] = {}
     runs["duckdb floor"] = measure([python, "-c", DUCKDB_FLOOR, str(path)], env)
@@ -98,6 +108,8 @@ def compare(path: Path, polars: bool, env: dict[str, str], cli: str) -> dict[str
     runs["swapjudge analyze"] = measure([cli, "analyze", str(path), "--format", "json", "--min-consistency", "0"],
                                         env)
     json.loads(runs["swapjudge analyze"][3])  # a whole JSON document came out
+    for engine in reports:
+        runs[f"swapjudge report --engine {engine}"] = report_run(path, env, cli, engine)
     floor = min(runs[k][0] for k in runs if k.endswith("floor"))
     for label, result in runs.items():
         print(line(label, result, None if label.endswith("floor") else floor))
@@ -138,7 +150,10 @@ def main() -> None:
     parser.add_argument("--pairs-per-item", type=int, default=1, help="pairs of systems per item and judge")
     parser.add_argument("--memory-in-memory-engine", action="store_true",
                         help="also run `analyze --engine memory` on the JSON Lines files")
+    parser.add_argument("--report", action="store_true", help="also run `report --engine streaming`")
+    parser.add_argument("--report-memory", action="store_true", help="also run `report --engine memory`")
     args = parser.parse_args()
+    reports = (("streaming",) if args.report else ()) + (("memory",) if args.report_memory else ())
     cli, env = setting()
     growth = []
     prefix = "records" if args.pairs_per_item == 1 else f"records_{args.pairs_per_item}pairs"
@@ -146,13 +161,13 @@ def main() -> None:
         path = DATA / f"{prefix}_{size}.parquet"
         generate(size, path, args.pairs_per_item)
         print(f"{size:,} records, Parquet ({path.stat().st_size / 1e6:,.0f} MB):")
-        runs = compare(path, size <= args.polars_up_to, env, cli)
+        runs = compare(path, size <= args.polars_up_to, env, cli, reports)
         growth.append((size, runs["swapjudge analyze"]))
     for size in args.jsonl:
         path = DATA / f"{prefix}_{size}.jsonl"
         generate(size, path, args.pairs_per_item)
         print(f"{size:,} records, JSON Lines ({path.stat().st_size / 1e6:,.0f} MB):")
-        runs = compare(path, True, env, cli)
+        runs = compare(path, True, env, cli, reports)
         if args.memory_in_memory_engine:
             floor = min(runs[k][0] for k in runs if k.endswith("floor"))
             print(line("swapjudge analyze --engine memory", measure(

@@ -20,7 +20,7 @@ from swapjudge.cli.app import (
     stderr,
     user_errors,
 )
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import SwapjudgeError
 
@@ -56,6 +56,12 @@ def report_command(
     human: Annotated[Path | None, typer.Option(
         "--human", help="People's records on some of the items (`review tally` output or any records file): adds "
                         "the human-corrected win rate (as `swapjudge calibrate` computes it).")] = None,
+    engine: Annotated[ReadEngine, typer.Option(
+        "--engine", help="How a records file is read: auto (Parquet, and JSON Lines of 32 MiB or more, reduced to "
+        "counts by the streaming engine when DuckDB is installed, unless the report has a length probe, --human or "
+        "a panel of several judges, which need the records whole), streaming (always: files larger than memory; "
+        "those three sections are left out, and the report says so), memory (read whole). A stored run is read "
+        "whole. The figures are the same.")] = ReadEngine.auto,
 ) -> None:
     """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a
     Markdown summary. Exits 1 (after writing) when a judge fails the self-consistency gate."""
@@ -66,7 +72,8 @@ def report_command(
         raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")
     inputs = report(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired, human=human, judge=judge, a=a,
                     b=b, tie_policy=tie_policy, min_consistency=min_consistency, confidence=confidence,
-                    segment=segment, rank_rounds=rank_bootstrap, rank_seed=rank_seed)
+                    segment=segment, rank_rounds=rank_bootstrap, rank_seed=rank_seed, engine=engine,
+                    queue_limit=max_pairs if html_out is not None else 0)
     if html_out is not None:
         from swapjudge.report.html import render_html
 

@@ -1061,6 +1061,130 @@ class StreamingSource:
             table[int(klass), int(cx), int(cy), int(label)] += int(n)
         return DebiasCounts(table, prior, int(shares.size))
 
+    # -- what a report reads besides the counts (`workflows.streamed_report`) ------------------------------------
+
+    def verdict_states(self, judge: str | None = None, pair: tuple[str, str] | None = None) -> list[tuple[int, ...]]:
+        """(vx, vy, pairs) of the pair table (one judge's, and of one system pair, when given): how many pairs
+        have each combination of verdict states. Needs every pair by key (`split=False`)."""
+        self._by_pair_key("verdict_states")
+        cond, params = self._pair_filter(judge, pair)
+        return [(int(vx), int(vy), int(n)) for vx, vy, n in
+                self._sql(f"SELECT vx, vy, count(*) FROM pairs WHERE {cond} GROUP BY ALL ORDER BY ALL", params)]
+
+    def _pair_filter(self, judge: str | None, pair: tuple[str, str] | None) -> tuple[str, list[Any]]:
+        where, params = ["true"], []
+        if judge is not None:
+            where.append("judge = ?")
+            params.append(judge)
+        if pair is not None:
+            where += ["x = ?", "y = ?"]
+            params += sorted(pair)
+        return " AND ".join(where), params
+
+    def first_pairs(self, states: Sequence[int], limit: int, judge: str | None = None,
+                    pair: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+        """The first `limit` pairs in file order (by their first call) whose `vx * 5 + vy` is one of `states`:
+        judge, round, item, x, y, vx, vy, label (the first label given, as the pair table of `core.pairs` has
+        it) and the ordinals of the call that showed x first (`ord_xf`) and y first (`ord_yf`). A second read
+        of the file, joined to the chosen pairs only."""
+        self._by_pair_key("first_pairs")
+        if limit <= 0 or not states:
+            return []
+        cond, params = self._pair_filter(judge, pair)
+        label = "g.label_first" if "label" in self.present else "NULL::VARCHAR"
+        rows = self._con.execute(f"""
+            WITH chosen AS (SELECT judge, round, item, x, y, vx, vy FROM pairs
+                            WHERE {cond} AND vx * 5 + vy IN (SELECT unnest(?::BIGINT[]))),
+                 placed AS (SELECT c.judge, c.round, c.item, c.x, c.y,
+                                   min(s.ord) FILTER (WHERE s.first = c.x) AS ord_xf,
+                                   min(s.ord) FILTER (WHERE s.first = c.y) AS ord_yf
+                            FROM source s JOIN chosen c
+                              ON s.judge = c.judge AND s.round = c.round AND s.item = c.item
+                             AND s.first <> s.second AND least(s.first, s.second) = c.x
+                             AND greatest(s.first, s.second) = c.y
+                            GROUP BY ALL)
+            SELECT p.judge, p.round, p.item, p.x, p.y, c.vx, c.vy, {label} AS label, p.ord_xf, p.ord_yf
+            FROM placed p JOIN chosen c USING (judge, round, item, x, y)
+                 JOIN groups g USING (judge, round, item, x, y)
+            ORDER BY least(coalesce(p.ord_xf, p.ord_yf), coalesce(p.ord_yf, p.ord_xf)) LIMIT ?""",
+                                 [*params, list(states), limit]).fetchall()
+        names = ("judge", "round", "item", "x", "y", "vx", "vy", "label", "ord_xf", "ord_yf")
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def record_values(self, ordinals: Sequence[int], names: Sequence[str]) -> dict[int, dict[str, Any]]:
+        """The fields `names` of the records at these ordinals (1-based, as `first_pairs` gives them), as the
+        file holds them (a field a record lacks is None): a few records' texts, never a column of the file."""
+        import duckdb
+
+        wanted = sorted({int(o) for o in ordinals})
+        if not wanted or not names:
+            return {o: dict.fromkeys(names) for o in wanted}
+        try:
+            if is_parquet(self.path):
+                columns = ", ".join(_ident(n) for n in names)
+                rows = self._sql(f"SELECT ordinality, {columns} FROM read_parquet({_quote(self.path)}) WITH ORDINALITY "
+                                 "WHERE ordinality IN (SELECT unnest(?::BIGINT[]))", [wanted])
+                return {int(o): dict(zip(names, values, strict=True)) for o, *values in rows}
+            found = self._sql(f"SELECT ordinality, json FROM read_ndjson_objects({_quote(self.path)}) WITH ORDINALITY "
+                              "WHERE ordinality IN (SELECT unnest(?::BIGINT[]))", [wanted])
+        except duckdb.Error as err:
+            raise _duckdb_error(self.path, err) from None
+        out = {}
+        for o, text in found:
+            obj = json.loads(text)
+            out[int(o)] = {n: obj.get(n) for n in names}
+        return out
+
+    def record_totals(self, numeric: Sequence[str], distinct: Sequence[str]) -> dict[str, Any]:
+        """Facts about the whole file for a report's provenance: `calls`, `systems` (every system named, the
+        identical-answer calls' included), the sum of each `numeric` field whose values are all numbers (ints
+        summed as ints; a field with any other value is left out, as is one with no value), and the number of
+        distinct values of each `distinct` field (a missing value counts as one, as polars counts it)."""
+        import duckdb
+
+        (calls,) = self._sql("SELECT coalesce(sum(n), 0) FROM groups")[0]
+        (simple,) = self._sql("SELECT coalesce(sum(calls) FILTER (WHERE simple), 0) FROM summary "
+                              "WHERE level = 1")[0]
+        (systems,) = self._sql("""
+            SELECT count(DISTINCT s) FROM (SELECT x AS s FROM groups UNION ALL SELECT y FROM groups UNION ALL
+                                           SELECT x FROM summary WHERE simple UNION ALL
+                                           SELECT y FROM summary WHERE simple) WHERE s IS NOT NULL""")[0]
+        out: dict[str, Any] = {"calls": int(calls) + int(simple), "systems": int(systems)}
+        parquet = is_parquet(self.path)
+        if parquet:
+            kinds = self._parquet_columns()
+            table = f"read_parquet({_quote(self.path)})"
+        else:
+            table = f"(SELECT * FROM read_ndjson_objects({_quote(self.path)}))"
+        try:
+            for name in numeric:
+                if parquet:
+                    kind = kinds.get(name, "")
+                    if not (kind in ("FLOAT", "DOUBLE", *_INTEGER_TYPES) or kind.startswith("DECIMAL")):
+                        continue
+                    (total, n) = self._sql(f"SELECT sum({_ident(name)}), count({_ident(name)}) FROM {table}")[0]
+                    if n:
+                        out[name] = int(total) if kind in _INTEGER_TYPES else float(total)
+                    continue
+                value = f"json_extract(json, {_quote(_json_path(name))})"
+                other, floats, ints, total_f, total_i = self._sql(f"""
+                    SELECT count(*) FILTER (WHERE t NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL')),
+                           count(*) FILTER (WHERE t = 'DOUBLE'), count(*) FILTER (WHERE t IN ('BIGINT', 'UBIGINT')),
+                           sum(CAST(v AS DOUBLE)) FILTER (WHERE t IN ('BIGINT', 'UBIGINT', 'DOUBLE')),
+                           sum(CAST(v AS HUGEINT)) FILTER (WHERE t IN ('BIGINT', 'UBIGINT'))
+                    FROM (SELECT json_type({value}) AS t, {value} ->> '$' AS v FROM {table}) WHERE t IS NOT NULL""")[0]
+                if other or not (floats or ints):
+                    continue
+                out[name] = float(total_f) if floats else int(total_i)
+            for name in distinct:
+                expr = (f"CAST({_ident(name)} AS VARCHAR)" if parquet
+                        else f"(json_extract(json, {_quote(_json_path(name))}) ->> '$')")
+                (n, missing) = self._sql(f"SELECT count(DISTINCT {expr}), bool_or({expr} IS NULL) FROM {table}")[0]
+                out[name] = int(n) + int(bool(missing))
+        except duckdb.Error as err:
+            raise _duckdb_error(self.path, err) from None
+        return out
+
 
 def _json_lines_streamed(path: str, json_lines: Any) -> Iterator[tuple[int, Any]]:
     """`core.textfiles.json_lines` one line at a time (the whole file never in memory); the first line that is
@@ -1073,7 +1197,11 @@ def _json_lines_streamed(path: str, json_lines: Any) -> Iterator[tuple[int, Any]
             except UnicodeDecodeError as err:
                 raise InputError(f"not UTF-8 text (byte {offset + err.start})", path=path) from None
             offset += len(raw)
-            for _, value in json_lines(text, path):
+            try:
+                found = list(json_lines(text, path))
+            except InputError as err:  # json_lines counts lines from the one it was given: name the file's line
+                raise InputError(err.message, path=path, line=number, field=err.field) from None
+            for _, value in found:
                 yield number, value
 
 

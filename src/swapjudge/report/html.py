@@ -542,7 +542,7 @@ def _pair_card(row: Mapping[str, Any]) -> str:
 
 
 def _pairs_section(inputs: ReportInputs, max_pairs: int | None) -> str:
-    total = inputs.queue.height
+    total = inputs.queue_total
     rows = inputs.queue.head(max_pairs).to_dicts() if max_pairs is not None else inputs.queue.to_dicts()
     out = ['<section id="pairs"><h2>Pairs the judge could not settle</h2>',
            f"<p>{total:,} pairs flipped (both calls named the same slot) or half-tied (one tie, one winner). "
@@ -590,6 +590,14 @@ def _provenance_section(inputs: ReportInputs) -> str:
     return f'<section id="provenance"><h2>Provenance</h2>{warn}<dl class="prov">{body}</dl></section>'
 
 
+def _left_out_section(inputs: ReportInputs) -> str:
+    """What a report read by the streaming engine leaves out, one sentence each (nothing is dropped silently)."""
+    if not inputs.left_out:
+        return ""
+    return ('<section id="left-out"><h2>Left out</h2>'
+            + "".join(f'<p class="note">{prose(s)}</p>' for s in inputs.left_out) + "</section>")
+
+
 def render_html(inputs: ReportInputs, *, max_pairs: int | None = 1000) -> str:
     """The whole report as one HTML document; at most `max_pairs` unsettled pairs are shown in full (None: all)."""
     judges = "".join(_judge_section(i, a, inputs) for i, a in enumerate(inputs.analyses))
@@ -605,7 +613,7 @@ def render_html(inputs: ReportInputs, *, max_pairs: int | None = 1000) -> str:
         f"<style>{CSS}</style><script>{SCRIPT}</script></head><body>",
         f'<header><h1>swapjudge report</h1><div class="sub">{e(inputs.source.name)} · generated '
         f"{e(inputs.generated_at)} · {e(data_sentence(inputs.analyses))}</div></header>",
-        summary, judges, "" if inputs.panel is None else _panel_section(inputs.panel),
+        summary, _left_out_section(inputs), judges, "" if inputs.panel is None else _panel_section(inputs.panel),
         _pairs_section(inputs, max_pairs), _provenance_section(inputs),
         "</body></html>\n",
     ])

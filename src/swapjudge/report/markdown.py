@@ -244,11 +244,10 @@ def render_report(inputs: ReportInputs) -> str:
             parts.append(f"_Ranking of {len(analysis.systems)} systems: {RANKING_WITHHELD}_\n")
     if inputs.panel is not None:
         parts.append(render_panel(inputs.panel))
-    queue = inputs.queue
-    if queue.height:
-        counts = queue.get_column("outcome").value_counts()
-        by = {row["outcome"]: row["count"] for row in counts.to_dicts()}
-        parts.append(f"{queue.height:,} pairs to read (flips toward slot 1 / slot 2: {by.get('flip_first', 0)} / "
+    parts += [f"> {_escape(sentence)}\n" for sentence in inputs.left_out]
+    if inputs.queue_total:
+        by = inputs.queue_by_outcome
+        parts.append(f"{inputs.queue_total:,} pairs to read (flips toward slot 1 / slot 2: {by.get('flip_first', 0)} / "
                      f"{by.get('flip_second', 0)}; half-ties: {by.get('half_tie_first', 0)} / "
                      f"{by.get('half_tie_second', 0)}): `swapjudge review queue`.\n")
     prov = inputs.source.provenance

@@ -4,106 +4,60 @@ panel and the human-corrected win rates, from a records file or a stored run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from swapjudge.core.analysis import JudgeAnalysis, analyze
+from swapjudge.core import arguments
+from swapjudge.core.analysis import analyze
+from swapjudge.core.choices import ReadEngine
 from swapjudge.core.pairs import Outcome, build_pairs
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, enforce_gates
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
 from swapjudge.core.records import load_records, select_judges
 from swapjudge.core.sidefiles import texts_from_records
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import InputError
-from swapjudge.probes.calibrate import Calibration, calibrate
+from swapjudge.probes.calibrate import calibrate
 from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, text_length
 from swapjudge.probes.length import with_holm as length_with_holm
 from swapjudge.probes.panel import PanelResult, panel
-from swapjudge.probes.segments import SegmentedAnalysis, segment_analyses
-from swapjudge.ranking.battles import OutcomeSource, comparisons_from_records
-from swapjudge.ranking.bradley_terry import Model, Ranking, rank
+from swapjudge.probes.segments import segment_analyses
+from swapjudge.ranking.battles import comparisons_from_records
+from swapjudge.ranking.bradley_terry import Model, rank
 from swapjudge.review.queue import review_queue
-from swapjudge.workflows.sources import ReportSource, report_source
+from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking, SegmentRow
+from swapjudge.workflows.sources import ReportSource, StreamedSource, report_source
 
-# one segment's value and its analysis for one judge
-SegmentRow = tuple[str, JudgeAnalysis]
+__all__ = ["LENGTH_COLUMNS", "ReportInputs", "ReportRanking", "SegmentRow", "prepare_report", "report"]
 # A report is read right after it is written: a few hundred rounds give usable intervals in well under a second
 # (31 MT-Bench systems: 0.13 s); `swapjudge rank` (1000 by default) is the place for the final figures.
-# records may carry answer lengths instead of texts (e.g. imports that dropped the texts)
-LENGTH_COLUMNS = ("first_length", "second_length")
-
-
-@dataclass(frozen=True)
-class ReportRanking:
-    """One judge's ranking of every system in the source (order-cancelled outcomes, item bootstrap)."""
-
-    judge: str | None
-    ranking: Ranking
-    outcome: str = OutcomeSource.swap.value
-
-
-@dataclass(frozen=True)
-class ReportInputs:
-    """The analyses (one per judge), per-segment analyses, the review queue and the settings behind them."""
-
-    source: ReportSource
-    analyses: tuple[JudgeAnalysis, ...]
-    queue: pl.DataFrame
-    settings: dict[str, Any]
-    segmented: SegmentedAnalysis | None = None
-    rankings: tuple[ReportRanking, ...] = ()
-    lengths: tuple[LengthProbe, ...] = ()
-    panel: PanelResult | None = None
-    calibrations: tuple[Calibration, ...] = ()  # the human-corrected win rates, when people's labels are given
-    generated_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-
-    @property
-    def segment_field(self) -> str | None:
-        return None if self.segmented is None else self.segmented.by
-
-    def segments_for(self, analysis: JudgeAnalysis) -> list[SegmentRow]:
-        """(value, analysis) of each segment in which this judge has pairs, in value order."""
-        if self.segmented is None:
-            return []
-        return [(s.value, x) for s in self.segmented.segments for x in s.analyses if x.judge == analysis.judge]
-
-    def ranking_for(self, analysis: JudgeAnalysis) -> ReportRanking | None:
-        return next((r for r in self.rankings if r.judge == analysis.judge), None)
-
-    def calibration_for(self, analysis: JudgeAnalysis) -> Calibration | None:
-        return next((c for c in self.calibrations if c.judge == analysis.judge), None)
-
-    def length_for(self, analysis: JudgeAnalysis) -> LengthProbe | None:
-        return next((p for p in self.lengths if p.judge == analysis.judge), None)
-
-    def raise_for_gate(self) -> None:
-        """`GateError` (exit 1 at the CLI, after the report is written) naming each judge below its gate."""
-        enforce_gates((x.judge, x.gate) for x in self.analyses)
-
-    @property
-    def policy_mismatch(self) -> str | None:
-        """A sentence when the run was registered with a different tie policy than this report uses."""
-        config = self.source.provenance.get("config")
-        registered = config.get("tie_policy") if isinstance(config, dict) else None
-        used = self.settings.get("tie_policy")
-        if registered and used and registered != used:
-            return (f"this report uses the {used} tie policy, but the run was registered with {registered}: "
-                    "its headline differs from the one fixed before the run")
-        return None
 
 
 def report(source: str | Path, *, pairs: str | Path | None = None, run: int | None = None,
            allow_unpaired: bool = False, human: str | Path | None = None, judge: str | None = None,
            a: str | None = None, b: str | None = None, tie_policy: TiePolicy | str | None = None,
            min_consistency: float | None = None, confidence: float = 0.95, segment: str | None = None,
-           rank_rounds: int = DEFAULT_REPORT_ROUNDS, rank_seed: int = 0) -> ReportInputs:
+           rank_rounds: int = DEFAULT_REPORT_ROUNDS, rank_seed: int = 0, engine: ReadEngine | str = ReadEngine.auto,
+           queue_limit: int | None = None) -> ReportInputs:
     """What `swapjudge report` shows: a records file or a stored run (`run`: its id, default the latest), with
     the answer texts from `pairs` (or the run's own unchanged pairs file), and people's records (`human`) for
-    the human-corrected win rate. See `prepare_report` for what is computed."""
+    the human-corrected win rate. See `prepare_report` for what is computed.
+
+    `engine`: "auto" reduces Parquet and JSON Lines files of 32 MiB or more to counts by the streaming engine
+    when DuckDB is installed, unless the report has a section only records read whole give (the length probe,
+    `human`, the panel of several judges); "streaming" always reduces a records file, and leaves those sections
+    out, saying so in the report; "memory" reads the records whole. A stored run is read whole. `queue_limit`:
+    at most this many unsettled pairs are listed when streaming (their count is over all of them; None: 1000)."""
+    read = arguments.choice(engine, "engine", ReadEngine)
+    if read is not ReadEngine.memory and run is None:
+        streamed = _streamed(source, read, pairs=pairs, allow_unpaired=allow_unpaired, human=human, judge=judge,
+                             a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
+                             confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed,
+                             queue_limit=1000 if queue_limit is None else queue_limit)
+        if streamed is not None:
+            return streamed
     loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
     people = load_records(human, allow_unpaired=True) if human is not None else None
     return prepare_report(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
@@ -112,7 +66,56 @@ def report(source: str | Path, *, pairs: str | Path | None = None, run: int | No
                           human_source=people.source if people is not None else "human records")
 
 
-def registered_settings(source: ReportSource) -> dict[str, Any]:
+def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None, allow_unpaired: bool,
+              human: str | Path | None, judge: str | None, a: str | None, b: str | None,
+              tie_policy: TiePolicy | str | None, min_consistency: float | None, confidence: float,
+              segment: str | None, rank_rounds: int, rank_seed: int, queue_limit: int) -> ReportInputs | None:
+    """The report from the streaming engine's counts, or None when the records are to be read whole: a stored
+    run, a file `core.streaming.should_stream` does not stream, or (under auto) one with a section that needs the
+    rows."""
+    from swapjudge.core.counted import analyze_source
+    from swapjudge.core.streaming import open_source, record_fields, should_stream
+    from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field
+    from swapjudge.workflows.sources import SQLITE_MAGIC
+    from swapjudge.workflows.streamed_report import needs_rows, streamed_report
+
+    if not should_stream(source, read.value) or _is_store(Path(source), SQLITE_MAGIC):
+        return None
+    try:
+        fields = record_fields(source)
+    except InputError:  # a file DuckDB cannot read: the reduction names the line
+        fields = []
+    auto = read is ReadEngine.auto
+    if auto and needs_rows(fields, human=human is not None, pairs=pairs is not None):
+        return None
+    if human is not None:
+        load_records(human, allow_unpaired=True)  # checked as in memory, though its section is left out
+    policy = TiePolicy(tie_policy if tie_policy is not None else TiePolicy.half_credit)
+    usable = segment is not None and segment in fields and segment not in NOT_SEGMENTS
+    with open_source(source, allow_unpaired=allow_unpaired, segment=segment if usable else None,
+                     split=False) as reduced:
+        if auto and judge is None and len(reduced.judges()) >= 2:
+            return None  # the panel compares the judges pair by pair: read whole
+        if segment is not None and not usable:
+            # as the rows path: the file's checks, then the whole file's analysis, then the field
+            analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=policy, confidence=confidence,
+                           min_consistency=DEFAULT_MIN_CONSISTENCY if min_consistency is None else min_consistency)
+            refuse_field(fields, segment)
+        return streamed_report(reduced, fields, policy=policy, judge=judge, a=a, b=b, confidence=confidence,
+                               min_consistency=DEFAULT_MIN_CONSISTENCY if min_consistency is None else min_consistency,
+                               segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed, pairs=pairs,
+                               human=human is not None, queue_limit=queue_limit)
+
+
+def _is_store(path: Path, magic: bytes) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(magic)) == magic
+    except OSError:
+        return False  # the reader that follows names the problem
+
+
+def registered_settings(source: ReportSource | StreamedSource) -> dict[str, Any]:
     """The tie policy and gate a stored run was registered with (empty for a records file)."""
     config = source.provenance.get("config")
     if not isinstance(config, dict):
@@ -150,7 +153,8 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
         analyses = list(segmented.overall)
     settings = {"judge": judge, "a": a, "b": b, "tie_policy": policy.value, "min_consistency": min_consistency,
                 "confidence": confidence, "segment": segment}
-    settings.update(rank_bootstrap=rank_rounds, rank_seed=rank_seed, rank_model=Model(rank_model).value)
+    settings.update(rank_bootstrap=rank_rounds, rank_seed=rank_seed, rank_model=Model(rank_model).value,
+                    engine="memory")
     queue = review_queue(source.frame, judge=judge, a=a, b=b)
     judges = select_judges(source.frame, judge)
     # a judge that fails the gate gets no ranking, as it gets no win rate: a ranking is many win rates at once

@@ -48,6 +48,25 @@ class ReportSource:
         return "raw" in self.frame.columns
 
 
+@dataclass(frozen=True)
+class StreamedSource:
+    """A records file a report read with the streaming engine (`core.streaming`): its name, provenance and
+    fields, never its rows. `has_pair_texts`: answer texts come from a pairs file."""
+
+    name: str
+    provenance: dict[str, Any]
+    fields: tuple[str, ...]
+    has_pair_texts: bool = False
+
+    @property
+    def has_texts(self) -> bool:
+        return self.has_pair_texts or ("first_text" in self.fields and "second_text" in self.fields)
+
+    @property
+    def has_raw(self) -> bool:
+        return "raw" in self.fields
+
+
 def load_source(path: str | Path, *, allow_unpaired: bool = False, run: int | None = None) -> ReportSource:
     """A records file (JSONL or CSV) or a run store (SQLite); `run` picks a stored run (default: the latest)."""
     path = Path(path)

@@ -1,0 +1,101 @@
+"""What a report shows, as the renderers in `swapjudge.report` read it: each judge's analysis and ranking, the
+segments, the review queue, the probes, and the source they came from (computed by `workflows.reporting`, from
+records read whole, or by `workflows.streamed_report`, from the streaming engine's counts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+from swapjudge.core.analysis import JudgeAnalysis
+from swapjudge.core.policy import enforce_gates
+from swapjudge.probes.calibrate import Calibration
+from swapjudge.probes.length import LengthProbe
+from swapjudge.probes.panel import PanelResult
+from swapjudge.probes.segments import SegmentedAnalysis
+from swapjudge.ranking.battles import OutcomeSource
+from swapjudge.ranking.bradley_terry import Ranking
+from swapjudge.workflows.sources import ReportSource, StreamedSource
+
+# one segment's value and its analysis for one judge
+SegmentRow = tuple[str, JudgeAnalysis]
+# records may carry answer lengths instead of texts (e.g. imports that dropped the texts)
+LENGTH_COLUMNS = ("first_length", "second_length")
+
+
+@dataclass(frozen=True)
+class ReportRanking:
+    """One judge's ranking of every system in the source (order-cancelled outcomes, item bootstrap)."""
+
+    judge: str | None
+    ranking: Ranking
+    outcome: str = OutcomeSource.swap.value
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """The analyses (one per judge), per-segment analyses, the review queue and the settings behind them.
+    `queue` holds every unsettled pair, or (`queue_counts` given: their number by outcome) only the first of
+    them; `left_out` says which sections a report read by the streaming engine leaves out, and why."""
+
+    source: ReportSource | StreamedSource
+    analyses: tuple[JudgeAnalysis, ...]
+    queue: pl.DataFrame
+    settings: dict[str, Any]
+    segmented: SegmentedAnalysis | None = None
+    rankings: tuple[ReportRanking, ...] = ()
+    lengths: tuple[LengthProbe, ...] = ()
+    panel: PanelResult | None = None
+    calibrations: tuple[Calibration, ...] = ()  # the human-corrected win rates, when people's labels are given
+    generated_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    queue_counts: dict[str, int] | None = None
+    left_out: tuple[str, ...] = ()
+
+    @property
+    def queue_by_outcome(self) -> dict[str, int]:
+        """The unsettled pairs by outcome (flip_first, flip_second, half_tie_first, half_tie_second)."""
+        if self.queue_counts is not None:
+            return dict(self.queue_counts)
+        counts = self.queue.get_column("outcome").value_counts()
+        return {str(row["outcome"]): int(row["count"]) for row in counts.to_dicts()}
+
+    @property
+    def queue_total(self) -> int:
+        return sum(self.queue_counts.values()) if self.queue_counts is not None else self.queue.height
+
+    @property
+    def segment_field(self) -> str | None:
+        return None if self.segmented is None else self.segmented.by
+
+    def segments_for(self, analysis: JudgeAnalysis) -> list[SegmentRow]:
+        """(value, analysis) of each segment in which this judge has pairs, in value order."""
+        if self.segmented is None:
+            return []
+        return [(s.value, x) for s in self.segmented.segments for x in s.analyses if x.judge == analysis.judge]
+
+    def ranking_for(self, analysis: JudgeAnalysis) -> ReportRanking | None:
+        return next((r for r in self.rankings if r.judge == analysis.judge), None)
+
+    def calibration_for(self, analysis: JudgeAnalysis) -> Calibration | None:
+        return next((c for c in self.calibrations if c.judge == analysis.judge), None)
+
+    def length_for(self, analysis: JudgeAnalysis) -> LengthProbe | None:
+        return next((p for p in self.lengths if p.judge == analysis.judge), None)
+
+    def raise_for_gate(self) -> None:
+        """`GateError` (exit 1 at the CLI, after the report is written) naming each judge below its gate."""
+        enforce_gates((x.judge, x.gate) for x in self.analyses)
+
+    @property
+    def policy_mismatch(self) -> str | None:
+        """A sentence when the run was registered with a different tie policy than this report uses."""
+        config = self.source.provenance.get("config")
+        registered = config.get("tie_policy") if isinstance(config, dict) else None
+        used = self.settings.get("tie_policy")
+        if registered and used and registered != used:
+            return (f"this report uses the {used} tie policy, but the run was registered with {registered}: "
+                    "its headline differs from the one fixed before the run")
+        return None
