@@ -158,3 +158,23 @@ print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)
     assert loaded(["swapjudge", "calc", "--help"]) == []
     calc = loaded(["swapjudge", "calc", "--pairs", "400", "--consistent", "292"])
     assert calc == []  # the Wilson interval and the exact test come from the standard library (core/stats.py)
+
+
+def test_memory_running_out_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """An allocation numpy cannot make (the bootstrap of a huge file under a ceiling, say) ends the command with
+    one line that says what helps, not a traceback."""
+    import numpy as np
+    import typer
+
+    from swapjudge.cli.app import user_errors
+
+    @user_errors
+    def allocate() -> None:
+        np.empty(1 << 62, dtype=np.uint8)  # 4 EiB: more than any machine maps
+
+    with pytest.raises(typer.Exit) as ended:
+        allocate()
+    assert ended.value.exit_code == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("error: out of memory") and "--engine streaming" in said
+    assert "Traceback" not in said and len(said.splitlines()) == 1

@@ -148,6 +148,23 @@ def test_auto_streams_only_what_it_can_report_whole(tmp_path: Path) -> None:
     assert streamed.calibrations == () and streamed.left_out == (LEFT_OUT_HUMAN,)
 
 
+def test_auto_streams_a_file_too_large_to_read_whole_and_says_what_it_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import swapjudge.workflows.reporting as reporting
+
+    several = write_parquet(tmp_path / "several.parquet", SHAPES["mixed"]())
+    rows = len(SHAPES["mixed"]())
+    monkeypatch.setattr(reporting, "AUTO_WHOLE_RECORDS", rows)
+    assert report(several, min_consistency=0).settings["engine"] == "memory"  # the panel, read whole
+    monkeypatch.setattr(reporting, "AUTO_WHOLE_RECORDS", rows - 1)
+    streamed = report(several, min_consistency=0)
+    assert streamed.settings["engine"] == "streaming"
+    assert streamed.left_out == (LEFT_OUT_PANEL.format(n=2),) and not streamed.lengths
+    big_jsonl = write_jsonl(tmp_path / "several.jsonl", SHAPES["mixed"]())
+    monkeypatch.setattr("swapjudge.core.streaming.STREAM_ABOVE_BYTES", 1)  # auto streams this JSON Lines file
+    assert report(big_jsonl, min_consistency=0).left_out == (LEFT_OUT_PANEL.format(n=2),)
+
+
 def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run([sys.executable, "-m", "swapjudge", "report", *map(str, args)], capture_output=True,

@@ -128,7 +128,8 @@ def flag_of(argument: str) -> str:
 
 
 def user_errors(func: F) -> F:
-    """Turn a SwapjudgeError into one line on stderr and its exit code; Ctrl-C into exit 130."""
+    """Turn a SwapjudgeError (and the store's errors, a full disk, memory running out) into one line on stderr
+    and its exit code; Ctrl-C into exit 130."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -146,6 +147,13 @@ def user_errors(func: F) -> F:
             held = "locked" in str(err) or "busy" in str(err)
             why = " (another process holds it?); run the same command again to resume" if held else ""
             stderr.print(f"[bold red]error:[/] the run store: {escape(str(err))}{why}", markup=True, highlight=False)
+            raise typer.Exit(2) from None
+        except MemoryError:
+            # numpy or Python could not allocate: what helps, in one line, instead of a traceback
+            stderr.print("[bold red]error:[/] out of memory: a command with --engine reads a records file larger "
+                         "than memory with --engine streaming (pip install 'swapjudge[scale]'); fewer bootstrap "
+                         "rounds, or a lower SWAPJUDGE_MEMORY_LIMIT for the streaming engine, need less",
+                         markup=True, highlight=False)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             stderr.print("interrupted")

@@ -58,8 +58,9 @@ def report_command(
                         "the human-corrected win rate (as `swapjudge calibrate` computes it).")] = None,
     engine: Annotated[ReadEngine, typer.Option(
         "--engine", help="How a records file is read: auto (Parquet, and JSON Lines of 32 MiB or more, reduced to "
-        "counts by the streaming engine when DuckDB is installed, unless the report has a length probe, --human or "
-        "a panel of several judges, which need the records whole), streaming (always: files larger than memory; "
+        "counts by the streaming engine when DuckDB is installed; a Parquet file of up to 1,000,000 records is read "
+        "whole instead when the report has a length probe, --human or a panel of several judges, which need the "
+        "records whole), streaming (always: files larger than memory; "
         "those three sections are left out, and the report says so), memory (read whole). A stored run is read "
         "whole. The figures are the same.")] = ReadEngine.auto,
 ) -> None:

@@ -1217,6 +1217,17 @@ def _line_of_record(path: str, ordinal: int) -> int:
     return ordinal
 
 
+def parquet_rows(path: str | Path) -> int | None:
+    """How many records a Parquet file holds, from its footer (None for another file, or one that cannot be
+    read: the reader that follows names the problem)."""
+    if not is_parquet(path):
+        return None
+    try:
+        return int(pl.scan_parquet(path).select(pl.len()).collect().item())
+    except Exception:
+        return None
+
+
 def record_fields(path: str | Path) -> list[str]:
     """The fields of a records file as the in-memory loader's frame has them: the record format's columns, then
     the others in the file's order (a Parquet file's schema; a JSON Lines file's keys by first appearance)."""

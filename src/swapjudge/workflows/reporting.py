@@ -30,6 +30,10 @@ from swapjudge.review.queue import review_queue
 from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking, SegmentRow
 from swapjudge.workflows.sources import ReportSource, StreamedSource, report_source
 
+# under --engine auto, a Parquet file of up to this many records is read whole when a section needs the rows
+# (about 0.6 GB for a report of 1M records); a larger one, or a JSON Lines file auto streams, is reduced
+AUTO_WHOLE_RECORDS = 1_000_000
+
 __all__ = ["LENGTH_COLUMNS", "ReportInputs", "ReportRanking", "SegmentRow", "prepare_report", "report"]
 # A report is read right after it is written: a few hundred rounds give usable intervals in well under a second
 # (31 MT-Bench systems: 0.13 s); `swapjudge rank` (1000 by default) is the place for the final figures.
@@ -47,8 +51,9 @@ def report(source: str | Path, *, pairs: str | Path | None = None, run: int | No
 
     `engine`: "auto" reduces Parquet and JSON Lines files of 32 MiB or more to counts by the streaming engine
     when DuckDB is installed, unless the report has a section only records read whole give (the length probe,
-    `human`, the panel of several judges); "streaming" always reduces a records file, and leaves those sections
-    out, saying so in the report; "memory" reads the records whole. A stored run is read whole. `queue_limit`:
+    `human`, the panel of several judges) and the file is a Parquet file of at most AUTO_WHOLE_RECORDS records:
+    then it reads the file whole; "streaming" always reduces a records file, and leaves those sections out,
+    saying so in the report; "memory" reads the records whole. A stored run is read whole. `queue_limit`:
     at most this many unsettled pairs are listed when streaming (their count is over all of them; None: 1000)."""
     read = arguments.choice(engine, "engine", ReadEngine)
     if read is not ReadEngine.memory and run is None:
@@ -74,7 +79,7 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
     run, a file `core.streaming.should_stream` does not stream, or (under auto) one with a section that needs the
     rows."""
     from swapjudge.core.counted import analyze_source
-    from swapjudge.core.streaming import open_source, record_fields, should_stream
+    from swapjudge.core.streaming import open_source, parquet_rows, record_fields, should_stream
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field
     from swapjudge.workflows.sources import SQLITE_MAGIC
     from swapjudge.workflows.streamed_report import needs_rows, streamed_report
@@ -85,8 +90,11 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
         fields = record_fields(source)
     except InputError:  # a file DuckDB cannot read: the reduction names the line
         fields = []
-    auto = read is ReadEngine.auto
-    if auto and needs_rows(fields, human=human is not None, pairs=pairs is not None):
+    # auto reads a file whole for a section that needs the rows only when memory holds it at ease: a larger
+    # file is reduced, and the report says what it left out
+    rows = parquet_rows(source)
+    whole_if_needed = read is ReadEngine.auto and rows is not None and rows <= AUTO_WHOLE_RECORDS
+    if whole_if_needed and needs_rows(fields, human=human is not None, pairs=pairs is not None):
         return None
     if human is not None:
         load_records(human, allow_unpaired=True)  # checked as in memory, though its section is left out
@@ -94,7 +102,7 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
     usable = segment is not None and segment in fields and segment not in NOT_SEGMENTS
     with open_source(source, allow_unpaired=allow_unpaired, segment=segment if usable else None,
                      split=False) as reduced:
-        if auto and judge is None and len(reduced.judges()) >= 2:
+        if whole_if_needed and judge is None and len(reduced.judges()) >= 2:
             return None  # the panel compares the judges pair by pair: read whole
         if segment is not None and not usable:
             # as the rows path: the file's checks, then the whole file's analysis, then the field
