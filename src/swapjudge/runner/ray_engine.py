@@ -10,7 +10,8 @@ parsed by the synchronous judge's parser (`reply_from_body`, as the batch path d
 Two processors, both built with `ray.data.llm.build_processor` (Ray 2.60):
 - `http`: Ray's HTTP request processor (`HttpRequestProcessorConfig`) posting each request body to the judge's
   Chat Completions endpoint, any OpenAI-compatible server or fleet behind `judge.base_url`;
-- `vllm`: Ray's vLLM engine processor (`vLLMEngineProcessorConfig`), the model running on the cluster's GPUs.
+- `vllm`: Ray's vLLM engine processor (`vLLMEngineProcessorConfig`), the model running on the cluster's GPUs (or,
+  with `ray.resources_per_bundle: {CPU: 1}`, on its CPUs with vLLM's CPU build).
 What runs on the workers is in `runner/ray_workers` (sent by value: the cluster needs no swapjudge).
 """
 
@@ -44,7 +45,7 @@ from swapjudge.runner.retry import Control
 from swapjudge.store import CallRecord, Store
 
 STAGE_CPUS = 0.25  # CPUs Ray reserves for each HTTP worker: they wait on the network, not the CPU
-MAP_CPUS = 0.5  # and for each preprocess / postprocess task (a JSON load or dump per row)
+MAP_CPUS = 0.5  # and for each preprocess / postprocess task (a JSON load or dump per row), and vLLM's CPU stages
 FATAL = (401, 403, 404)  # as on the synchronous path: a wrong key, URL or model stops the run
 # Ray 2.60's HTTP stage, when a request keeps failing: "Reached maximum retries of N for input row {...}. Previous
 # Exception: X. Full Traceback: ..."
@@ -70,11 +71,17 @@ def processor_config(loaded: LoadedConfig) -> Any:
     jc, rc = loaded.config.judge, loaded.config.ray
     if rc.processor == "vllm":
         assert jc.model is not None
+        light = {"num_cpus": MAP_CPUS}  # the chat template, tokenizer and detokenizer stages: a call per batch
+        placement = None if rc.resources_per_bundle is None else {"bundle_per_worker": dict(rc.resources_per_bundle)}
         return vLLMEngineProcessorConfig(
             model_source=rc.model_source or jc.model, engine_kwargs=dict(rc.engine_kwargs),
             concurrency=rc.concurrency, batch_size=rc.batch_size, accelerator_type=rc.accelerator_type,
+            placement_group_config=placement, chat_template_stage=light, tokenize_stage=light,
+            detokenize_stage=light,
             # a row the engine fails comes back with its error instead of failing the whole job
-            should_continue_on_error=True)
+            should_continue_on_error=True,
+            # vLLM's Ray metrics logger imports ray.serve (not in ray[data]); swapjudge shows its own progress
+            log_engine_metrics=False)
     url, headers = endpoint(loaded)
     qps = None if jc.requests_per_minute is None else max(1, int(jc.requests_per_minute / 60 / rc.concurrency))
     return HttpRequestProcessorConfig(
