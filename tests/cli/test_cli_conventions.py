@@ -178,3 +178,26 @@ def test_memory_running_out_is_one_line_and_exit_2(capsys: pytest.CaptureFixture
     said = capsys.readouterr().err.strip()
     assert said.startswith("error: out of memory") and "--engine streaming" in said
     assert "Traceback" not in said and len(said.splitlines()) == 1
+
+
+def test_the_streaming_engine_running_out_of_its_memory_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A DuckDB error past the reader's checks (its memory limit reached, say) is one line naming the engine and
+    what helps, not a traceback: a real DuckDB refusal under a tiny limit."""
+    import duckdb
+    import typer
+
+    from swapjudge.cli.app import user_errors
+
+    @user_errors
+    def sort_too_much() -> None:
+        con = duckdb.connect(":memory:")
+        con.execute("SET memory_limit = '20MB'")
+        con.execute("SET temp_directory = ''")  # nowhere to spill
+        con.execute("SELECT list(i ORDER BY random()) FROM range(20000000) t(i)").fetchall()
+
+    with pytest.raises(typer.Exit) as ended:
+        sort_too_much()
+    assert ended.value.exit_code == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("error: the streaming engine (DuckDB): Out of Memory Error")
+    assert "SWAPJUDGE_MEMORY_LIMIT" in said and len(said.splitlines()) == 1

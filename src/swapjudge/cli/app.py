@@ -170,6 +170,16 @@ def user_errors(func: F) -> F:
             stderr.print(f"[bold red]error:[/] {escape(where)}{what}: nothing more was written", markup=True,
                          highlight=False)
             raise typer.Exit(2) from None
+        except Exception as err:
+            if type(err).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+                raise
+            # the streaming engine failed past the reader's own checks (its memory limit, say): one line
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            hint = (": a larger SWAPJUDGE_MEMORY_LIMIT (e.g. 4GB) gives DuckDB more room"
+                    if "Out of Memory" in first else "")
+            stderr.print(f"[bold red]error:[/] the streaming engine (DuckDB): {escape(first)}{hint}", markup=True,
+                         highlight=False)
+            raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
 

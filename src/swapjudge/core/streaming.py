@@ -399,12 +399,12 @@ def _groups_sql(present: frozenset[str], only_complex: bool = False) -> str:
     check and count needs; `only_complex`: the calls of the items the first pass could not read as one pair.
     `e` holds both calls' verdict states (1-4, the x-first call's in the units, the other's times 8): valid data
     has at most one call per order, which `n` and `n_xf` check."""
+    # `ord`: the group's first call in file order (the review queue lists pairs in that order)
     aggs = ["count(*) AS n", "sum(xf::INTEGER) AS n_xf", "sum(CASE WHEN xf THEN state ELSE 8 * state END) AS e",
-            "sum(bad::INTEGER) AS bad", *_optional_aggs(present)]
+            "sum(bad::INTEGER) AS bad", "min(ord) AS ord", *_optional_aggs(present)]
     if "probabilities" in present:
         aggs += ["min(share) FILTER (WHERE xf AND has_p) AS qx", "min(share) FILTER (WHERE NOT xf AND has_p) AS qy",
-                 "bool_or(has_p) FILTER (WHERE xf) AS hx", "bool_or(has_p) FILTER (WHERE NOT xf) AS hy",
-                 "min(ord) AS ord"]
+                 "bool_or(has_p) FILTER (WHERE xf) AS hx", "bool_or(has_p) FILTER (WHERE NOT xf) AS hy"]
     where = ("WHERE EXISTS (SELECT 1 FROM complex c WHERE c.judge = calls.judge AND c.item = calls.item)"
              if only_complex else "")
     return f"""
@@ -496,7 +496,8 @@ def _views_sql(present: frozenset[str]) -> list[str]:
            CASE WHEN n_xf = 1 THEN e % 8 - 1 ELSE {ABSENT} END AS vx,
            CASE WHEN {n_yf} = 1 THEN e // 8 - 1 ELSE {ABSENT} END AS vy,
            {label} AS label, {skipped} AS skipped, {has_p} AS has_p,
-           {have('reshow_lo', 'reshow', 'DOUBLE')}, {have('reshow_hi', 'reshow', 'DOUBLE')}
+           {have('reshow_lo', 'reshow', 'DOUBLE')}, {have('reshow_hi', 'reshow', 'DOUBLE')},
+           {have('label_first', 'label')}, ord
     FROM groups WHERE x <> y
     """, f"""
     CREATE VIEW probes AS
@@ -1091,10 +1092,11 @@ class StreamingSource:
         if limit <= 0 or not states:
             return []
         cond, params = self._pair_filter(judge, pair)
-        label = "g.label_first" if "label" in self.present else "NULL::VARCHAR"
+        # the first `limit` pairs by their first call (a top-N over the pair table), then one scan of the file
+        # joined to those alone for the ordinal of each order's call
         rows = self._con.execute(f"""
-            WITH chosen AS (SELECT judge, round, item, x, y, vx, vy FROM pairs
-                            WHERE {cond} AND vx * 5 + vy IN (SELECT unnest(?::BIGINT[]))),
+            WITH chosen AS (SELECT judge, round, item, x, y, vx, vy, label_first AS label, ord FROM pairs
+                            WHERE {cond} AND vx * 5 + vy IN (SELECT unnest(?::BIGINT[])) ORDER BY ord LIMIT ?),
                  placed AS (SELECT c.judge, c.round, c.item, c.x, c.y,
                                    min(s.ord) FILTER (WHERE s.first = c.x) AS ord_xf,
                                    min(s.ord) FILTER (WHERE s.first = c.y) AS ord_yf
@@ -1103,11 +1105,9 @@ class StreamingSource:
                              AND s.first <> s.second AND least(s.first, s.second) = c.x
                              AND greatest(s.first, s.second) = c.y
                             GROUP BY ALL)
-            SELECT p.judge, p.round, p.item, p.x, p.y, c.vx, c.vy, {label} AS label, p.ord_xf, p.ord_yf
-            FROM placed p JOIN chosen c USING (judge, round, item, x, y)
-                 JOIN groups g USING (judge, round, item, x, y)
-            ORDER BY least(coalesce(p.ord_xf, p.ord_yf), coalesce(p.ord_yf, p.ord_xf)) LIMIT ?""",
-                                 [*params, list(states), limit]).fetchall()
+            SELECT c.judge, c.round, c.item, c.x, c.y, c.vx, c.vy, c.label, p.ord_xf, p.ord_yf
+            FROM chosen c JOIN placed p USING (judge, round, item, x, y)
+            ORDER BY c.ord""", [*params, list(states), limit]).fetchall()
         names = ("judge", "round", "item", "x", "y", "vx", "vy", "label", "ord_xf", "ord_yf")
         return [dict(zip(names, row, strict=True)) for row in rows]
 
