@@ -10,6 +10,7 @@ with the words `core.records` uses. DuckDB is the `scale` extra: `pip install 's
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import json
 import mmap
@@ -17,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +167,7 @@ def _json_value(raw: str, *, integer: bool = False, other: bool = False) -> str:
 def _json_calls(path: str, segment: str | None, missing: str) -> str:
     """The SELECT reading a JSON Lines file as normalised calls, checked as `core.records._parse_row` checks them
     (`bad`: any field it would refuse; a missing `verdict` key reads as null here, so the keys are counted apart,
-    `_verdict_keys`). The fields whose JSON type decides (text, or an integer for ids) are read as JSON and each
+    `_key_count`). The fields whose JSON type decides (text, or an integer for ids) are read as JSON and each
     turned into its value at once, null when the type is refused; the others as text, which a wrong type cannot
     pass (a number or a boolean verdict is no verdict name, a 1.5 round no integer, a probability is cast) and
     which reads fastest."""
@@ -271,10 +273,19 @@ def _stamp(path: str) -> tuple[int, int]:
     return stat.st_size, stat.st_mtime_ns
 
 
-def _verdict_keys(path: str, records: int) -> bool:
-    """Whether every record has a `verdict` key: the key's bytes occur once per record exactly then
-    (`core.records` counts them the same way)."""
-    return _key_count(path, "verdict", *_stamp(path)) == records
+def _counted_beside(path: str, key: str) -> concurrent.futures.Future[int]:
+    """`_key_count` run by a daemon thread while DuckDB reads the file (DuckDB leaves the GIL and part of a core):
+    a daemon, so a command that fails meanwhile does not wait for the count of a large file at exit."""
+    future: concurrent.futures.Future[int] = concurrent.futures.Future()
+
+    def count() -> None:
+        try:
+            future.set_result(_key_count(path, key, *_stamp(path)))
+        except BaseException as err:  # the caller's .result() raises it
+            future.set_exception(err)
+
+    threading.Thread(target=count, name="swapjudge-keys", daemon=True).start()
+    return future
 
 
 def _parquet_calls(path: str, columns: dict[str, str], segment: str | None, missing: str) -> str:
@@ -585,6 +596,7 @@ class StreamingSource:
     _con: Any = field(init=False, default=None, repr=False)
     _tmp: str | None = field(init=False, default=None, repr=False)
     _facts: dict[str, Any] = field(init=False, default_factory=dict, repr=False)
+    _verdict_count: concurrent.futures.Future[int] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.path = str(self.path)
@@ -647,6 +659,8 @@ class StreamingSource:
                 self._check_json_segment()
             select = _json_calls(self.path, self.segment, self.missing_segment)
             present = _json_sample_fields(self.path, self.segment)
+            # the verdict keys are counted by a thread while DuckDB reads (it leaves the GIL and part of a core)
+            self._verdict_count = _counted_beside(self.path, "verdict")
         try:
             self._con.execute(f"CREATE VIEW source AS {select}")
             present = self._passes(present)
@@ -754,7 +768,9 @@ class StreamingSource:
         if total == 0:
             raise InputError("no records", path=self.path)
         bad = s_bad if self._sql("SELECT count(*) FROM summary")[0][0] else bad
-        if not bad and not is_parquet(self.path) and not _verdict_keys(self.path, total):
+        # every record has a `verdict` key when the key's bytes occur once per record (`core.records` counts so)
+        keys = self._verdict_count.result() if self._verdict_count is not None else total
+        if not bad and not is_parquet(self.path) and keys != total:
             self._json_line_error()  # a record without a verdict key: `_parse_row` names it
         if bad:
             self._row_error()
