@@ -385,3 +385,19 @@ def test_a_gate_at_zero_is_called_off_not_passed():
 
     assert gate_sentence(Gate(0.0, True, None)).startswith("Gate: off")
     assert gate_sentence(Gate(0.7, True, None)) == "Gate: passed (min self-consistency 70%)"
+
+
+def test_a_p_value_too_small_for_a_double_is_never_printed_as_zero() -> None:
+    """1,442,993 splits, 859,263 toward slot 1 (a 100M-record file's): the exact binomial p underflows to 0.0 in
+    scipy as in swapjudge; every renderer then says p < 1e-300, never "p = 0", with counts grouped by thousands."""
+    from swapjudge.core.swap import flip_direction
+    from swapjudge.report.wording import p_equals, p_number, p_text
+
+    assert stats.binomtest(859_263, 1_442_993).pvalue == 0.0  # the independent computation underflows too
+    f = flip_direction(859_263, 1_442_993 - 859_263)
+    assert f.p_value == 0.0 and f.lean == "first"
+    assert p_text(f) == "p < 1e-300" and p_number(f.p_value) == "< 1e-300"
+    assert p_equals(0.0312) == "p = 0.0312" and p_number(None) == "n/a" and p_equals(None) == "p = n/a"
+    sentence = flip_direction_sentence(f)
+    assert "exact binomial p < 1e-300" in sentence and "of 1,442,993 flips and half-ties" in sentence
+    assert "p = 0" not in sentence

@@ -31,7 +31,7 @@ def _ci(rate: float | None, low: float | None, high: float | None) -> str:
 
 
 def _row(e: HistoryEntry) -> dict[str, str]:
-    from swapjudge.report.wording import pct
+    from swapjudge.report.wording import p_equals, pct
 
     s = e.setup
     judge = s.judge + (f" ({s.judge_version})" if s.judge_version else "")
@@ -49,7 +49,7 @@ def _row(e: HistoryEntry) -> dict[str, str]:
         row["consistency"] = _ci(c.rate, c.low, c.high)
     fd = a.flip_direction
     if fd.first_share is not None:
-        p = "" if fd.p_value is None else f" p={fd.p_value:.2g}"
+        p = "" if fd.p_value is None else " " + p_equals(fd.p_value, 2).replace("p = ", "p=")
         row["flips to 1st"] = f"{pct(fd.first_share)} of {fd.first + fd.second}{p}"
     if a.win_rate is not None:
         if a.withheld:
@@ -153,7 +153,7 @@ def _fmt(x: dict[str, Any] | None) -> str:
 
 
 def _compare_lines(cmp: RunComparison) -> list[str]:
-    from swapjudge.report.wording import pct
+    from swapjudge.report.wording import p_equals, pct
 
     d = cmp.to_dict()
     lines = [f"run {cmp.a.run_id} -> run {cmp.b.run_id}", "", "What changed:"]
@@ -176,14 +176,14 @@ def _compare_lines(cmp: RunComparison) -> list[str]:
         lines.append(f"  {label}: {_fmt(before)} -> {_fmt(after)}{delta}")
     t = cmp.consistency_test
     lines += ["", f"Paired on the {t.pairs} pairs both runs judged completely (McNemar exact):"]
-    p = "n/a" if t.p_value is None else f"{t.p_value:.3g}"
+    p = p_equals(t.p_value)
     lines.append(f"  consistent in both {t.both}, only run {cmp.a.run_id} {t.only_a}, only run {cmp.b.run_id} "
-                 f"{t.only_b}, neither {t.neither}; p = {p}")
+                 f"{t.only_b}, neither {t.neither}; {p}")
     if cmp.accuracy_test is not None:
         at = cmp.accuracy_test
-        p = "n/a" if at.p_value is None else f"{at.p_value:.3g}"
+        p = p_equals(at.p_value)
         lines.append(f"  right in both orders ({at.pairs} labelled pairs): both {at.both}, only run {cmp.a.run_id} "
-                     f"{at.only_a}, only run {cmp.b.run_id} {at.only_b}, neither {at.neither}; p = {p}")
+                     f"{at.only_a}, only run {cmp.b.run_id} {at.only_b}, neither {at.neither}; {p}")
     if cmp.paired_differences:
         conf = cmp.paired_differences[0].confidence
         lines += ["", f"Paired differences on what both runs judged (run {cmp.b.run_id} minus run {cmp.a.run_id}, "
@@ -361,6 +361,7 @@ def anchors_command(
     distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
     from swapjudge.core.textfiles import write_atomic
     from swapjudge.drift.anchors import enforce_anchor_check
+    from swapjudge.report.wording import p_equals
     from swapjudge.workflows.tracking import anchors
 
     res = anchors(config, pinned=pinned, store=store)
@@ -382,9 +383,9 @@ def anchors_command(
         if c is None:
             lines.append("no pinned scores: nothing to compare (write these with -o and pin them)")
         else:
-            p = "n/a" if c.p_value is None else f"{c.p_value:.3g}"
+            p = p_equals(c.p_value)
             lines.append(f"against the pinned scores ({c.items} items): mean shift {c.mean_shift:+.2f} levels, "
-                         f"{c.moved.k} moved ({c.up} up, {c.down} down), Wilcoxon p = {p}")
+                         f"{c.moved.k} moved ({c.up} up, {c.down} down), Wilcoxon {p}")
         lines += [f"FLAG: {r}" for r in (c.reasons if c is not None else ())]
         if res.flagged and c is None:
             lines.append("FLAG: an exemplar did not get its stated score")

@@ -14,7 +14,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from swapjudge.report.probe_tables import Table, fold, table, to_rich
-from swapjudge.report.wording import interval, pct, plain
+from swapjudge.report.wording import interval, p_number, pct, plain
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -43,7 +43,7 @@ def _ci(obj: Mapping[str, Any] | None, value: str = "rate", low: str = "low", hi
 
 
 def _p(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}"
+    return p_number(value)
 
 
 def consistency_cell(s: Mapping[str, Any]) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from swapjudge.report.wording import p_equals
+
 INDEPENDENT = "each item one independent unit (its pairs averaged into one score)"
 _COLOURS = {"ship": "#1b7f3b", "keep": "#b00020", "inconclusive": "#9a6700"}
 
@@ -55,10 +57,10 @@ def _flip_line(v: Any) -> str:
     f = v.flip_direction
     if f is None or f.first_share is None:
         return "no flip or half-tie to test"
-    p = "n/a" if f.p_value is None else f"{f.p_value:.3g}"
+    p = p_equals(f.p_value)
     lean = (f"the flips lean toward the {f.lean} slot" if f.lean else "no clear lean toward either slot")
     return (f"{f.first:,} toward slot 1, {f.second:,} toward slot 2 (first share {_pct(f.first_share)}, interval "
-            f"{_pct(f.low)} to {_pct(f.high)}, p = {p}): {lean}")
+            f"{_pct(f.low)} to {_pct(f.high)}, {p}): {lean}")
 
 
 def _gate_line(v: Any) -> str:

@@ -39,6 +39,7 @@ from swapjudge.report.wording import (
     interval,
     judge_name,
     judged_once,
+    p_number,
     p_text,
     pct,
     segment_gate_word,
@@ -211,8 +212,8 @@ def _headline_cards(a: JudgeAnalysis) -> str:
     else:
         cards.append(_card("swap-consistency", "n/a", "one order per pair"))
     f = a.flip_direction
-    p = "n/a" if f.p_value is None else f"{f.p_value:.3g}"
-    holm = "" if f.p_holm is None else " · Holm " + figure("flip_direction.p_holm", f.p_holm, f"{f.p_holm:.3g}")
+    p = p_number(f.p_value)
+    holm = "" if f.p_holm is None else " · Holm " + figure("flip_direction.p_holm", f.p_holm, p_number(f.p_holm))
     cards.append(_card("splits toward slot 1", figure("flip_direction.first_share", f.first_share,
                                                         pct(f.first_share)),
                        figure("flip_direction.interval", None, interval(f.low, f.high))
@@ -322,7 +323,7 @@ def _graded_section(a: JudgeAnalysis) -> str:
     for name, count, f in (("strong", g.strong_flips, g.flip_direction_strong),
                            ("weak", g.weak_flips, g.flip_direction_weak),
                            ("mixed", g.mixed_flips, g.flip_direction_mixed)):
-        p = "" if f.p_value is None else f"p = {p_text(f)}"
+        p = "" if f.p_value is None else p_text(f)
         rows.append((e(f"{name} flips toward slot 1 / slot 2"),
                      figure(f"graded.{name}_flips", count, f"{f.first:,} / {f.second:,}"), e(p)))
     out = [f"<h3>Graded verdicts ({g.pairs:,} graded pairs)</h3>",
@@ -364,7 +365,7 @@ def _identical_section(a: JudgeAnalysis) -> str:
     if a.identical is None:
         return ""
     i = a.identical.to_dict()
-    p = "n/a" if i["first_share_p_value"] is None else f"{i['first_share_p_value']:.3g}"
+    p = p_number(i["first_share_p_value"])
     rows = [("calls first / second / tie / none", e(f"{i['first']} / {i['second']} / {i['tie']} / {i['unparsed']}"),
              ""),
             ("decided rate (named a winner)", *(e(cell) for cell in decided_cells(i))),
@@ -386,7 +387,7 @@ def _segments_section(field: str, segments: Sequence[SegmentRow]) -> str:
         row = [e(value), f"{a.outcomes.complete:,}",
                e("n/a" if c is None else f"{pct(c.rate)} ({interval(c.low, c.high)})"),
                e("" if c is None else band_text(c.band)),
-               e(f"{pct(a.flip_direction.first_share)} (p = {p_text(a.flip_direction)})")]
+               e(f"{pct(a.flip_direction.first_share)} ({p_text(a.flip_direction)})")]
         if with_rates:
             row.append(e("withheld" if a.withheld else "" if w is None else
                          f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})"))
@@ -444,7 +445,7 @@ def _ranking_section(jr: ReportRanking) -> str:
 
 def _length_section(probe: LengthProbe) -> str:
     p = probe.prefer_longer
-    pv = "n/a" if probe.prefer_longer_p_value is None else f"{probe.prefer_longer_p_value:.3g}"
+    pv = p_number(probe.prefer_longer_p_value)
     s = probe.slope
     slope = ("no slope: " + e(s.reason)) if s.slope is None else (
         "a logistic slope of " + figure("length.slope", s.slope, f"{s.slope:+.3f}")

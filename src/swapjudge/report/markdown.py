@@ -23,6 +23,7 @@ from swapjudge.report.wording import (
     interval,
     judge_name,
     judged_once,
+    p_equals,
     p_text,
     pct,
     segment_gate_word,
@@ -63,8 +64,8 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
     else:
         lines.append("| swap-consistency | cannot be measured | |")
     f = analysis.flip_direction
-    p = "" if f.p_value is None else f" (p = {p_text(f)})"
-    lines.append(f"| splits toward slot 1 | {f.first} of {f.first + f.second} | {interval(f.low, f.high)}{p} |")
+    p = "" if f.p_value is None else f" ({p_text(f)})"
+    lines.append(f"| splits toward slot 1 | {f.first:,} of {f.first + f.second:,} | {interval(f.low, f.high)}{p} |")
     lines.append(f"| calls first / second / tie / none | {v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,} | |")
     lines.append(f"| first-slot win rate | {pct(v.first_slot_rate)} | {interval(v.low, v.high)} |")
     g = analysis.graded
@@ -74,7 +75,7 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
                      f"{interval(sc.low, sc.high)} |")
         for name, f in (("strong", g.flip_direction_strong), ("weak", g.flip_direction_weak),
                         ("mixed", g.flip_direction_mixed)):
-            p = "" if f.p_value is None else f"p = {p_text(f)}"
+            p = "" if f.p_value is None else p_text(f)
             lines.append(f"| {name} flips toward slot 1 / slot 2 | {f.first:,} / {f.second:,} | {p} |")
     w = analysis.win_rate
     if w is not None and not analysis.withheld:
@@ -141,8 +142,8 @@ def render_calculation(calc: Calculation) -> str:
              f"| position sensitivity band | {band_text(c.band)} | |"]
     f = calc.flip_direction
     if f is not None:
-        p = "" if f.p_value is None else f" (p = {f.p_value:.3g})"
-        lines.append(f"| flips toward slot 1 | {f.first} of {f.first + f.second} ({pct(f.first_share)}) | "
+        p = "" if f.p_value is None else f" ({p_equals(f.p_value)})"
+        lines.append(f"| flips toward slot 1 | {f.first:,} of {f.first + f.second:,} ({pct(f.first_share)}) | "
                      f"{interval(f.low, f.high)}{p} |")
     if calc.decision is not None:
         lines += ["", f"_Decision help: {calc.decision.sentence()}._"]
@@ -159,7 +160,7 @@ def render_segments(field: str, segments: Sequence[SegmentRow]) -> str:
         rate = "withheld" if a.withheld else ("" if w is None else
                                                f"{pct(w.headline.value)} ({interval(w.headline.low, w.headline.high)})")
         lines.append(f"| {_escape(value)} | {a.outcomes.complete:,} | {cons} | {pct(f.first_share)} "
-                     f"(p = {p_text(f)}) | {rate} | {segment_gate_word(a)} |")
+                     f"({p_text(f)}) | {rate} | {segment_gate_word(a)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -190,7 +191,7 @@ def render_ranking(ranking: Ranking) -> str:
 def render_length(probe: LengthProbe) -> str:
     """The length probe in one line: how often the longer answer won, and the slope."""
     p, s = probe.prefer_longer, probe.slope
-    pv = "" if probe.prefer_longer_p_value is None else f", p = {probe.prefer_longer_p_value:.3g}"
+    pv = "" if probe.prefer_longer_p_value is None else f", {p_equals(probe.prefer_longer_p_value)}"
     slope = ("no slope" if s.slope is None else
              f"slope {s.slope:+.3f} per {s.per} {probe.unit.value} ({_num_range(s.low, s.high)})")
     if p.n == 0:

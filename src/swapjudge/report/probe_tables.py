@@ -20,7 +20,7 @@ from swapjudge.probes.panel import JudgeSummary, PanelResult
 from swapjudge.probes.repeat import RepeatStability
 from swapjudge.probes.segments import MIN_SEGMENT_PAIRS, SegmentedAnalysis
 from swapjudge.probes.variants import VariantComparison
-from swapjudge.report.wording import decided_cells, gate_sentence, interval, pct, segment_gate_word
+from swapjudge.report.wording import decided_cells, gate_sentence, interval, p_equals, p_number, pct, segment_gate_word
 
 if TYPE_CHECKING:  # the live probe pulls in the runner and HTTP clients; only its type is needed here
     from swapjudge.core.identical import IdenticalRun
@@ -132,8 +132,8 @@ def segments_tables(result: SegmentedAnalysis) -> list[Table]:
             rows.append((label, a.judge or "-", f"{a.outcomes.complete:,}",
                          pct(c.rate) if c else "n/a", interval(c.low, c.high) if c else "n/a",
                          (c.band or "n/a") if c else "n/a",
-                         f"{f.first}/{f.first + f.second}", "" if f.p_value is None else f"{f.p_value:.2g}",
-                         "" if f.p_holm is None else f"{f.p_holm:.2g}", rate,
+                         f"{f.first}/{f.first + f.second}", "" if f.p_value is None else p_number(f.p_value, 2),
+                         "" if f.p_holm is None else p_number(f.p_holm, 2), rate,
                          ("passed" if a.gate.passed else "failed") if label == "(all)" else segment_gate_word(a)))
     systems = {f"{a.win_rate.a} vs {a.win_rate.b} ({a.win_rate.policy.value})" for a in result.overall
                if a.win_rate is not None}
@@ -149,11 +149,11 @@ def segments_tables(result: SegmentedAnalysis) -> list[Table]:
 
 
 def _p(value: float | None) -> str:
-    return "" if value is None else f"p = {value:.2g}"
+    return "" if value is None else p_equals(value, 2)
 
 
 def _holm(value: float | None) -> str:
-    return "" if value is None else f" (Holm {value:.2g})"
+    return "" if value is None else f" (Holm {p_number(value, 2)})"
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -333,7 +333,7 @@ def variants_tables(result: VariantComparison) -> list[Table]:
             (f"consistent under {result.a.judge} only", f"{t.only_a:,}"),
             (f"consistent under {result.b.judge} only", f"{t.only_b:,}"),
             ("consistency difference (a - b)", pct(t.difference)),
-            ("McNemar exact p", "n/a" if t.p_value is None else f"{t.p_value:.3g}")]
+            ("McNemar exact p", p_number(t.p_value))]
     return [table(f"Prompt variants by {result.field}", SUMMARY_COLUMNS,
                   [_summary_row(result.a), _summary_row(result.b)]),
             table("Paired test on per-pair consistency", ("measure", "value"), rows,

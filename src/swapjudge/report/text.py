@@ -28,6 +28,7 @@ from swapjudge.report.wording import (
     interval,
     judge_name,
     judged_once,
+    p_equals,
     p_text,
     pct,
     plain,
@@ -89,7 +90,7 @@ def render_analysis(analysis: JudgeAnalysis) -> Group:
     swap.add_row("flips → slot 1 / slot 2", f"{o.flips_first:,} / {o.flips_second:,}", "")
     swap.add_row("half-ties → slot 1 / slot 2", f"{o.half_ties_first:,} / {o.half_ties_second:,}", "")
     f = analysis.flip_direction
-    p = "" if f.p_value is None else "p = " + p_text(f)
+    p = "" if f.p_value is None else p_text(f)
     swap.add_row("splits toward slot 1", pct(f.first_share), interval(f.low, f.high), p)
     v = analysis.verdicts
     swap.add_row("calls 1st / 2nd / tie / none", f"{v.first:,} / {v.second:,} / {v.tie:,} / {v.unparsed:,}",
@@ -198,7 +199,7 @@ def _graded_parts(analysis: JudgeAnalysis) -> list[RenderableType]:
     for name, count, f in (("strong flips", g.strong_flips, g.flip_direction_strong),
                            ("weak flips", g.weak_flips, g.flip_direction_weak),
                            ("mixed flips", g.mixed_flips, g.flip_direction_mixed)):
-        p = "" if f.p_value is None else "p = " + p_text(f)
+        p = "" if f.p_value is None else p_text(f)
         table.add_row(f"{name} → slot 1 / slot 2", f"{f.first:,} / {f.second:,}", f"{count:,} in all", p)
     parts: list[RenderableType] = [table, Text(". ".join(graded_sentences(g)) + ".", style="italic")]
     ct = g.cross_table
@@ -275,8 +276,8 @@ def render_calculation(calc: Calculation) -> Panel:
     table.add_row("position sensitivity band", band_text(c.band), "")
     f = calc.flip_direction
     if f is not None:
-        p = "" if f.p_value is None else f"p = {f.p_value:.3g}"
-        table.add_row("flips toward slot 1", f"{f.first} of {f.first + f.second}  ({pct(f.first_share)})",
+        p = "" if f.p_value is None else p_equals(f.p_value)
+        table.add_row("flips toward slot 1", f"{f.first:,} of {f.first + f.second:,}  ({pct(f.first_share)})",
                       f"{interval(f.low, f.high)}  {p}")
     parts: list[RenderableType] = [Text(consistency_sentence_for(calc), style="bold"), table]
     if calc.decision is not None:

@@ -124,11 +124,25 @@ def gate_sentence(gate: Gate) -> str:
     return text + (f"; {GATE_UNSURE_FAIL}" if gate.uncertain else "")
 
 
-def p_text(f: FlipDirection) -> str:
-    """The exact test's p, with its Holm-adjusted value next to it when several were tested at once."""
-    if f.p_value is None:
+# a double holds p-values down to about 5e-324: one computed as 0 is below what can be said more precisely
+P_FLOOR = "1e-300"
+
+
+def p_number(value: float | None, digits: int = 3) -> str:
+    """A p-value as a figure (a table cell): "n/a" when there is none, "< 1e-300" when it underflowed to 0."""
+    if value is None:
         return "n/a"
-    return f"{f.p_value:.3g}" + ("" if f.p_holm is None else f", Holm-adjusted {f.p_holm:.3g}")
+    return f"< {P_FLOOR}" if value <= 0 else f"{value:.{digits}g}"
+
+
+def p_equals(value: float | None, digits: int = 3) -> str:
+    """"p = 0.0312" in a sentence, "p < 1e-300" for a p that underflowed to 0 (never "p = 0")."""
+    return f"p < {P_FLOOR}" if value is not None and value <= 0 else f"p = {p_number(value, digits)}"
+
+
+def p_text(f: FlipDirection) -> str:
+    """The exact test's "p = ...", with its Holm-adjusted value next to it when several were tested at once."""
+    return p_equals(f.p_value) + ("" if f.p_holm is None else f", Holm-adjusted {p_number(f.p_holm)}")
 
 
 def flip_direction_sentence(f: FlipDirection) -> str:
@@ -138,9 +152,9 @@ def flip_direction_sentence(f: FlipDirection) -> str:
     if f.first_share is None:
         return "no flips or half-ties: nothing to say about their direction"
     ind = f.independence
-    test = (f"items as the independent units, {ind.clusters} of them; p = " if ind is not None and ind.units == "items"
-            else "exact binomial p = ")
-    measured = (f"{pct(f.first_share)} of {f.first + f.second} flips and half-ties went to the first slot "
+    test = (f"items as the independent units, {ind.clusters} of them; " if ind is not None and ind.units == "items"
+            else "exact binomial ")
+    measured = (f"{pct(f.first_share)} of {f.first + f.second:,} flips and half-ties went to the first slot "
                 f"({interval(f.low, f.high)}; {test}{p_text(f)})")
     if f.lean is None:
         return f"no clear lean toward either slot: {measured}, not below {f.level:g}"
@@ -164,7 +178,7 @@ def graded_flip_sentence(name: str, f: FlipDirection) -> str:
     n = f.first + f.second
     if n == 0:
         return f"no {name} flips"
-    measured = f"{n:,} {name} flip(s), {f.first:,} toward slot 1 and {f.second:,} toward slot 2 (p = {p_text(f)})"
+    measured = f"{n:,} {name} flip(s), {f.first:,} toward slot 1 and {f.second:,} toward slot 2 ({p_text(f)})"
     if f.lean is None:
         return f"{measured}: no clear lean"
     return f"{measured}: the {name} flips lean toward the {f.lean} slot"
