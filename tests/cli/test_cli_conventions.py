@@ -176,7 +176,7 @@ def test_memory_running_out_is_one_line_and_exit_2(capsys: pytest.CaptureFixture
         allocate()
     assert ended.value.exit_code == 2
     said = capsys.readouterr().err.strip()
-    assert said.startswith("error: out of memory") and "--engine streaming" in said
+    assert said.startswith("error: out of memory") and "--engine streaming" in said and "'swapjudge[scale]'" in said
     assert "Traceback" not in said and len(said.splitlines()) == 1
 
 

@@ -150,10 +150,10 @@ def user_errors(func: F) -> F:
             raise typer.Exit(2) from None
         except MemoryError:
             # numpy or Python could not allocate: what helps, in one line, instead of a traceback
-            stderr.print("[bold red]error:[/] out of memory: a command with --engine reads a records file larger "
-                         "than memory with --engine streaming (pip install 'swapjudge[scale]'); fewer bootstrap "
-                         "rounds, or a lower SWAPJUDGE_MEMORY_LIMIT for the streaming engine, need less",
-                         markup=True, highlight=False)
+            stderr.print("[bold red]error:[/] " + escape(
+                "out of memory: a command with --engine reads a records file larger than memory with --engine "
+                "streaming (pip install 'swapjudge[scale]'); fewer bootstrap rounds, or a lower "
+                "SWAPJUDGE_MEMORY_LIMIT for the streaming engine, need less"), markup=True, highlight=False)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             stderr.print("interrupted")
