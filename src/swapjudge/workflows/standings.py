@@ -142,8 +142,10 @@ def _rank_counted(source: Any, judge: str | None, model: Model, outcome: Outcome
         checked = rank_gate_of_counts(reduced.counts(chosen), min_consistency, confidence)
         checked.raise_if_blocked(name)
         systems = reduced.systems(chosen)
-        data = comparisons_of_counts(reduced.pair_verdicts(chosen, systems), systems, outcome=outcome,
-                                     source=reduced.source)
+        verdicts = reduced.pair_verdicts(chosen, systems)
+    # DuckDB is closed (its memory given back) before the counts become comparisons and are fitted
+    data = comparisons_of_counts(verdicts, systems, outcome=outcome, source=reduced.source)
+    del verdicts
     if len(data.systems) < 2:
         raise InputError("fewer than two systems to rank", path=reduced.source)
     result = fit_ranking(data, model, rounds=rounds, seed=seed, confidence=confidence, interval=interval)
