@@ -24,7 +24,7 @@ from swapjudge.core.policy import TiePolicy
 from swapjudge.core.records import choose_judges
 from swapjudge.core.reduce import positional
 from swapjudge.errors import InputError
-from swapjudge.ranking.bradley_terry import Comparisons, Model, rank
+from swapjudge.ranking.bradley_terry import Model, rank
 from swapjudge.review.queue import QUEUE_FIELDS, QUEUE_OUTCOMES
 from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking
 from swapjudge.workflows.sources import TEXT_COLUMNS, StreamedSource
@@ -130,10 +130,11 @@ def queue_rows(reduced: StreamingSource, fields: list[str], limit: int, judge: s
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def counted_comparisons(reduced: StreamingSource, judges: list[str],
-                        passed: dict[str | None, bool]) -> list[tuple[str, Comparisons]]:
-    """The comparisons `workflows.reporting.judge_ranking` fits, from the counted pairs: each judge that passed its
-    gate and compared more than two systems in complete pairs."""
+def counted_rankings(reduced: StreamingSource, judges: list[str], passed: dict[str | None, bool], *,
+                     model: Model | str, rounds: int, seed: int, confidence: float) -> tuple[ReportRanking, ...]:
+    """The rankings `workflows.reporting.judge_ranking` fits, from the counted pairs: each judge that passed its
+    gate and compared more than two systems in complete pairs. Each is fitted as soon as its counts are read, so
+    one judge's comparisons are held at a time (the bootstrap's own memory is bounded)."""
     from swapjudge.ranking.counted_battles import comparisons_of_counts
 
     out = []
@@ -146,8 +147,9 @@ def counted_comparisons(reduced: StreamingSource, judges: list[str],
         except InputError:  # no pair complete in both orders: nothing to rank
             continue
         if len(data.systems) > 2:
-            out.append((name, data))
-    return out
+            out.append(ReportRanking(name or None, rank(data, model, rounds=rounds, seed=seed, confidence=confidence)))
+        del data
+    return tuple(out)
 
 
 def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TiePolicy, min_consistency: float,
@@ -156,7 +158,7 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
                     pairs: str | Path | None = None, human: bool = False, queue_limit: int = 1000) -> ReportInputs:
     """`workflows.reporting.prepare_report` from a reduced records file (opened with `split=False`, and with
     `segment` when the report is segmented): the same analyses, segments, rankings and queue, the queue's rows
-    capped at `queue_limit` (its counts are over every pair). Closes `reduced` before fitting the rankings."""
+    capped at `queue_limit` (its counts are over every pair). Closes `reduced`."""
     from swapjudge.core.counted import analyze_source
     from swapjudge.probes.segments import segment_analyses_of_source
 
@@ -172,7 +174,8 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
                 "confidence": confidence, "segment": segment, "rank_bootstrap": rank_rounds, "rank_seed": rank_seed,
                 "rank_model": Model(rank_model).value, "engine": "streaming"}
     judges = choose_judges(reduced.judges(), judge)
-    comparisons = counted_comparisons(reduced, judges, {x.judge: x.gate.passed for x in analyses})
+    rankings = counted_rankings(reduced, judges, {x.judge: x.gate.passed for x in analyses}, model=rank_model,
+                                rounds=rank_rounds, seed=rank_seed, confidence=confidence)
     pair = (min(a, b), max(a, b)) if a is not None and b is not None else None  # the queue's calls between a and b
     items = None
     provenance = streamed_provenance(reduced, fields)
@@ -184,8 +187,6 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
     queue = queue_rows(reduced, fields, queue_limit, judge, pair, items)
     counts = queue_outcomes(reduced, judge, pair)
     source = StreamedSource(reduced.path, provenance, tuple(fields), has_pair_texts=items is not None)
-    reduced.close()  # DuckDB gives back its memory (up to its limit) before the bootstrap of the rankings takes its own
-    rankings = tuple(ReportRanking(name or None, rank(data, rank_model, rounds=rank_rounds, seed=rank_seed,
-                                                      confidence=confidence)) for name, data in comparisons)
+    reduced.close()
     return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, queue_counts=counts,
                         left_out=left_out(fields, judges=len(judges), human=human, pairs=pairs is not None))
