@@ -1168,39 +1168,56 @@ class StreamingSource:
                                            SELECT y FROM summary WHERE simple) WHERE s IS NOT NULL""")[0]
         out: dict[str, Any] = {"calls": int(calls) + int(simple), "systems": int(systems)}
         parquet = is_parquet(self.path)
+        # every field's aggregates in one scan of the file: (field, kind, number of aggregates) in select order
+        aggs: list[str] = []
+        read: list[tuple[str, str, int]] = []
         if parquet:
             kinds = self._parquet_columns()
             table = f"read_parquet({_quote(self.path)})"
-        else:
-            table = f"(SELECT * FROM read_ndjson_objects({_quote(self.path)}))"
-        try:
             for name in numeric:
-                if parquet:
-                    kind = kinds.get(name, "")
-                    if not (kind in ("FLOAT", "DOUBLE", *_INTEGER_TYPES) or kind.startswith("DECIMAL")):
-                        continue
-                    (total, n) = self._sql(f"SELECT sum({_ident(name)}), count({_ident(name)}) FROM {table}")[0]
-                    if n:
-                        out[name] = int(total) if kind in _INTEGER_TYPES else float(total)
-                    continue
-                value = f"json_extract(json, {_quote(_json_path(name))})"
-                other, floats, ints, total_f, total_i = self._sql(f"""
-                    SELECT count(*) FILTER (WHERE t NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL')),
-                           count(*) FILTER (WHERE t = 'DOUBLE'), count(*) FILTER (WHERE t IN ('BIGINT', 'UBIGINT')),
-                           sum(CAST(v AS DOUBLE)) FILTER (WHERE t IN ('BIGINT', 'UBIGINT', 'DOUBLE')),
-                           sum(CAST(v AS HUGEINT)) FILTER (WHERE t IN ('BIGINT', 'UBIGINT'))
-                    FROM (SELECT json_type({value}) AS t, {value} ->> '$' AS v FROM {table}) WHERE t IS NOT NULL""")[0]
-                if other or not (floats or ints):
-                    continue
-                out[name] = float(total_f) if floats else int(total_i)
-            for name in distinct:
-                expr = (f"CAST({_ident(name)} AS VARCHAR)" if parquet
-                        else f"(json_extract(json, {_quote(_json_path(name))}) ->> '$')")
-                (n, missing) = self._sql(f"SELECT count(DISTINCT {expr}), bool_or({expr} IS NULL) FROM {table}")[0]
-                out[name] = int(n) + int(bool(missing))
+                kind = kinds.get(name, "")
+                if kind in ("FLOAT", "DOUBLE", *_INTEGER_TYPES) or kind.startswith("DECIMAL"):
+                    aggs += [f"sum({_ident(name)})", f"count({_ident(name)})"]
+                    read.append((name, "int" if kind in _INTEGER_TYPES else "float", 2))
+        else:
+            values = [*numeric, *distinct]
+            table = ("(SELECT " + ", ".join(
+                f"json_type({_json_of(n)}) AS {_ident(f't{k}')}, {_json_of(n)} ->> '$' AS {_ident(f'v{k}')}"
+                for k, n in enumerate(values)) + f" FROM read_ndjson_objects({_quote(self.path)}))")
+            for k, name in enumerate(numeric):
+                t, v = _ident(f"t{k}"), _ident(f"v{k}")
+                aggs += [f"count(*) FILTER (WHERE {t} NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL'))",
+                         f"count(*) FILTER (WHERE {t} = 'DOUBLE')",
+                         f"count(*) FILTER (WHERE {t} IN ('BIGINT', 'UBIGINT'))",
+                         f"sum(CAST({v} AS DOUBLE)) FILTER (WHERE {t} IN ('BIGINT', 'UBIGINT', 'DOUBLE'))",
+                         f"sum(CAST({v} AS HUGEINT)) FILTER (WHERE {t} IN ('BIGINT', 'UBIGINT'))"]
+                read.append((name, "json", 5))
+        for k, name in enumerate(distinct):
+            expr = f"CAST({_ident(name)} AS VARCHAR)" if parquet else _ident(f"v{len(numeric) + k}")
+            aggs += [f"count(DISTINCT {expr})", f"bool_or({expr} IS NULL)"]
+            read.append((name, "distinct", 2))
+        if not aggs:
+            return out
+        try:
+            row = list(self._sql(f"SELECT {', '.join(aggs)} FROM {table}")[0])
         except duckdb.Error as err:
             raise _duckdb_error(self.path, err) from None
+        for name, kind, width in read:
+            got, row = row[:width], row[width:]
+            if kind == "distinct":
+                out[name] = int(got[0]) + int(bool(got[1]))
+            elif kind == "json":
+                other, floats, ints, total_f, total_i = got
+                if not other and (floats or ints):
+                    out[name] = float(total_f) if floats else int(total_i)
+            elif got[1]:
+                out[name] = int(got[0]) if kind == "int" else float(got[0])
         return out
+
+
+def _json_of(name: str) -> str:
+    """A field of a `read_ndjson_objects` row, as JSON (SQL null when the record lacks it)."""
+    return f"json_extract(json, {_quote(_json_path(name))})"
 
 
 def _json_lines_streamed(path: str, json_lines: Any) -> Iterator[tuple[int, Any]]:
