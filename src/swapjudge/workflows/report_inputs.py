@@ -11,19 +11,28 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis
-from swapjudge.core.policy import enforce_gates
+from swapjudge.core.policy import TiePolicy, enforce_gates
 from swapjudge.probes.calibrate import Calibration
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.probes.segments import SegmentedAnalysis
 from swapjudge.ranking.battles import OutcomeSource
-from swapjudge.ranking.bradley_terry import Ranking
+from swapjudge.ranking.bradley_terry import Model, Ranking
 from swapjudge.workflows.sources import ReportSource, StreamedSource
 
 # one segment's value and its analysis for one judge
 SegmentRow = tuple[str, JudgeAnalysis]
 # records may carry answer lengths instead of texts (e.g. imports that dropped the texts)
 LENGTH_COLUMNS = ("first_length", "second_length")
+
+
+def report_settings(*, judge: str | None, a: str | None, b: str | None, policy: TiePolicy, min_consistency: float,
+                    confidence: float, segment: str | None, rank_rounds: int, rank_seed: int, rank_model: Model | str,
+                    engine: str) -> dict[str, Any]:
+    """The settings a report names in its provenance, whichever engine read the records."""
+    return {"judge": judge, "a": a, "b": b, "tie_policy": policy.value, "min_consistency": min_consistency,
+            "confidence": confidence, "segment": segment, "rank_bootstrap": rank_rounds, "rank_seed": rank_seed,
+            "rank_model": Model(rank_model).value, "engine": engine}
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from swapjudge.probes.segments import segment_analyses
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, rank
 from swapjudge.review.queue import review_queue
-from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking, SegmentRow
-from swapjudge.workflows.sources import ReportSource, StreamedSource, report_source
+from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking, SegmentRow, report_settings
+from swapjudge.workflows.sources import ReportSource, StreamedSource, is_run_store, report_source
 
 # under --engine auto, a Parquet file of up to this many records is read whole when a section needs the rows
 # (about 0.6 GB for a report of 1M records); a larger one, or a JSON Lines file auto streams, is reduced
@@ -81,10 +81,9 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
     from swapjudge.core.counted import analyze_source
     from swapjudge.core.streaming import open_source, parquet_rows, record_fields, should_stream
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field
-    from swapjudge.workflows.sources import SQLITE_MAGIC
     from swapjudge.workflows.streamed_report import needs_rows, streamed_report
 
-    if not should_stream(source, read.value) or _is_store(Path(source), SQLITE_MAGIC):
+    if not should_stream(source, read.value) or is_run_store(Path(source)):
         return None
     try:
         fields = record_fields(source)
@@ -113,14 +112,6 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
                                min_consistency=DEFAULT_MIN_CONSISTENCY if min_consistency is None else min_consistency,
                                segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed, pairs=pairs,
                                human=human is not None, queue_limit=queue_limit)
-
-
-def _is_store(path: Path, magic: bytes) -> bool:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(len(magic)) == magic
-    except OSError:
-        return False  # the reader that follows names the problem
 
 
 def registered_settings(source: ReportSource | StreamedSource) -> dict[str, Any]:
@@ -159,10 +150,9 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
         segmented = segment_analyses(source.records, segment, judge=judge, a=a, b=b, tie_policy=policy,
                                      min_consistency=min_consistency, confidence=confidence)
         analyses = list(segmented.overall)
-    settings = {"judge": judge, "a": a, "b": b, "tie_policy": policy.value, "min_consistency": min_consistency,
-                "confidence": confidence, "segment": segment}
-    settings.update(rank_bootstrap=rank_rounds, rank_seed=rank_seed, rank_model=Model(rank_model).value,
-                    engine="memory")
+    settings = report_settings(judge=judge, a=a, b=b, policy=policy, min_consistency=min_consistency,
+                               confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed,
+                               rank_model=rank_model, engine="memory")
     queue = review_queue(source.frame, judge=judge, a=a, b=b)
     judges = select_judges(source.frame, judge)
     # a judge that fails the gate gets no ranking, as it gets no win rate: a ranking is many win rates at once

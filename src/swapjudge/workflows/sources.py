@@ -67,6 +67,16 @@ class StreamedSource:
         return "raw" in self.fields
 
 
+def is_run_store(path: Path) -> bool:
+    """Whether the file is a run store (an SQLite database); False for anything unreadable, which the reader that
+    follows names."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
 def load_source(path: str | Path, *, allow_unpaired: bool = False, run: int | None = None) -> ReportSource:
     """A records file (JSONL or CSV) or a run store (SQLite); `run` picks a stored run (default: the latest)."""
     path = Path(path)

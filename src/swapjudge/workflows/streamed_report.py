@@ -26,7 +26,7 @@ from swapjudge.core.reduce import positional
 from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Model, rank
 from swapjudge.review.queue import QUEUE_FIELDS, QUEUE_OUTCOMES
-from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking
+from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking, report_settings
 from swapjudge.workflows.sources import TEXT_COLUMNS, StreamedSource
 
 if TYPE_CHECKING:
@@ -170,9 +170,9 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
         segmented = segment_analyses_of_source(reduced, segment, judge=judge, a=a, b=b, tie_policy=policy,
                                                min_consistency=min_consistency, confidence=confidence)
         analyses = list(segmented.overall)
-    settings = {"judge": judge, "a": a, "b": b, "tie_policy": policy.value, "min_consistency": min_consistency,
-                "confidence": confidence, "segment": segment, "rank_bootstrap": rank_rounds, "rank_seed": rank_seed,
-                "rank_model": Model(rank_model).value, "engine": "streaming"}
+    settings = report_settings(judge=judge, a=a, b=b, policy=policy, min_consistency=min_consistency,
+                               confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed,
+                               rank_model=rank_model, engine="streaming")
     judges = choose_judges(reduced.judges(), judge)
     rankings = counted_rankings(reduced, judges, {x.judge: x.gate.passed for x in analyses}, model=rank_model,
                                 rounds=rank_rounds, seed=rank_seed, confidence=confidence)
