@@ -260,12 +260,12 @@ def _key_count(path: str, key: str, size: int, modified: int) -> int:
     """How many times the key occurs in the file (one occurrence straddling two blocks counted once)."""
     patterns = _key_bytes(key)
     keep = max(map(len, patterns)) - 1
-    found = 0
+    found, tail = 0, b""
     for data in _blocks(path, keep):
-        # an occurrence ending in the last `keep` bytes is counted in the next block (or below, at the end)
-        found += sum(data.count(p) - data[-keep:].count(p) for p in patterns)
-        last = data[-keep:]
-    return found + sum(last.count(p) for p in patterns) if size else 0
+        # an occurrence within the last `keep` bytes is counted in the next block (or below, at the end)
+        tail = data[-keep:]
+        found += sum(data.count(p) - tail.count(p) for p in patterns)
+    return found + sum(tail.count(p) for p in patterns)
 
 
 def _stamp(path: str) -> tuple[int, int]:
