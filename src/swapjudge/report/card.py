@@ -42,10 +42,6 @@ def _ci(obj: Mapping[str, Any] | None, value: str = "rate", low: str = "low", hi
     return f"{pct(obj[value])} ({interval(obj.get(low), obj.get(high))})"
 
 
-def _p(value: float | None) -> str:
-    return p_number(value)
-
-
 def consistency_cell(s: Mapping[str, Any]) -> str:
     c = s.get("consistency") or {}
     if c.get("rate") is None:
@@ -67,7 +63,7 @@ def flip_cell(s: Mapping[str, Any]) -> str:
         return "n/a"
     lean = f" → leans {f['lean']}" if f.get("lean") else ""
     return (f"{f['first']}/{f['first'] + f['second']} to slot 1 ({interval(f.get('low'), f.get('high'))}), "
-            f"p {_p(f.get('p_value'))}{lean}")
+            f"p {p_number(f.get('p_value'))}{lean}")
 
 
 def accuracy_cells(s: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -112,7 +108,7 @@ def length_cell(s: Mapping[str, Any]) -> str:
     if p.get("rate") is None:
         return "n/a"
     share = f"{pct(p['rate'])} ({interval(p.get('low'), p.get('high'))})"
-    return f"longer won {share} of {p.get('n')}, p {_p(p.get('p_value'))}"
+    return f"longer won {share} of {p.get('n')}, p {p_number(p.get('p_value'))}"
 
 
 SUBSET_COLUMNS = ("subset", "pairs", "swap-consistency (95%) k/n", "gate", "flip direction",
@@ -168,7 +164,7 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
     diffs = card.get("differences") or []
     if diffs:
         rows = [(str(d["subset"]), str(d["measure"]), str(d["b"]), f"{pct(d['rate_a'])} vs {pct(d['rate_b'])}",
-                 points(d), _p(d["p_value"]), _p(d["p_holm"]), "yes" if d["differs"] else "not shown",
+                 points(d), p_number(d["p_value"]), p_number(d["p_holm"]), "yes" if d["differs"] else "not shown",
                  "paired, shared pairs" if d["paired"] else "independent samples")
                 for d in diffs]
         out.append(table("Beside the reference cards (this card minus the reference)",
@@ -243,8 +239,8 @@ def comparison_tables(doc: Mapping[str, Any]) -> list[Table]:
                                             "right in both orders", "better in slot 1", "better in slot 2"), rows))
     diffs = doc.get("differences") or []
     if diffs:
-        diff_rows = [(str(d["subset"]), str(d["measure"]), str(d["a"]), str(d["b"]), points(d), _p(d["p_value"]),
-                 _p(d["p_holm"]), "yes" if d["differs"] else "not shown",
+        diff_rows = [(str(d["subset"]), str(d["measure"]), str(d["a"]), str(d["b"]), points(d), p_number(d["p_value"]),
+                 p_number(d["p_holm"]), "yes" if d["differs"] else "not shown",
                  "paired, shared pairs" if d["paired"] else "independent samples") for d in diffs]
         out.append(table("Differences (a minus b)", ("subset", "measure", "a", "b", DIFFERENCE, "p", "p Holm",
                                                      "differs", "how"), diff_rows,
