@@ -16,6 +16,8 @@ issue's measurement did. `--report` adds `swapjudge report FILE --engine streami
 judge's analysis, ranking with the report's 200 bootstrap rounds, and review queue), and `--report-memory` the
 same report with `--engine memory`. Each line prints wall seconds, CPU seconds (user + system, every thread) and the
 process's peak RSS from `os.wait4`; the ratio is swapjudge's wall time over the faster floor's.
+The children run with bytecode caching on and swapjudge compiled first, as an installed package starts (the
+floors' duckdb and polars come with their bytecode from pip); PYTHONDONTWRITEBYTECODE in the environment is dropped.
 
     python bench/bench_analyze_scale.py [--sizes 1000000 10000000 100000000] [--jsonl 1000000]
 """
@@ -23,6 +25,7 @@ process's peak RSS from `os.wait4`; the ratio is swapjudge's wall time over the 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -128,11 +131,17 @@ def generate(size: int, path: Path, pairs_per_item: int) -> None:
 
 
 def setting() -> tuple[str, dict[str, str]]:
-    """The CLI beside this interpreter and the children's environment (DuckDB's memory limit 1 GB unless set),
-    printed with the machine, the versions and the load, as every scale figure is read against them."""
+    """The CLI beside this interpreter and the children's environment (DuckDB's memory limit 1 GB unless set;
+    bytecode caching on, swapjudge's modules compiled first), printed with the machine, the versions and the
+    load, as every scale figure is read against them."""
     cli = str(Path(sys.executable).parent / "swapjudge")
-    env = dict(os.environ)
+    # bytecode caching on, as an installed package starts (the floors' duckdb and polars have theirs from pip)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.setdefault("SWAPJUDGE_MEMORY_LIMIT", "1GB")
+    package = importlib.util.find_spec("swapjudge")  # locates it without importing it
+    if package is not None and package.submodule_search_locations:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", *package.submodule_search_locations],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
     from importlib.metadata import version  # not the packages themselves: a child's peak RSS starts at ours
 
     print(f"cpus: {os.cpu_count()}  python {sys.version.split()[0]}  duckdb {version('duckdb')}  "
