@@ -70,6 +70,37 @@ def test_every_shape_gives_the_in_memory_figures(tmp_path: Path, shape: str) -> 
     assert reference and all("swap_consistency" in doc or "consistency" in json.dumps(doc) for doc in reference)
 
 
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_head_of_a_json_lines_file_chooses_the_passes_duckdb_would(tmp_path: Path, shape: str) -> None:
+    """The passes are chosen by a Python read of the file's head: the same choice as DuckDB's own sample of
+    its first records, and either choice gives the same figures."""
+    from swapjudge.core.streaming import _json_head
+
+    rows = SHAPES[shape]()
+    unpaired = shape in ("unpaired", "reshown")
+    path = write_jsonl(tmp_path / "records.jsonl", rows)
+    _, one_pair = _json_head(str(path), None)
+    with open_source(path, allow_unpaired=unpaired, split=False) as whole:
+        assert one_pair == whole._mostly_simple()
+        figures = _documents(analyze_source(whole))
+    with open_source(path, allow_unpaired=unpaired, split=True) as split:
+        _same(_documents(analyze_source(split)), figures, "split into two passes")
+
+
+def test_items_of_several_pairs_or_rounds_send_a_file_to_the_pass_by_pair_key(tmp_path: Path) -> None:
+    from swapjudge.core.streaming import _mostly_one_pair
+
+    def call(item: str, first: str, second: str, round_: int = 0) -> dict[str, Any]:
+        return {"judge": "j", "item": item, "first": first, "second": second, "verdict": "tie", "round": round_}
+
+    both_orders = [call("q", "a", "b"), call("q", "b", "a")]
+    assert _mostly_one_pair(both_orders) and _mostly_one_pair([call("q", "a", "b")]) and _mostly_one_pair([])
+    assert not _mostly_one_pair([*both_orders, call("q", "a", "c")])  # two pairs of systems
+    assert not _mostly_one_pair([call("q", "a", "b", 0), call("q", "b", "a", 1)])  # two rounds
+    assert not _mostly_one_pair([call("q", "a", "b"), call("q", "a", "b")])  # the same order twice
+    assert not _mostly_one_pair([call("q", "a", "a"), call("q", "a", "a")])  # identical answers
+
+
 # names the JSON reader must unescape: quotes, backslashes, escaped and raw non-ASCII, control characters
 ODD_NAMES = ['say "hi"', "back\\slash", "caf\u00e9", "\U0001f600 smile", "tab\there", "\\", '"', " spaced "]
 

@@ -520,11 +520,13 @@ def _views_sql(present: frozenset[str]) -> list[str]:
     """]
 
 
-def _json_sample_fields(path: str, segment: str | None, limit: int = 1 << 18) -> frozenset[str]:
-    """The optional fields the first lines of a JSON Lines file carry (the pass checks the rest: `unseen`)."""
+def _json_head(path: str, segment: str | None, limit: int = 1 << 18) -> tuple[frozenset[str], bool]:
+    """What the first lines of a JSON Lines file say before the pass: the optional fields they carry (the pass
+    checks the rest: `unseen`), and whether most of their items are one pair each (`_mostly_one_pair`)."""
     with open(path, "rb") as handle:
         head = handle.read(limit)
     keys: set[str] = set()
+    records = []
     for raw in head.split(b"\n")[:-1] or [head]:
         try:
             obj = json.loads(raw)
@@ -532,7 +534,21 @@ def _json_sample_fields(path: str, segment: str | None, limit: int = 1 << 18) ->
             continue
         if isinstance(obj, dict):
             keys.update(k for k, v in obj.items() if v is not None)
-    return _present(keys, segment)
+            records.append(obj)
+    return _present(keys, segment), _mostly_one_pair(records)
+
+
+def _mostly_one_pair(records: Sequence[dict[str, Any]]) -> bool:
+    """Whether most items of these records (by judge and item) are one call, or the two orders of one pair in
+    one round: the first pass's fast case. Only the choice of passes rests on it, never a figure."""
+    items: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    for r in records:
+        call = (str(r.get("first")), str(r.get("second")), str(r.get("round")))
+        items.setdefault((str(r.get("judge")), str(r.get("item"))), []).append(call)
+    simple = sum(len(calls) == 1 or (len(calls) == 2 and calls[0][0] != calls[0][1]
+                                     and calls[1] == (calls[0][1], calls[0][0], calls[0][2]))
+                 for calls in items.values())
+    return not items or simple * 2 >= len(items)
 
 
 def _present(names: set[str] | dict[str, str], segment: str | None) -> frozenset[str]:
@@ -658,7 +674,9 @@ class StreamingSource:
             if self.segment is not None:
                 self._check_json_segment()
             select = _json_calls(self.path, self.segment, self.missing_segment)
-            present = _json_sample_fields(self.path, self.segment)
+            present, one_pair = _json_head(self.path, self.segment)
+            # a Python read of the head decides the passes sooner than DuckDB's sample of the file
+            self.split = one_pair if self.split is None else self.split
             # the verdict keys are counted by a thread while DuckDB reads (it leaves the GIL and part of a core)
             self._verdict_count = _counted_beside(self.path, "verdict")
         try:
