@@ -1,12 +1,14 @@
 """`swapjudge report --engine streaming` against the report of records read whole: the same analyses, segments,
 rankings, review queue and provenance from the same JSON Lines and Parquet files (seeded shapes, the example
 records, real published verdicts); the queue capped at what the HTML shows with its counts over every pair;
-the sections that need the rows left out with a sentence; the same rendered figures; one-line errors."""
+the human-corrected win rates from the compared pairs' calls alone; the sections that need the rows left out with
+a sentence; the same rendered figures; one-line errors."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -18,7 +20,7 @@ import pytest
 from conftest import ROOT, shi2024_records, write_jsonl, write_parquet
 from record_shapes import SHAPES
 from swapjudge.workflows.reporting import report
-from swapjudge.workflows.streamed_report import LEFT_OUT_HUMAN, LEFT_OUT_LENGTH, LEFT_OUT_PANEL
+from swapjudge.workflows.streamed_report import LEFT_OUT_LENGTH, LEFT_OUT_PANEL
 
 
 def _document(inputs: Any, limit: int | None = None) -> dict[str, Any]:
@@ -142,10 +144,39 @@ def test_auto_streams_only_what_it_can_report_whole(tmp_path: Path) -> None:
     texts = write_parquet(tmp_path / "texts.parquet", _with_texts(SHAPES["two_systems"]()))
     assert report(texts, min_consistency=0).settings["engine"] == "memory"  # the length probe
     human = write_jsonl(tmp_path / "human.jsonl", [{**r, "judge": "people"} for r in SHAPES["two_systems"]()[:40]])
-    memory = report(solo, min_consistency=0, human=human)
-    assert memory.settings["engine"] == "memory" and memory.calibrations
-    streamed = report(solo, min_consistency=0, human=human, engine="streaming")
-    assert streamed.calibrations == () and streamed.left_out == (LEFT_OUT_HUMAN,)
+    streamed = report(solo, min_consistency=0, human=human)  # people's records need no rows of the judge's file
+    assert streamed.settings["engine"] == "streaming" and streamed.calibrations and streamed.left_out == ()
+
+
+def _people(rows: list[dict[str, Any]], a: str, b: str, seed: int = 5) -> list[dict[str, Any]]:
+    """People's records on about half of one judge's calls between a and b in round 0 (so some pairs in one
+    order), with verdicts of their own."""
+    rng = random.Random(seed)
+    return [{**r, "judge": "people", "verdict": rng.choice(["first", "second", "tie"])} for r in rows
+            if {r["first"], r["second"]} == {a, b} and r.get("round", 0) == 0 and r["judge"] == rows[0]["judge"]
+            and rng.random() < 0.5]
+
+
+@pytest.mark.parametrize("policy", ["half_credit", "no_credit"])
+def test_the_human_corrected_win_rate_is_the_same_from_the_compared_pairs_calls(tmp_path: Path, policy: str) -> None:
+    # two judges, two rounds, integer items beside text ones: the calls read back must match the people's items
+    rows = SHAPES["mixed"]()
+    people = write_jsonl(tmp_path / "people.jsonl", _people(rows, "alpha", "beta"))
+    for path in _files(tmp_path, rows):
+        options: dict[str, Any] = {"min_consistency": 0, "human": people, "a": "alpha", "b": "beta",
+                                   "tie_policy": policy}
+        memory = report(path, engine="memory", **options)
+        streamed = report(path, engine="streaming", **options)
+        assert [c.judge for c in memory.calibrations] == ["j1", "j2"]
+        assert [c.to_dict() for c in streamed.calibrations] == [c.to_dict() for c in memory.calibrations]
+        assert streamed.left_out == (LEFT_OUT_PANEL.format(n=2),)
+    solo = SHAPES["two_systems"]()
+    people = write_jsonl(tmp_path / "people.jsonl", _people(solo, "base", "cand"))
+    for path in _files(tmp_path, solo):
+        memory = report(path, engine="memory", min_consistency=0, human=people, tie_policy=policy)
+        streamed = report(path, engine="streaming", min_consistency=0, human=people, tie_policy=policy)
+        assert memory.calibrations and streamed.left_out == ()
+        assert [c.to_dict() for c in streamed.calibrations] == [c.to_dict() for c in memory.calibrations]
 
 
 def test_auto_streams_a_file_too_large_to_read_whole_and_says_what_it_left_out(
@@ -189,6 +220,20 @@ def test_the_command_renders_the_same_report(tmp_path: Path) -> None:
             markdown.read_text()))
     assert written["streaming"] == written["memory"]
     assert "Showing the first" not in written["memory"][0]  # every unsettled pair is shown (fewer than 1000)
+
+
+def test_the_command_renders_the_same_human_corrected_win_rate(tmp_path: Path) -> None:
+    rows = SHAPES["two_systems"]()
+    path, people = write_parquet(tmp_path / "r.parquet", rows), write_jsonl(tmp_path / "people.jsonl",
+                                                                             _people(rows, "base", "cand"))
+    written = {}
+    for engine in ("memory", "streaming"):
+        markdown = tmp_path / f"{engine}.md"
+        done = _cli(path, "--markdown", markdown, "--min-consistency", "0", "--human", people, "--engine", engine)
+        assert done.returncode == 0, done.stderr
+        written[engine] = _same_apart_from_the_engine(markdown.read_text())
+    assert written["streaming"] == written["memory"] and "corrected" in written["memory"].lower()
+    assert "--engine memory" not in written["streaming"]  # no section left out
 
 
 def test_the_command_says_what_it_left_out(tmp_path: Path) -> None:

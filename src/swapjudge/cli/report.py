@@ -59,9 +59,9 @@ def report_command(
     engine: Annotated[ReadEngine, typer.Option(
         "--engine", help="How a records file is read: auto (Parquet, and JSON Lines of 32 MiB or more, reduced to "
         "counts by the streaming engine when DuckDB is installed; a Parquet file of up to 1,000,000 records is read "
-        "whole instead when the report has a length probe, --human or a panel of several judges, which need the "
-        "records whole), streaming (always: files larger than memory; "
-        "those three sections are left out, and the report says so), memory (read whole). A stored run is read "
+        "whole instead when the report has a length probe or a panel of several judges, which need the records "
+        "whole), streaming (always: files larger than memory; those two sections are left out, and the report "
+        "says so; --human reads back only the compared pair's calls), memory (read whole). A stored run is read "
         "whole. The figures are the same.")] = ReadEngine.auto,
 ) -> None:
     """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a

@@ -1041,6 +1041,18 @@ class StreamingSource:
             raise ValueError("systems must list every system of the judge's pairs")
         return out
 
+    def pair_calls(self, judge: str, pair: tuple[str, str]) -> pl.DataFrame:
+        """One judge's calls between the two systems of `pair`, in either order and file order, as `core.records`
+        normalises them (judge, round, item, first, second, verdict): one compared pair's rows read back from
+        the file, never the whole file's."""
+        a, b = pair
+        rows = self._sql("SELECT judge, round, item, first, second, verdict FROM source WHERE judge = ? AND "
+                         "((first = ? AND second = ?) OR (first = ? AND second = ?)) ORDER BY ord",
+                         [judge, a, b, b, a])
+        schema = {"judge": pl.String, "round": pl.Int64, "item": pl.String, "first": pl.String,
+                  "second": pl.String, "verdict": pl.String}
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
     def _kinds(self, ptype: str, cond: str, params: list[Any], simple: dict[int, int]) -> Kinds:
         """The selection's items by multiset of pair types: an item of the first pass is one pair (`simple`:
         items by type); of the others, an item of one or two pairs is known by its count, least and greatest

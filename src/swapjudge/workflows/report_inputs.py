@@ -4,6 +4,7 @@ records read whole, or by `workflows.streamed_report`, from the streaming engine
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +13,7 @@ import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.core.policy import TiePolicy, enforce_gates
-from swapjudge.probes.calibrate import Calibration
+from swapjudge.probes.calibrate import Calibration, calibrate
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.probes.segments import SegmentedAnalysis
@@ -33,6 +34,18 @@ def report_settings(*, judge: str | None, a: str | None, b: str | None, policy: 
     return {"judge": judge, "a": a, "b": b, "tie_policy": policy.value, "min_consistency": min_consistency,
             "confidence": confidence, "segment": segment, "rank_bootstrap": rank_rounds, "rank_seed": rank_seed,
             "rank_model": Model(rank_model).value, "engine": engine}
+
+
+def human_calibrations(analyses: Sequence[JudgeAnalysis], calls_of: Callable[[str, tuple[str, str]], pl.DataFrame],
+                       human: pl.DataFrame | None, *, policy: TiePolicy, confidence: float,
+                       human_source: str) -> tuple[Calibration, ...]:
+    """The human-corrected win rate of each analysis' compared pair (under a policy that scores every pair):
+    `calls_of(judge, pair)` gives that judge's records of at least that pair, whichever engine read them."""
+    if human is None or policy not in (TiePolicy.half_credit, TiePolicy.no_credit):
+        return ()
+    return tuple(calibrate(calls_of(x.judge or "", x.pair), human, x.pair[0], x.pair[1], gate=x.gate, judge=x.judge,
+                           tie_policy=policy, confidence=confidence, human_source=human_source)
+                 for x in analyses if x.pair is not None)
 
 
 @dataclass(frozen=True)

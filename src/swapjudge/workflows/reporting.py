@@ -19,7 +19,6 @@ from swapjudge.core.records import load_records, select_judges
 from swapjudge.core.sidefiles import texts_from_records
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import InputError
-from swapjudge.probes.calibrate import calibrate
 from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, text_length
 from swapjudge.probes.length import with_holm as length_with_holm
 from swapjudge.probes.panel import PanelResult, panel
@@ -27,7 +26,14 @@ from swapjudge.probes.segments import segment_analyses
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, rank
 from swapjudge.review.queue import review_queue
-from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking, SegmentRow, report_settings
+from swapjudge.workflows.report_inputs import (
+    LENGTH_COLUMNS,
+    ReportInputs,
+    ReportRanking,
+    SegmentRow,
+    human_calibrations,
+    report_settings,
+)
 from swapjudge.workflows.sources import ReportSource, StreamedSource, is_run_store, report_source
 
 # under --engine auto, a Parquet file of up to this many records is read whole when a section needs the rows
@@ -51,7 +57,7 @@ def report(source: str | Path, *, pairs: str | Path | None = None, run: int | No
 
     `engine`: "auto" reduces Parquet and JSON Lines files of 32 MiB or more to counts by the streaming engine
     when DuckDB is installed, unless the report has a section only records read whole give (the length probe,
-    `human`, the panel of several judges) and the file is a Parquet file of at most AUTO_WHOLE_RECORDS records:
+    the panel of several judges) and the file is a Parquet file of at most AUTO_WHOLE_RECORDS records:
     then it reads the file whole; "streaming" always reduces a records file, and leaves those sections out,
     saying so in the report; "memory" reads the records whole. A stored run is read whole. `queue_limit`:
     at most this many unsettled pairs are listed when streaming (their count is over all of them; None: 1000)."""
@@ -93,10 +99,9 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
     # file is reduced, and the report says what it left out
     rows = parquet_rows(source)
     whole_if_needed = read is ReadEngine.auto and rows is not None and rows <= AUTO_WHOLE_RECORDS
-    if whole_if_needed and needs_rows(fields, human=human is not None, pairs=pairs is not None):
+    if whole_if_needed and needs_rows(fields, pairs=pairs is not None):
         return None
-    if human is not None:
-        load_records(human, allow_unpaired=True)  # checked as in memory, though its section is left out
+    people = load_records(human, allow_unpaired=True) if human is not None else None
     policy = TiePolicy(tie_policy if tie_policy is not None else TiePolicy.half_credit)
     usable = segment is not None and segment in fields and segment not in NOT_SEGMENTS
     with open_source(source, allow_unpaired=allow_unpaired, segment=segment if usable else None,
@@ -111,7 +116,9 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
         return streamed_report(reduced, fields, policy=policy, judge=judge, a=a, b=b, confidence=confidence,
                                min_consistency=DEFAULT_MIN_CONSISTENCY if min_consistency is None else min_consistency,
                                segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed, pairs=pairs,
-                               human=human is not None, queue_limit=queue_limit)
+                               human=people.frame if people is not None else None,
+                               human_source=people.source if people is not None else "human records",
+                               queue_limit=queue_limit)
 
 
 def registered_settings(source: ReportSource | StreamedSource) -> dict[str, Any]:
@@ -165,10 +172,8 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
     lengths = tuple(length_with_holm([p for name in judges if known
                     if (p := judge_length(source, known, name, compared.get(name or None), policy, confidence,
                                           gates.get(name or None)))]))
-    calibrations = () if human is None else tuple(
-        calibrate(source.frame.filter(pl.col("judge") == (x.judge or "")), human, x.pair[0], x.pair[1], gate=x.gate,
-                  judge=x.judge, tie_policy=policy, confidence=confidence, human_source=human_source)
-        for x in analyses if x.pair is not None and policy in (TiePolicy.half_credit, TiePolicy.no_credit))
+    calibrations = human_calibrations(analyses, lambda name, _: source.frame.filter(pl.col("judge") == name), human,
+                                      policy=policy, confidence=confidence, human_source=human_source)
     return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, lengths,
                         judges_panel(source, judges, confidence, min_consistency), calibrations)
 

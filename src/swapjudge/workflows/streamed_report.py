@@ -4,9 +4,10 @@ memory get the report's analyses, segments, rankings and review queue with the f
 Each judge's analysis and the per-segment analyses come from the counts (`core.counted`, `probes.segments`), the
 rankings from the pairs counted by item and verdicts (`ranking.counted_battles`), the review queue from the pair
 table: its size by outcome over every pair, and only the first pairs the HTML shows, with their texts and judge
-replies read back from those records alone. What needs every row (the length probe's answer lengths, the
-human-corrected win rate, the panel's pair-by-pair comparison) is left out, each with a sentence saying so and
-naming `--engine memory`, which computes it.
+replies read back from those records alone. The human-corrected win rate reads back the calls of each judge's
+compared pair alone (its people's records are small). What needs every row (the length probe's answer lengths,
+the panel's pair-by-pair comparison) is left out, each with a sentence saying so and naming `--engine memory`,
+which computes it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from swapjudge.core.reduce import positional
 from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Model, rank
 from swapjudge.review.queue import QUEUE_FIELDS, QUEUE_OUTCOMES
-from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportRanking, report_settings
+from swapjudge.workflows.report_inputs import (
+    LENGTH_COLUMNS,
+    ReportInputs,
+    ReportRanking,
+    human_calibrations,
+    report_settings,
+)
 from swapjudge.workflows.sources import TEXT_COLUMNS, StreamedSource
 
 if TYPE_CHECKING:
@@ -42,24 +49,22 @@ _CALL_WORDS = {0: "first", 1: "second", 2: "tie"}
 
 LEFT_OUT_LENGTH = ("The length probe is left out: it needs every pair's answer texts or lengths, which the streaming "
                    "engine does not read; --engine memory computes it.")
-LEFT_OUT_HUMAN = ("The human-corrected win rate (--human) is left out: it joins people's records to the judge's calls, "
-                  "which the streaming engine does not hold; --engine memory computes it.")
 LEFT_OUT_PANEL = ("The panel of {n} judges is left out: it compares the judges pair by pair, which the streaming "
                   "engine does not hold; --engine memory (or swapjudge panel) computes it.")
 
 
-def needs_rows(fields: list[str], *, human: bool, pairs: bool) -> bool:
+def needs_rows(fields: list[str], *, pairs: bool) -> bool:
     """Whether a report of a file with these fields has a section only records read whole give (see
     `left_out`): auto then reads the file in memory, so that every section is there."""
-    return bool(left_out(fields, judges=1, human=human, pairs=pairs))
+    return bool(left_out(fields, judges=1, pairs=pairs))
 
 
-def left_out(fields: list[str], *, judges: int, human: bool, pairs: bool) -> tuple[str, ...]:
+def left_out(fields: list[str], *, judges: int, pairs: bool) -> tuple[str, ...]:
     """The sentences saying which sections a streamed report leaves out, for a file with these fields."""
     lengths = pairs or any(f in fields for f in ("first_text", "second_text")) or all(c in fields
                                                                                     for c in LENGTH_COLUMNS)
-    return tuple(s for s, missing in ((LEFT_OUT_LENGTH, lengths), (LEFT_OUT_HUMAN, human),
-                                      (LEFT_OUT_PANEL.format(n=judges), judges >= 2)) if missing)
+    return tuple(s for s, missing in ((LEFT_OUT_LENGTH, lengths), (LEFT_OUT_PANEL.format(n=judges), judges >= 2))
+                 if missing)
 
 
 def streamed_provenance(reduced: StreamingSource, fields: list[str]) -> dict[str, Any]:
@@ -155,10 +160,12 @@ def counted_rankings(reduced: StreamingSource, judges: list[str], passed: dict[s
 def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TiePolicy, min_consistency: float,
                     judge: str | None, a: str | None, b: str | None, confidence: float, segment: str | None,
                     rank_rounds: int, rank_seed: int, rank_model: Model | str = Model.rao_kupper,
-                    pairs: str | Path | None = None, human: bool = False, queue_limit: int = 1000) -> ReportInputs:
+                    pairs: str | Path | None = None, human: pl.DataFrame | None = None,
+                    human_source: str = "human records", queue_limit: int = 1000) -> ReportInputs:
     """`workflows.reporting.prepare_report` from a reduced records file (opened with `split=False`, and with
-    `segment` when the report is segmented): the same analyses, segments, rankings and queue, the queue's rows
-    capped at `queue_limit` (its counts are over every pair). Closes `reduced`."""
+    `segment` when the report is segmented): the same analyses, segments, rankings, queue and human-corrected
+    win rates (`human`: people's records, read whole), the queue's rows capped at `queue_limit` (its counts are
+    over every pair). Closes `reduced`."""
     from swapjudge.core.counted import analyze_source
     from swapjudge.probes.segments import segment_analyses_of_source
 
@@ -186,7 +193,9 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
         provenance["pairs_file"] = str(pairs)
     queue = queue_rows(reduced, fields, queue_limit, judge, pair, items)
     counts = queue_outcomes(reduced, judge, pair)
+    calibrations = human_calibrations(analyses, reduced.pair_calls, human, policy=policy, confidence=confidence,
+                                      human_source=human_source)
     source = StreamedSource(reduced.path, provenance, tuple(fields), has_pair_texts=items is not None)
     reduced.close()
-    return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, queue_counts=counts,
-                        left_out=left_out(fields, judges=len(judges), human=human, pairs=pairs is not None))
+    return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, calibrations=calibrations,
+                        queue_counts=counts, left_out=left_out(fields, judges=len(judges), pairs=pairs is not None))
