@@ -15,11 +15,12 @@ and the same for one JSON Lines file (--jsonl records), where the polars floor r
 issue's measurement did. `--report` adds `swapjudge report FILE --engine streaming --html --markdown` (every
 judge's analysis, ranking with the report's 200 bootstrap rounds, and review queue), and `--report-memory` the
 same report with `--engine memory`. Each line prints wall seconds, CPU seconds (user + system, every thread) and the
-process's peak RSS from `os.wait4`; the ratio is swapjudge's wall time over the faster floor's.
+process's peak RSS from `os.wait4`; the ratio is swapjudge's wall time over the faster floor's. This machine's
+run-to-run spread is wide, so `--repeat N` runs every command N times, taking turns, and prints the median run.
 The children run with bytecode caching on and swapjudge compiled first, as an installed package starts (the
 floors' duckdb and polars come with their bytecode from pip); PYTHONDONTWRITEBYTECODE in the environment is dropped.
 
-    python bench/bench_analyze_scale.py [--sizes 1000000 10000000 100000000] [--jsonl 1000000]
+    python bench/bench_analyze_scale.py [--sizes 1000000 10000000 100000000] [--jsonl 1000000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -101,21 +102,33 @@ def report_run(path: Path, env: dict[str, str], cli: str, engine: str) -> tuple[
                         f"{out}/r.md", "--min-consistency", "0"], env)
 
 
+def median_run(runs: list[tuple[float, float, float, str]]) -> tuple[float, float, float, str]:
+    """The run of median wall time among repeats (its CPU, peak and output), so one figure is one real run."""
+    return sorted(runs, key=lambda r: r[0])[(len(runs) - 1) // 2]
+
+
 def compare(path: Path, polars: bool, env: dict[str, str], cli: str,
-            reports: tuple[str, ...] = ()) -> dict[str, tuple[float, float, float, str]]:
+            reports: tuple[str, ...] = (), repeat: int = 1) -> dict[str, tuple[float, float, float, str]]:
+    """Each command `repeat` times, the commands taking turns (so a slow spell of the machine falls on all of
+    them); each line is the run of median wall time, with the spread of the walls beside it."""
     python = sys.executable
-    runs: dict[str, tuple[float, float, float, str]] = {}
-    runs["duckdb floor"] = measure([python, "-c", DUCKDB_FLOOR, str(path)], env)
+    commands: dict[str, list[str]] = {"duckdb floor": [python, "-c", DUCKDB_FLOOR, str(path)]}
     if polars:
-        runs["polars floor"] = measure([python, "-c", POLARS_FLOOR, str(path)], env)
-    runs["swapjudge analyze"] = measure([cli, "analyze", str(path), "--format", "json", "--min-consistency", "0"],
-                                        env)
-    json.loads(runs["swapjudge analyze"][3])  # a whole JSON document came out
-    for engine in reports:
-        runs[f"swapjudge report --engine {engine}"] = report_run(path, env, cli, engine)
+        commands["polars floor"] = [python, "-c", POLARS_FLOOR, str(path)]
+    commands["swapjudge analyze"] = [cli, "analyze", str(path), "--format", "json", "--min-consistency", "0"]
+    every: dict[str, list[tuple[float, float, float, str]]] = {label: [] for label in commands}
+    for _ in range(repeat):
+        for label, command in commands.items():
+            every[label].append(measure(command, env))
+        json.loads(every["swapjudge analyze"][-1][3])  # a whole JSON document came out
+        for engine in reports:
+            every.setdefault(f"swapjudge report --engine {engine}", []).append(report_run(path, env, cli, engine))
+    runs = {label: median_run(results) for label, results in every.items()}
     floor = min(runs[k][0] for k in runs if k.endswith("floor"))
     for label, result in runs.items():
-        print(line(label, result, None if label.endswith("floor") else floor))
+        walls = [r[0] for r in every[label]]
+        spread = f"  (walls {min(walls):.2f}-{max(walls):.2f} s over {len(walls)} runs)" if len(walls) > 1 else ""
+        print(line(label, result, None if label.endswith("floor") else floor) + spread)
     return runs
 
 
@@ -161,6 +174,8 @@ def main() -> None:
                         help="also run `analyze --engine memory` on the JSON Lines files")
     parser.add_argument("--report", action="store_true", help="also run `report --engine streaming`")
     parser.add_argument("--report-memory", action="store_true", help="also run `report --engine memory`")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each command, taking turns; each line shows the run of median wall time")
     args = parser.parse_args()
     reports = (("streaming",) if args.report else ()) + (("memory",) if args.report_memory else ())
     cli, env = setting()
@@ -170,13 +185,13 @@ def main() -> None:
         path = DATA / f"{prefix}_{size}.parquet"
         generate(size, path, args.pairs_per_item)
         print(f"{size:,} records, Parquet ({path.stat().st_size / 1e6:,.0f} MB):")
-        runs = compare(path, size <= args.polars_up_to, env, cli, reports)
+        runs = compare(path, size <= args.polars_up_to, env, cli, reports, args.repeat)
         growth.append((size, runs["swapjudge analyze"]))
     for size in args.jsonl:
         path = DATA / f"{prefix}_{size}.jsonl"
         generate(size, path, args.pairs_per_item)
         print(f"{size:,} records, JSON Lines ({path.stat().st_size / 1e6:,.0f} MB):")
-        runs = compare(path, True, env, cli, reports)
+        runs = compare(path, True, env, cli, reports, args.repeat)
         if args.memory_in_memory_engine:
             floor = min(runs[k][0] for k in runs if k.endswith("floor"))
             print(line("swapjudge analyze --engine memory", measure(
