@@ -173,6 +173,35 @@ def test_calibrate_command_json(tmp_path: Path) -> None:
     assert "unbiased" in out["valid"]
 
 
+@pytest.mark.parametrize("consistent", [True, False], ids=["gate passed", "gate failed"])
+def test_calibrate_streams_the_judge_records_with_the_same_figures(tmp_path: Path, consistent: bool) -> None:
+    """The streaming engine: the gate from the counts, the compared pair's calls read back from the file; the
+    in-memory read's JSON document, from JSON Lines and Parquet, under both scoring policies."""
+    from conftest import write_parquet
+
+    judge_file, people_file, _, _ = _study_files(tmp_path, consistent=consistent)
+    rows = [json.loads(line) for line in judge_file.read_text().splitlines()]
+    # another judge and another pair beside the compared one: neither may leak into the correction
+    rows += [{**r, "judge": "other", "verdict": "first"} for r in rows[:400]]
+    rows += [{**r, "item": r["item"] + "-c", "second": "c" if r["second"] == "b" else r["second"],
+              "first": "c" if r["first"] == "b" else r["first"]} for r in rows[:200]]
+    files = [_write(tmp_path / "judges.jsonl", rows), write_parquet(tmp_path / "judges.parquet", rows)]
+    for path in files:
+        for policy in ("half_credit", "no_credit"):
+            documents = {}
+            for engine in ("memory", "streaming"):
+                result = CliRunner().invoke(app, ["calibrate", str(path), "--human", str(people_file), "--a", "a",
+                                                  "--b", "b", "--judge", "j", "--tie-policy", policy, "--format",
+                                                  "json", "--engine", engine])
+                assert result.exit_code == 0, result.output
+                documents[engine] = json.loads(result.output)
+            assert documents["streaming"] == documents["memory"], (path.suffix, policy)
+            assert documents["memory"]["n_judge"] == 1200 and documents["memory"]["gate"]["passed"] is consistent
+    several = CliRunner().invoke(app, ["calibrate", str(files[1]), "--human", str(people_file), "--a", "a", "--b",
+                                       "b", "--engine", "streaming"])
+    assert several.exit_code == 2 and "records hold 2 judges" in several.output
+
+
 def test_calibrate_withholds_the_judge_only_rate_below_the_gate(tmp_path: Path) -> None:
     judge_file, people_file, _, _ = _study_files(tmp_path, consistent=False)
     result = CliRunner().invoke(app, ["calibrate", str(judge_file), "--human", str(people_file), "--a", "a",

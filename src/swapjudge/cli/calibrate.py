@@ -7,14 +7,24 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import ConfidenceOpt, FormatOpt, OutputFormat, app, dump_json, stdout, user_errors
-from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.cli.app import (
+    ConfidenceOpt,
+    EngineOpt,
+    FormatOpt,
+    OutputFormat,
+    app,
+    dump_json,
+    stdout,
+    user_errors,
+)
+from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 
 
 @app.command()
 @user_errors
 def calibrate(
-    judge_records: Annotated[Path, typer.Argument(help="The judge's presentation records (JSON Lines or CSV).",
+    judge_records: Annotated[Path, typer.Argument(help="The judge's presentation records (JSON Lines, CSV or "
+                                                       "Parquet).",
                                                   show_default=False)],
     human: Annotated[Path, typer.Option("--human", help="People's records on some of the same items: "
                                                         "`review tally` output or any records file, one "
@@ -31,6 +41,7 @@ def calibrate(
                                   "withheld (the corrected one is still reported).")] = DEFAULT_MIN_CONSISTENCY,
     confidence: ConfidenceOpt = 0.95,
     output: FormatOpt = OutputFormat.text,
+    engine: EngineOpt = ReadEngine.auto,
 ) -> None:
     """The human-corrected win rate by prediction-powered inference (PPI++): the judge's order-cancelled pair
     scores on every item, corrected by people's scores on the items they labelled. Valid whatever the judge's
@@ -40,7 +51,7 @@ def calibrate(
     from swapjudge.workflows.correcting import calibrate as corrected
 
     result = corrected(judge_records, human, a, b, judge=judge, tie_policy=tie_policy,
-                       min_consistency=min_consistency, confidence=confidence)
+                       min_consistency=min_consistency, confidence=confidence, engine=engine.value)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
