@@ -1,0 +1,89 @@
+"""Benchmark: the streaming engine's checked reduction against the floor's bare query, in one process.
+
+`bench_analyze_scale.py` times whole commands, each in a fresh process, so its ratio holds the CLI's fixed cost
+(Python's start, the imports) beside the reading. This one times what is left once those are paid: in one
+process, taking turns `--repeat` times, the floor's DuckDB query (read the records, count the verdicts per
+judge, item and slots: no check) and `core.streaming.StreamingSource` on the same file (the reduction with every
+check of the in-memory reader, its tables and its checks' queries). It prints each one's median and spread and
+the ratio of the medians. The file is bench/data's generated JSON Lines (or Parquet) file of --records records.
+
+    python bench/bench_reduction_parts.py [--records 1000000] [--parquet] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_analyze_scale import DATA, generate  # noqa: E402  (the same generated files)
+
+FLOOR = """
+    SELECT count(*), sum(f) FROM (
+      SELECT judge, item, first, second, count(*) FILTER (WHERE verdict = 'first') AS f,
+             count(*) FILTER (WHERE verdict = 'second') AS s, count(*) FILTER (WHERE verdict = 'tie') AS t,
+             count(*) FILTER (WHERE verdict IS NULL) AS u
+      FROM {source} GROUP BY judge, item, first, second)"""
+
+
+def floor_seconds(path: Path) -> float:
+    """One run of the floor's query on a fresh connection, with the reduction's memory settings."""
+    import duckdb
+
+    quoted = "'" + str(path).replace("'", "''") + "'"
+    source = (f"read_parquet({quoted})" if path.suffix == ".parquet" else
+              f"read_json({quoted}, format = 'newline_delimited', columns = {{'judge': 'VARCHAR', "
+              "'item': 'VARCHAR', 'first': 'VARCHAR', 'second': 'VARCHAR', 'verdict': 'VARCHAR'})")
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET memory_limit = '{os.environ.get('SWAPJUDGE_MEMORY_LIMIT', '1GB')}'")
+    con.execute("SET preserve_insertion_order = false")
+    start = time.perf_counter()
+    con.execute(FLOOR.format(source=source)).fetchall()
+    seconds = time.perf_counter() - start
+    con.close()
+    return seconds
+
+
+def reduction_seconds(path: Path) -> float:
+    """One checked reduction of the file, from opening it to its checks passed (caches of earlier runs cleared)."""
+    from swapjudge.core import streaming
+
+    streaming._key_count.cache_clear()
+    streaming._key_occurs.cache_clear()
+    start = time.perf_counter()
+    source = streaming.StreamingSource(str(path))
+    seconds = time.perf_counter() - start
+    source.close()
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--parquet", action="store_true", help="the Parquet file instead of JSON Lines")
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    path = DATA / f"records_{args.records}.{'parquet' if args.parquet else 'jsonl'}"
+    generate(args.records, path, 1)
+    import duckdb  # imported before the clock starts: both sides run with it loaded
+
+    reduction_seconds(path)  # warm-up: the first run pays swapjudge's imports
+    floors, reductions = [], []
+    for _ in range(args.repeat):
+        floors.append(floor_seconds(path))
+        reductions.append(reduction_seconds(path))
+    print(f"{args.records:,} records, {path.suffix[1:]}, duckdb {duckdb.__version__}, cpus {os.cpu_count()}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for label, runs in (("floor query (no check)", floors), ("checked reduction", reductions)):
+        print(f"  {label:<24} median {statistics.median(runs):6.3f} s  (runs {min(runs):.3f}-{max(runs):.3f} s)")
+    print(f"  ratio of the medians {statistics.median(reductions) / statistics.median(floors):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
