@@ -30,6 +30,7 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
     always does, "memory" reads them whole; the figures are the same."""
     from swapjudge.core import arguments
     from swapjudge.core.analysis import analyze
+    from swapjudge.core.records import choose_judges, select_judges
     from swapjudge.core.streaming import open_source, should_stream
     from swapjudge.probes.calibrate import calibrate as corrected
 
@@ -41,24 +42,21 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
 
         with open_source(judge_records, allow_unpaired=True) as reduced:
             people = load_records(human, allow_unpaired=True)
-            name = _one_judge(reduced.judges(), judge, reduced.path)
+            name = _one_judge(choose_judges(reduced.judges(), judge), judge, reduced.path)
             analysis = _analysis(lambda: analyze_source(reduced, judge=name, **options)[0], reduced.path)
             frame, source = reduced.pair_calls(name, (a, b)), reduced.path
     else:
         judged = load_records(judge_records, allow_unpaired=True)
         people = load_records(human, allow_unpaired=True)
-        name = _one_judge(sorted(judged.frame.get_column("judge").unique().to_list()), judge, judged.source)
+        name = _one_judge(select_judges(judged.frame, judge), judge, judged.source)
         analysis = _analysis(lambda: analyze(judged, judge=name, **options)[0], judged.source)
         frame, source = judged.frame.filter(judged.frame.get_column("judge") == name), judged.source
     return corrected(frame, people.frame, a, b, gate=analysis.gate, judge=name or None, tie_policy=tie_policy,
                      confidence=confidence, judge_source=source, human_source=people.source)
 
 
-def _one_judge(judges: list[str], judge: str | None, source: str) -> str:
-    """The judge to correct: `judge`, or the records' only one."""
-    from swapjudge.core.records import choose_judges
-
-    chosen = choose_judges(judges, judge)
+def _one_judge(chosen: list[str], judge: str | None, source: str) -> str:
+    """The judge to correct, of the records' judges `chosen` for `judge`: it, or the records' only one."""
     if judge is None and len(chosen) > 1:
         raise InputError(f"records hold {len(chosen)} judges ({', '.join(chosen)}); choose one with {{judge}}",
                          path=source, arguments=("judge",))

@@ -13,7 +13,7 @@ import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.core.policy import TiePolicy, enforce_gates
-from swapjudge.probes.calibrate import Calibration, calibrate
+from swapjudge.probes.calibrate import SPLIT_VALUE, Calibration, calibrate
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.probes.segments import SegmentedAnalysis
@@ -41,7 +41,7 @@ def human_calibrations(analyses: Sequence[JudgeAnalysis], calls_of: Callable[[st
                        human_source: str) -> tuple[Calibration, ...]:
     """The human-corrected win rate of each analysis' compared pair (under a policy that scores every pair):
     `calls_of(judge, pair)` gives that judge's records of at least that pair, whichever engine read them."""
-    if human is None or policy not in (TiePolicy.half_credit, TiePolicy.no_credit):
+    if human is None or policy not in SPLIT_VALUE:
         return ()
     return tuple(calibrate(calls_of(x.judge or "", x.pair), human, x.pair[0], x.pair[1], gate=x.gate, judge=x.judge,
                            tie_policy=policy, confidence=confidence, human_source=human_source)
