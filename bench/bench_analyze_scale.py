@@ -39,24 +39,30 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 
+def duckdb_floor_query(path: str) -> str:
+    """The floor in DuckDB: read the file and count the verdicts per judge, item and slots, nothing checked."""
+    quoted = "'" + path.replace("'", "''") + "'"
+    source = (f"read_parquet({quoted})" if path.endswith(".parquet") else
+              f"read_json({quoted}, format='newline_delimited', columns={{'judge': 'VARCHAR', 'item': 'VARCHAR', "
+              "'first': 'VARCHAR', 'second': 'VARCHAR', 'verdict': 'VARCHAR'})")
+    return f"""
+        SELECT count(*), sum(f), sum(s), sum(t), sum(u) FROM (
+          SELECT judge, item, first, second, count(*) FILTER (WHERE verdict = 'first') AS f,
+                 count(*) FILTER (WHERE verdict = 'second') AS s, count(*) FILTER (WHERE verdict = 'tie') AS t,
+                 count(*) FILTER (WHERE verdict IS NULL) AS u
+          FROM {source} GROUP BY judge, item, first, second)"""
+
+
+# the floor's process: DuckDB with the reduction's settings, running the query it is given
 DUCKDB_FLOOR = textwrap.dedent("""
     import atexit, os, shutil, sys, tempfile, duckdb
-    path = sys.argv[1]
     spill = tempfile.mkdtemp()
     atexit.register(shutil.rmtree, spill, True)
     con = duckdb.connect(":memory:")
     con.execute("SET memory_limit = '" + os.environ.get("SWAPJUDGE_MEMORY_LIMIT", "1GB") + "'")
     con.execute("SET temp_directory = '" + spill + "'")
     con.execute("SET preserve_insertion_order = false")
-    source = (f"read_parquet('{path}')" if path.endswith(".parquet") else
-              f"read_json('{path}', format='newline_delimited', columns={{'judge': 'VARCHAR', 'item': 'VARCHAR', "
-              "'first': 'VARCHAR', 'second': 'VARCHAR', 'verdict': 'VARCHAR'})")
-    print(con.execute(f'''
-        SELECT count(*), sum(f), sum(s), sum(t), sum(u) FROM (
-          SELECT judge, item, first, second, count(*) FILTER (WHERE verdict = 'first') AS f,
-                 count(*) FILTER (WHERE verdict = 'second') AS s, count(*) FILTER (WHERE verdict = 'tie') AS t,
-                 count(*) FILTER (WHERE verdict IS NULL) AS u
-          FROM {source} GROUP BY judge, item, first, second)''').fetchall())
+    print(con.execute(sys.argv[1]).fetchall())
 """)
 
 POLARS_FLOOR = textwrap.dedent("""
@@ -112,7 +118,7 @@ def compare(path: Path, polars: bool, env: dict[str, str], cli: str,
     """Each command `repeat` times, the commands taking turns (so a slow spell of the machine falls on all of
     them); each line is the run of median wall time, with the spread of the walls beside it."""
     python = sys.executable
-    commands: dict[str, list[str]] = {"duckdb floor": [python, "-c", DUCKDB_FLOOR, str(path)]}
+    commands: dict[str, list[str]] = {"duckdb floor": [python, "-c", DUCKDB_FLOOR, duckdb_floor_query(str(path))]}
     if polars:
         commands["polars floor"] = [python, "-c", POLARS_FLOOR, str(path)]
     commands["swapjudge analyze"] = [cli, "analyze", str(path), "--format", "json", "--min-consistency", "0"]

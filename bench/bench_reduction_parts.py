@@ -22,29 +22,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_analyze_scale import DATA, generate  # noqa: E402  (the same generated files)
-
-FLOOR = """
-    SELECT count(*), sum(f) FROM (
-      SELECT judge, item, first, second, count(*) FILTER (WHERE verdict = 'first') AS f,
-             count(*) FILTER (WHERE verdict = 'second') AS s, count(*) FILTER (WHERE verdict = 'tie') AS t,
-             count(*) FILTER (WHERE verdict IS NULL) AS u
-      FROM {source} GROUP BY judge, item, first, second)"""
+from bench_analyze_scale import DATA, duckdb_floor_query, generate  # noqa: E402  (the same files and floor)
 
 
 def floor_seconds(path: Path) -> float:
     """One run of the floor's query on a fresh connection, with the reduction's memory settings."""
     import duckdb
 
-    quoted = "'" + str(path).replace("'", "''") + "'"
-    source = (f"read_parquet({quoted})" if path.suffix == ".parquet" else
-              f"read_json({quoted}, format = 'newline_delimited', columns = {{'judge': 'VARCHAR', "
-              "'item': 'VARCHAR', 'first': 'VARCHAR', 'second': 'VARCHAR', 'verdict': 'VARCHAR'})")
     con = duckdb.connect(":memory:")
     con.execute(f"SET memory_limit = '{os.environ.get('SWAPJUDGE_MEMORY_LIMIT', '1GB')}'")
     con.execute("SET preserve_insertion_order = false")
     start = time.perf_counter()
-    con.execute(FLOOR.format(source=source)).fetchall()
+    con.execute(duckdb_floor_query(str(path))).fetchall()
     seconds = time.perf_counter() - start
     con.close()
     return seconds
