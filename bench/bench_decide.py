@@ -60,7 +60,7 @@ def main() -> None:
             (d / decision).write_text((d / f"{monitoring}.json").read_text())  # JSON is YAML
             seconds, code, head = cli_seconds(["decide", decision, "records.jsonl", "--store", "ledger.db"], d)
             print(f"swapjudge decide, {args.items:,} items, {monitoring}: {seconds:.2f} s (exit {code}): {head}")
-        from swapjudge.workflows.deciding import decide
+        from swapjudge.workflows.decide import decide
 
         for monitoring in ("fixed", "sequential"):
             start = time.perf_counter()

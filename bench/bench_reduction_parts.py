@@ -3,7 +3,7 @@
 `bench_analyze_scale.py` times whole commands, each in a fresh process, so its ratio holds the CLI's fixed cost
 (Python's start, the imports) beside the reading. This one times what is left once those are paid: in one
 process, taking turns `--repeat` times, the floor's DuckDB query (read the records, count the verdicts per
-judge, item and slots: no check) and `core.streaming.StreamingSource` on the same file (the reduction with every
+judge, item and slots: no check) and `reading.streaming.StreamingSource` on the same file (the reduction with every
 check of the in-memory reader, its tables and its checks' queries). It prints each one's median and spread and
 the ratio of the medians. The file is bench/data's generated JSON Lines (or Parquet) file of --records records.
 
@@ -41,7 +41,7 @@ def floor_seconds(path: Path) -> float:
 
 def reduction_seconds(path: Path) -> float:
     """One checked reduction of the file, from opening it to its checks passed (caches of earlier runs cleared)."""
-    from swapjudge.core import streaming
+    from swapjudge.reading import streaming
 
     streaming._key_count.cache_clear()
     streaming._key_occurs.cache_clear()

@@ -14,8 +14,8 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.ppi import ppi_mean
-from swapjudge.core.records import records_from_dicts
 from swapjudge.probes.calibrate import item_scores
+from swapjudge.reading.records import records_from_dicts
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "shi2024" / "verdicts_both_orders.csv"
 VERDICTS = {"A": "first", "B": "second", "C": "tie", "": None}

@@ -22,7 +22,7 @@ from swapjudge.decision.power import (
     simulated_power_sequential,
 )
 from swapjudge.decision.simulate import fixed_false_ship, monitoring_false_ship, null_design
-from swapjudge.workflows.deciding import plan
+from swapjudge.workflows.decide import plan
 
 
 def main() -> None:

@@ -27,8 +27,8 @@ from rich.console import Console
 
 from swapjudge.config import LoadedConfig, load_config
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import records_from_dicts
-from swapjudge.core.textfiles import write_atomic
+from swapjudge.reading.records import records_from_dicts
+from swapjudge.reading.textfiles import write_atomic
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.local import LocalJudge, from_config
 from swapjudge.judges.model_files import PACKAGED_MODELS, ensure_model
@@ -87,7 +87,7 @@ def write_html_report(loaded: LoadedConfig, stem: Path) -> str | None:
         stderr.print("  (no HTML report: pip install 'swapjudge[report]')", highlight=False)
         return None
     from swapjudge.report.html import render_html
-    from swapjudge.workflows.reporting import report
+    from swapjudge.workflows.report import report
 
     cfg = loaded.config
     inputs = report(stem.with_suffix(".records.jsonl"), pairs=loaded.pairs_path, a=cfg.pairs.a, b=cfg.pairs.b,

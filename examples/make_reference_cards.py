@@ -3,7 +3,7 @@ of their published verdicts in ../shared/data/shi2024.
 
 Each judge of `verdicts_both_orders.csv` gets a card with one subset per benchmark (MTBench: 80 questions x 30
 models against vicuna-13b-v1.3; DevBench: 112 items x 10 models against the human reference), made by the same
-code as a live card (`swapjudge.workflows.carding.subset_card`: `analyze` on the judge's records); repeat stability
+code as a live card (`swapjudge.workflows.card.subset_card`: `analyze` on the judge's records); repeat stability
 comes from `repetition_sample_verdicts_both_orders.csv` (three runs of a sample) where the judge is in it, and the
 source repository's own per-call log line ("N out of M answers are consistent", per judge call) is kept beside the
 per-pair counts. The tables carry no labels and no answer texts: no accuracy, no length probe, and no pair that
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from swapjudge.importers import import_files, per_call_consistency
 from swapjudge.probes.judge_card import SubsetInfo
-from swapjudge.workflows.carding import subset_card
-from swapjudge.workflows.probing import repeat
+from swapjudge.workflows.card import subset_card
+from swapjudge.workflows.probe import repeat
 
 SOURCE = "github.com/Slimshilin/Position-Bias-Analyzer at commit 9f8b7e8e83862cf1ffd9dd2c33f589262efc66ee"
 LICENCE = "MIT (the Position-Bias-Analyzer repository)"

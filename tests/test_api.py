@@ -11,7 +11,7 @@ import pytest
 import swapjudge as sj
 from conftest import contract_400, pair, write_jsonl
 from swapjudge.core.analysis import analyze as core_analyze
-from swapjudge.core.records import load_records as core_load
+from swapjudge.reading.records import load_records as core_load
 
 
 def test_all_names_resolve_and_nothing_else_is_public():

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from swapjudge.config import load_config
-from swapjudge.core.pairs_file import load_pairs
 from swapjudge.errors import ConfigError, InputError
+from swapjudge.reading.pairs_file import load_pairs
 
 BASE = """\
 protocol: pairwise

@@ -20,17 +20,17 @@ _LAZY = {
     "dry_run": "swapjudge.api",
     "rank": "swapjudge.api",
     "calculate": "swapjudge.core.calculator",
-    "decide": "swapjudge.workflows.deciding",
-    "plan": "swapjudge.workflows.deciding",
+    "decide": "swapjudge.workflows.decide",
+    "plan": "swapjudge.workflows.decide",
     "Verdict": "swapjudge.decision.verdict",
     "Plan": "swapjudge.decision.power",
-    "card": "swapjudge.workflows.carding",
+    "card": "swapjudge.workflows.card",
     "JudgeCard": "swapjudge.probes.judge_card",
     "Analyses": "swapjudge.core.analysis",
-    "RunResult": "swapjudge.workflows.judging",
+    "RunResult": "swapjudge.workflows.run",
     "JudgeAnalysis": "swapjudge.core.analysis",
     "Calculation": "swapjudge.core.calculator",
-    "RecordSet": "swapjudge.core.records",
+    "RecordSet": "swapjudge.reading.records",
     "TiePolicy": "swapjudge.core.policy",
     "Ranking": "swapjudge.ranking.bradley_terry",
     "DryRunEstimate": "swapjudge.runner.dry_run",
@@ -69,16 +69,16 @@ if TYPE_CHECKING:
     from swapjudge.core.analysis import Analyses, JudgeAnalysis
     from swapjudge.core.calculator import Calculation, calculate
     from swapjudge.core.policy import TiePolicy
-    from swapjudge.core.records import RecordSet
     from swapjudge.decision.power import Plan
     from swapjudge.decision.verdict import Verdict
     from swapjudge.errors import InputError, SwapjudgeError
     from swapjudge.probes.judge_card import JudgeCard
     from swapjudge.ranking.bradley_terry import Ranking
+    from swapjudge.reading.records import RecordSet
     from swapjudge.runner.dry_run import DryRunEstimate
-    from swapjudge.workflows.carding import card
-    from swapjudge.workflows.deciding import decide, plan
-    from swapjudge.workflows.judging import RunResult
+    from swapjudge.workflows.card import card
+    from swapjudge.workflows.decide import decide, plan
+    from swapjudge.workflows.run import RunResult
 
 
 def __getattr__(name: str) -> Any:

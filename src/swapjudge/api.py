@@ -21,13 +21,13 @@ from swapjudge.core.choices import (
     OutcomeSource,
     ReadEngine,
 )
-from swapjudge.core.records import load_records as load_any_records
-from swapjudge.workflows.audit import analyze
-from swapjudge.workflows.judging import dry_run, run
+from swapjudge.reading.records import load_records as load_any_records
+from swapjudge.workflows.analyze import analyze
+from swapjudge.workflows.run import dry_run, run
 
 if TYPE_CHECKING:
-    from swapjudge.core.records import RecordSet
     from swapjudge.ranking.bradley_terry import Ranking
+    from swapjudge.reading.records import RecordSet
 
 __all__ = ["analyze", "dry_run", "load_records", "rank", "run"]
 
@@ -52,7 +52,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     (`GateError`); `min_consistency=0` ranks anyway. `engine` reads a file as `--engine` does: "auto" reduces a
     Parquet file or a large JSON Lines file to counts with the streaming engine, "memory" reads every record,
     "streaming" always reduces (the same figures either way)."""
-    from swapjudge.workflows.standings import rank as rank_judge
+    from swapjudge.workflows.rank import rank as rank_judge
 
     return rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                       confidence=confidence, interval=interval, min_consistency=min_consistency,

@@ -491,7 +491,7 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _n
 
 def load_config(path: str | Path) -> LoadedConfig:
     """A YAML configuration file (`-`: stdin, its relative paths then read from the working directory)."""
-    from swapjudge.core.textfiles import is_stdio, read_stdin
+    from swapjudge.reading.textfiles import is_stdio, read_stdin
 
     source = Path.cwd() / "<stdin>" if is_stdio(path) else Path(path)
     text = _read_text(lambda: read_stdin().decode("utf-8-sig", errors="replace") if is_stdio(path)

@@ -6,7 +6,7 @@ import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
 from swapjudge.core.accuracy import label_accuracy
-from swapjudge.core.pairs import FIRST, SECOND
+from swapjudge.reading.pairs import FIRST, SECOND
 
 
 def _study(rng: np.random.Generator, p_item: np.ndarray, per_item: int) -> dict:

@@ -6,8 +6,8 @@ import pytest
 
 from conftest import contract_300, contract_400, pair, shi2024_records, write_jsonl
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.errors import SwapjudgeError
+from swapjudge.reading.records import load_records, records_from_dicts
 
 CLI = [sys.executable, "-m", "swapjudge"]
 

@@ -69,8 +69,8 @@ def test_first_slot_difference_covers_when_paired_by_item():
 def test_history_behaviour_uses_the_clustered_consistency_interval():
     from conftest import pair
     from swapjudge.core.analysis import analyze
-    from swapjudge.core.records import records_from_dicts
     from swapjudge.drift.history import behaviour
+    from swapjudge.reading.records import records_from_dicts
 
     rows = []
     for item in range(12):  # three systems against a baseline on each item: pairs share the item
@@ -88,10 +88,10 @@ def test_probes_use_the_clustered_consistency_interval():
     """agreement, panel and repeat report the same consistency interval as analyze, over items."""
     from conftest import pair
     from swapjudge.core.analysis import analyze
-    from swapjudge.core.records import records_from_dicts
     from swapjudge.probes.agreement import agreement
     from swapjudge.probes.panel import panel
     from swapjudge.probes.repeat import repeat_stability
+    from swapjudge.reading.records import records_from_dicts
 
     rows = []
     for judge in ("j1", "j2"):

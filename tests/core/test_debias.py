@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from swapjudge.cli import app
 from swapjudge.core.analysis import analyze
 from swapjudge.core.debias import debias
-from swapjudge.core.records import load_records, records_from_dicts
+from swapjudge.reading.records import load_records, records_from_dicts
 
 
 def judge_calls(signal: np.ndarray, habit: float, *, probes: int = 0) -> list[dict[str, Any]]:

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from swapjudge.core.pairs import Outcome
 from swapjudge.core.swap import flip_direction, flip_direction_of_pairs
+from swapjudge.reading.pairs import Outcome
 
 
 def _outcomes(toward_first: np.ndarray) -> np.ndarray:

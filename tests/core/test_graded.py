@@ -14,8 +14,8 @@ import pytest
 
 from conftest import ROOT
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records
 from swapjudge.core.stats import mean_interval, proportion_interval
+from swapjudge.reading.records import load_records
 
 sys.path.insert(0, str(ROOT / "bench"))
 from graded_coverage import Judge, coverage, truths

@@ -12,12 +12,12 @@ import statsmodels.api as sm
 from scipy import special, stats
 
 from conftest import ROOT
-from swapjudge.core.pairs import Outcome
 from swapjudge.core.policy import win_rate, win_rate_over_pairs
 from swapjudge.core.stats import cluster_design, clustered_binomial_p, mean_interval, proportion_interval, wilson
 from swapjudge.core.swap import consistency
 from swapjudge.probes.length import length_probe, length_slope
 from swapjudge.probes.logit import fit_logit
+from swapjudge.reading.pairs import Outcome
 
 sys.path.insert(0, str(ROOT / "bench"))
 from interval_coverage import coverage_table
@@ -207,7 +207,7 @@ def test_real_mtbench_consistency_interval_is_over_its_80_questions():
     """gpt-4-0613 on MT-Bench (Shi et al.): 2,400 pairs, 30 systems on each of 80 questions."""
     from conftest import shi2024_records
     from swapjudge.core.analysis import analyze
-    from swapjudge.core.records import records_from_dicts
+    from swapjudge.reading.records import records_from_dicts
 
     rows = shi2024_records("MTBench", "gpt-4-0613")
     [result] = analyze(records_from_dicts(rows))

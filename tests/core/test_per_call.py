@@ -12,7 +12,7 @@ import pytest
 
 from conftest import pair, shi2024_records, write_jsonl
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import records_from_dicts
+from swapjudge.reading.records import records_from_dicts
 
 
 def _one(rows, **kwargs):

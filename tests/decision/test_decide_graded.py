@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from decision_streams import DECISION, stream
-from swapjudge.workflows.deciding import decide
+from swapjudge.workflows.decide import decide
 
 
 def graded(rows: list[dict], rng: np.random.Generator, much: float) -> list[dict]:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from decision_streams import DECISION, decision_yaml, stream, write
-from swapjudge.workflows.deciding import decide
+from swapjudge.workflows.decide import decide
 
 ROOT = Path(__file__).resolve().parents[2]
 MTBENCH = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"

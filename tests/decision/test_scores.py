@@ -8,9 +8,9 @@ import pytest
 from decision_streams import stream
 from swapjudge.api import load_records
 from swapjudge.core.analysis import analyze
-from swapjudge.core.codes import Outcome
 from swapjudge.decision.scores import item_scores
-from swapjudge.workflows.deciding import decide
+from swapjudge.reading.codes import Outcome
+from swapjudge.workflows.decide import decide
 
 
 @pytest.mark.parametrize("policy", ["half_credit", "no_credit", "exclude", "separate"])

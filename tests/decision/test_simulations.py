@@ -11,7 +11,7 @@ import pytest
 from decision_streams import stream
 from swapjudge.decision.power import expected_design, simulated_power_fixed, simulated_power_sequential
 from swapjudge.decision.simulate import fixed_false_ship, monitoring_false_ship, null_design
-from swapjudge.workflows.deciding import decide, plan
+from swapjudge.workflows.decide import decide, plan
 
 
 def mc_error(p: float, runs: int) -> float:

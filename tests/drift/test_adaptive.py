@@ -21,9 +21,9 @@ from swapjudge.cli import app
 from swapjudge.config import load_config
 from swapjudge.core.adaptive import verdict_confidence
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.drift.adaptive_replay import adaptive_offline
 from swapjudge.errors import ConfigError, InputError
+from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.runner.dry_run import estimate
 from swapjudge.runner.session import run
 from swapjudge.store import Store

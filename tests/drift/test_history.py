@@ -295,8 +295,8 @@ def test_compare_says_when_the_pairs_changed(four_runs: Path) -> None:
 
 
 def test_paired_accuracy_counts_a_consistent_tie_on_a_tie_label_as_right() -> None:
-    from swapjudge.core.records import records_from_dicts
     from swapjudge.drift.history import paired_differences
+    from swapjudge.reading.records import records_from_dicts
 
     # run A: a consistent tie on each tie-labelled item (right); run B: A both times there (wrong)
     run_a = [*pair(1, "first", "second", label="A"), *pair(2, "tie", "tie", label="tie"),

@@ -20,9 +20,9 @@ from conftest import write_jsonl
 from judge_server import JudgeServer, frame_answers
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.core.pairs_file import load_pairs
 from swapjudge.drift.releases import answer_properties, release_report
 from swapjudge.errors import ConfigError, InputError
+from swapjudge.reading.pairs_file import load_pairs
 from swapjudge.runner.plan import release_pairs
 from swapjudge.runner.session import run
 from swapjudge.store import Store

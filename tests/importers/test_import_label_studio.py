@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from review_server import ENV
-from swapjudge.core.pairs_file import PairItem
 from swapjudge.importers import import_files
+from swapjudge.reading.pairs_file import PairItem
 from swapjudge.review.assign import plan_review
 from swapjudge.review.export import export_review, review_records
 from swapjudge.review.votes import ReviewStore

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from swapjudge.cli import app
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import records_from_dicts
 from swapjudge.importers import import_files
+from swapjudge.reading.records import records_from_dicts
 
 RESULTS = Path(__file__).parents[1] / "fixtures" / "importers" / "promptfoo" / "results.json"
 

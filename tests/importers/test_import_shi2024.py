@@ -16,8 +16,8 @@ import pytest
 
 from conftest import ROOT, shared_data
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.importers import ImportResult, import_files, per_call_consistency, write_records
+from swapjudge.reading.records import load_records, records_from_dicts
 
 LOG_LINE = re.compile(r"^(\d+) out of (\d+) answers are consistent\.", re.M)
 

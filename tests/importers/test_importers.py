@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.errors import InputError
 from swapjudge.importers import FORMATS, ImportOptions, ImportResult, import_files, write_records
 from swapjudge.importers.arena_hard import label_verdict
 from swapjudge.importers.csv_table import parse_map
+from swapjudge.reading.records import load_records, records_from_dicts
 
 FIX = Path(__file__).parents[1] / "fixtures" / "importers"
 

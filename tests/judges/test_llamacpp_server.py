@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records
 from swapjudge.judges.model_files import TEST_MODEL, resolve_model
+from swapjudge.reading.records import load_records
 
 ALIAS = "smollm2-135m"
 

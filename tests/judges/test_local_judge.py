@@ -11,12 +11,12 @@ import pytest
 from scipy.stats import binomtest
 
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import ConfigError
 from swapjudge.judges.base import Judge, JudgeReply, JudgeRequest
 from swapjudge.judges.local import LocalJudge, from_config
 from swapjudge.judges.model_files import TEST_MODEL
 from swapjudge.judges.prompts import parse_followup, parse_reply
+from swapjudge.reading.records import records_from_dicts
 
 ROOT = Path(__file__).resolve().parents[2]
 # One thread: the tiny model gains little from two, and spinning threads suffer on a busy CI machine.

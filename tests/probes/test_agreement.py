@@ -7,10 +7,10 @@ from typer.testing import CliRunner
 
 from conftest import pair, shi2024_records, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.records import records_from_dicts
-from swapjudge.core.sidefiles import load_labels
 from swapjudge.errors import InputError
 from swapjudge.probes.agreement import agreement, cohen_kappa
+from swapjudge.reading.records import records_from_dicts
+from swapjudge.reading.sidefiles import load_labels
 
 runner = CliRunner()
 

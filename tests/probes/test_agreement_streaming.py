@@ -19,7 +19,7 @@ from conftest import ROOT, same_on_both_engines, shi2024_records, write_parquet
 from record_shapes import SHAPES, mixed
 from swapjudge.errors import ArgumentError
 from swapjudge.probes.agreement import kappa, kappa_of_counts
-from swapjudge.workflows.probing import agreement
+from swapjudge.workflows.probe import agreement
 
 
 def _check(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> tuple[str, Any]:

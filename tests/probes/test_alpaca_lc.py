@@ -19,8 +19,6 @@ from typer.testing import CliRunner
 
 from conftest import pair, shared_data, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.pairs import build_pairs
-from swapjudge.core.records import load_records
 from swapjudge.errors import InputError
 from swapjudge.probes.alpaca_cv import fit_alpaca_cv
 from swapjudge.probes.alpaca_files import load_gamed_baseline, load_instruction_difficulty
@@ -34,6 +32,8 @@ from swapjudge.probes.alpaca_lc import (
 )
 from swapjudge.probes.length import LengthOptions, length_probe
 from swapjudge.probes.logit import fit_logit
+from swapjudge.reading.pairs import build_pairs
+from swapjudge.reading.records import load_records
 
 runner = CliRunner()
 ANNOTATIONS = ("alpaca_eval", "alpaca-7b_weighted_alpaca_eval_gpt4_turbo.annotations.json")

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from swapjudge.cli import app
 from swapjudge.core.policy import Gate
 from swapjudge.core.ppi import ppi_mean, tuned_lambda
-from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import InputError
 from swapjudge.probes.calibrate import calibrate, item_scores
+from swapjudge.reading.records import records_from_dicts
 
 TIE_BAND = 0.25  # a person calls a tie when the two answers' quality gap is this small
 

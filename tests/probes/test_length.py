@@ -7,10 +7,10 @@ from typer.testing import CliRunner
 
 from conftest import pair, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.pairs import FIRST, SECOND, Outcome, classify
-from swapjudge.core.sidefiles import load_answer_texts
 from swapjudge.errors import InputError
 from swapjudge.probes.length import LengthOptions, length_probe, length_slope, order_cancelled_score
+from swapjudge.reading.pairs import FIRST, SECOND, Outcome, classify
+from swapjudge.reading.sidefiles import load_answer_texts
 
 runner = CliRunner()
 

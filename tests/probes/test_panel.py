@@ -6,9 +6,9 @@ from typer.testing import CliRunner
 
 from conftest import pair, shi2024_records, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import SwapjudgeError
 from swapjudge.probes.panel import family_of, panel, parse_families
+from swapjudge.reading.records import records_from_dicts
 
 runner = CliRunner()
 MTBENCH_JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-1106", "gemini-pro")

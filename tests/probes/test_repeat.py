@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from conftest import SHI_VERDICTS, pair, shared_data, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.records import records_from_dicts
 from swapjudge.probes.repeat import fleiss_kappa, repeat_stability
+from swapjudge.reading.records import records_from_dicts
 
 runner = CliRunner()
 

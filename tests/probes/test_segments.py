@@ -6,9 +6,9 @@ from typer.testing import CliRunner
 
 from conftest import pair, shi2024_records, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import SwapjudgeError
 from swapjudge.probes.segments import segment_analyses
+from swapjudge.reading.records import records_from_dicts
 
 runner = CliRunner()
 

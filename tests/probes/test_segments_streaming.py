@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT, same_on_both_engines, shi2024_records, write_parquet
 from record_shapes import SHAPES
-from swapjudge.workflows.probing import segments
+from swapjudge.workflows.probe import segments
 
 
 def _check(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> list[tuple[str, Any]]:

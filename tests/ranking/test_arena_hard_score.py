@@ -14,10 +14,10 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import InputError
 from swapjudge.importers import ImportOptions, import_files
 from swapjudge.ranking.arena_hard import arena_hard_scores
+from swapjudge.reading.records import records_from_dicts
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "importers" / "arena_hard" / "gpt-4.1" / "model-x.jsonl"
 

@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, shi2024_records
 from swapjudge.cli import app
-from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import InputError
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import (
@@ -35,6 +34,7 @@ from swapjudge.ranking.bradley_terry import (
     outcome_probabilities,
     rank,
 )
+from swapjudge.reading.records import records_from_dicts
 from swapjudge.report import rank as render_rank
 
 EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from swapjudge.core.records import load_records
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, fit, rank
-from swapjudge.workflows.standings import rank as rank_records
+from swapjudge.reading.records import load_records
+from swapjudge.workflows.rank import rank as rank_records
 
 LEVEL_OF_SCORE = {1.0: ("first", 2), 0.75: ("first", 1), 0.5: ("tie", None), 0.25: ("second", 1),
                   0.0: ("second", 2)}

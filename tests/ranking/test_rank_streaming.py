@@ -21,7 +21,7 @@ from conftest import ROOT, same_on_both_engines, shared_data, shi2024_records, w
 from record_shapes import SHAPES, mixed
 from swapjudge.errors import ArgumentError, SwapjudgeError
 from swapjudge.ranking.bradley_terry import Comparisons, rank
-from swapjudge.workflows.standings import rank as rank_records
+from swapjudge.workflows.rank import rank as rank_records
 
 EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
 
@@ -248,8 +248,8 @@ def test_the_bootstrap_gives_the_same_intervals_whatever_the_rounds_drawn_at_onc
     """Many items make the bootstrap draw fewer rounds at once (its memory is bounded): numpy fills every batch
     from one stream in order, so a seed's resamples, and the intervals, are those of one big batch."""
     import swapjudge.ranking.bradley_terry as bt
-    from swapjudge.core.records import load_records
     from swapjudge.ranking.battles import comparisons_from_records
+    from swapjudge.reading.records import load_records
 
     data = comparisons_from_records(load_records(mixed(60, seed=3)), judge="j1")
     whole = rank(data, rounds=37, seed=5).to_dict()

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from conftest import pair, write_jsonl
 from swapjudge.cli import app
 from swapjudge.core.analysis import analyze, calculate
-from swapjudge.core.records import records_from_dicts
 from swapjudge.core.stats import holm
 from swapjudge.probes.panel import item_mean_interval, panel
+from swapjudge.reading.records import records_from_dicts
 from swapjudge.report.markdown import render_analysis as markdown_analysis
 from swapjudge.report.text import render_analysis as text_analysis
 from swapjudge.report.wording import flip_direction_sentence

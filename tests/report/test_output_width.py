@@ -12,8 +12,8 @@ from rich.console import Console
 
 from conftest import contract_400, pair, write_jsonl
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.probes.segments import segment_analyses
+from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.report import markdown, probe_tables, text
 from swapjudge.report.wording import plain
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from conftest import pair, write_jsonl
-from swapjudge.core.records import records_from_dicts
+from swapjudge.reading.records import records_from_dicts
 from swapjudge.report.html import render_html
 from swapjudge.report.markdown import render_report
-from swapjudge.workflows.reporting import prepare_report
+from swapjudge.workflows.report import prepare_report
 from swapjudge.workflows.sources import ReportSource, load_source
 
 

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from conftest import shared_data, write_jsonl
 from swapjudge.cli import app
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.errors import InputError
+from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.review.queue import load_pair_items, review_queue
 from swapjudge.review.sheet import load_key, make_sheet, tally, write_sheet
 

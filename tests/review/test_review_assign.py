@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 from scipy.stats import binomtest
 
-from swapjudge.core.pairs_file import PairItem
 from swapjudge.errors import SwapjudgeError
+from swapjudge.reading.pairs_file import PairItem
 from swapjudge.review.assign import QUEUE, RESHOW_GAP, SAMPLE, parse_reviewers, plan_review
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from judge_server import JudgeServer
 from runner_helpers import write_config
-from swapjudge.core.textfiles import FORMULA_STARTS, allow_long_cells, from_spreadsheet, spreadsheet_cell
+from swapjudge.reading.textfiles import FORMULA_STARTS, allow_long_cells, from_spreadsheet, spreadsheet_cell
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 HOSTILE = [

@@ -17,7 +17,7 @@ import pytest
 
 from review_server import ENV, ReviewServer, simple_pairs, vote, write_pairs
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records
+from swapjudge.reading.records import load_records
 
 SECRET_A, SECRET_B = "sysALPHA", "sysBETA"
 

@@ -15,7 +15,7 @@ from test_review import SYSTEMS, llmbar_pairs
 
 from conftest import write_jsonl
 from swapjudge.core.analysis import analyze
-from swapjudge.core.records import load_records, records_from_dicts
+from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.review.queue import load_pair_items
 from swapjudge.review.sheet import SheetProblems, load_key, make_sheet, tally, tally_sheets, write_sheet
 

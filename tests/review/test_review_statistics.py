@@ -18,10 +18,10 @@ from scipy.stats import binomtest
 
 from review_server import ENV
 from swapjudge.core.analysis import analyze
-from swapjudge.core.pairs_file import PairItem
 from swapjudge.core.policy import Gate
-from swapjudge.core.records import load_records, records_from_dicts
 from swapjudge.probes.calibrate import calibrate
+from swapjudge.reading.pairs_file import PairItem
+from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.review.assign import plan_review
 from swapjudge.review.export import export_review, review_records
 from swapjudge.review.queue import unsettled_pairs

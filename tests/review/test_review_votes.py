@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from review_server import ENV
-from swapjudge.core.pairs_file import PairItem
+from swapjudge.reading.pairs_file import PairItem
 from swapjudge.review.assign import plan_review
 from swapjudge.review.export import review_records
 from swapjudge.review.votes import AlreadyVoted, NoSuchTask, ReviewStore, ReviewStoreError, live_votes

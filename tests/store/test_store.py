@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import SwapjudgeError
+from swapjudge.reading.records import records_from_dicts
 from swapjudge.store import CallRecord, Store
 
 

@@ -47,7 +47,7 @@ def imported(name: str) -> Iterator[tuple[str, int]]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
-            # `from swapjudge.core import records` imports the module swapjudge.core.records
+            # `from swapjudge.reading import records` imports the module swapjudge.reading.records
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
         else:
             continue
@@ -80,12 +80,12 @@ def violations(sources: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str
 
 def test_the_reader_finds_imports_inside_functions_and_skips_type_checking_blocks() -> None:
     found = dict(imported("swapjudge.api"))
-    assert "swapjudge.workflows.standings" in found  # imported inside `rank`
+    assert "swapjudge.workflows.rank" in found  # imported inside `rank`
     assert "swapjudge.ranking.bradley_terry" not in found  # under TYPE_CHECKING only
 
 
 @pytest.mark.parametrize(("sources", "forbidden"), [
-    (("core", "probes", "ranking", "drift"), ("report", "cli")),
+    (("reading", "core", "probes", "ranking", "drift"), ("report", "cli")),
     (("report",), ("store", "runner", "judges")),
     (("store",), ("judges", "config")),
     (("judges",), ("core", "store", "runner")),
@@ -95,7 +95,8 @@ def test_parts_import_only_downward(sources: tuple[str, ...], forbidden: tuple[s
 
 
 # docs/architecture.md's order of the parts, bottom first; a part may import only those before it
-LAYERS = [("errors", "redact", "defaults"), ("core",), ("probes", "ranking", "decision"), ("config",), ("judges",),
+LAYERS = [("errors", "redact", "defaults"), ("reading",), ("core",), ("probes", "ranking", "decision"), ("config",),
+          ("judges",),
           ("store",), ("drift",), ("runner",), ("importers", "review"), ("workflows",), ("report",), ("api",),
           ("integrations", "cli"), ("__main__",)]
 
@@ -111,8 +112,44 @@ def test_each_part_imports_only_the_parts_below_it() -> None:
 
 def test_core_imports_no_other_part() -> None:
     outside = [f"{s}:{line} imports {t}" for s, t, line in edges()
-               if part(s) == "core" and part(t) not in ("core", "errors")]
+               if part(s) == "core" and part(t) not in ("core", "reading", "errors")]
     assert outside == []
+
+
+# what reads files, opens databases, starts threads or asks the environment: the floor below core does that
+IO_MODULES = ("duckdb", "sqlite3", "threading", "concurrent", "subprocess", "socket", "io", "pathlib", "shutil",
+              "tempfile", "httpx", "pyarrow")
+IO_CALLS = ("open", "getenv", "environ", "read_text", "read_bytes", "write_text", "read_parquet", "read_csv",
+            "read_ndjson", "scan_parquet", "scan_csv", "scan_ndjson")
+
+
+def io_uses(path: Path) -> list[str]:
+    """Every import of an I/O module and every call or attribute of an I/O function in one file, with its line."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [(node.module or "").split(".")[0]]
+        found += [f"{path.name}:{node.lineno} imports {n}" for n in names if n in IO_MODULES]
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in IO_CALLS:
+                found.append(f"{path.name}:{node.lineno} uses {name}")
+    return found
+
+
+def test_core_reads_no_file_database_thread_or_environment() -> None:
+    assert [use for p in sorted((PACKAGE / "core").rglob("*.py")) for use in io_uses(p)] == []
+
+
+def test_the_io_reader_finds_a_planted_file_read(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("import duckdb\nfrom pathlib import Path\n\n"
+                       "def f(p):\n    return open(p).read() + Path(p).read_text()\n")
+    assert sorted(io_uses(planted)) == ["planted.py:1 imports duckdb", "planted.py:2 imports pathlib",
+                                "planted.py:5 uses open", "planted.py:5 uses read_text"]
 
 
 def test_nothing_imports_the_cli() -> None:

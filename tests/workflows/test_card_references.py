@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, shared_data
 from swapjudge.probes.judge_card import llmbar_reference_cards, published_count
-from swapjudge.workflows.carding import load_suite, reference_cards
+from swapjudge.workflows.card import load_suite, reference_cards
 
 SUITES = ROOT / "src" / "swapjudge" / "suites"
 LOG_LINE = re.compile(r"^(\d+ out of \d+ answers are consistent\.)", re.M)

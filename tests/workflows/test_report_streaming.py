@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ROOT, shi2024_records, write_jsonl, write_parquet
 from record_shapes import SHAPES
-from swapjudge.workflows.reporting import report
+from swapjudge.workflows.report import report
 from swapjudge.workflows.streamed_report import LEFT_OUT_LENGTH, LEFT_OUT_PANEL
 
 
@@ -181,7 +181,7 @@ def test_the_human_corrected_win_rate_is_the_same_from_the_compared_pairs_calls(
 
 def test_auto_streams_a_file_too_large_to_read_whole_and_says_what_it_left_out(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import swapjudge.workflows.reporting as reporting
+    import swapjudge.workflows.report as reporting
 
     several = write_parquet(tmp_path / "several.parquet", SHAPES["mixed"]())
     rows = len(SHAPES["mixed"]())
@@ -192,7 +192,7 @@ def test_auto_streams_a_file_too_large_to_read_whole_and_says_what_it_left_out(
     assert streamed.settings["engine"] == "streaming"
     assert streamed.left_out == (LEFT_OUT_PANEL.format(n=2),) and not streamed.lengths
     big_jsonl = write_jsonl(tmp_path / "several.jsonl", SHAPES["mixed"]())
-    monkeypatch.setattr("swapjudge.core.streaming.STREAM_ABOVE_BYTES", 1)  # auto streams this JSON Lines file
+    monkeypatch.setattr("swapjudge.reading.streaming.STREAM_ABOVE_BYTES", 1)  # auto streams this JSON Lines file
     assert report(big_jsonl, min_consistency=0).left_out == (LEFT_OUT_PANEL.format(n=2),)
 
 

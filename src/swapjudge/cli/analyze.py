@@ -74,7 +74,7 @@ def analyze(
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
     tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
     from swapjudge.report import markdown, text
-    from swapjudge.workflows.audit import analyze as run_analysis
+    from swapjudge.workflows.analyze import analyze as run_analysis
 
     result = run_analysis(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
                           confidence=confidence, allow_unpaired=allow_unpaired, engine=engine.value)

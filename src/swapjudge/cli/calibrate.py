@@ -48,7 +48,7 @@ def calibrate(
     bias; the judge only narrows the interval, by as much as it agrees with the people (a judge unrelated to them
     gets lambda = 0 and the people-only interval)."""
     from swapjudge.probes.calibrate import sentences
-    from swapjudge.workflows.correcting import calibrate as corrected
+    from swapjudge.workflows.calibrate import calibrate as corrected
 
     result = corrected(judge_records, human, a, b, judge=judge, tie_policy=tie_policy,
                        min_consistency=min_consistency, confidence=confidence, engine=engine.value)

@@ -11,7 +11,7 @@ from swapjudge.cli.app import FormatOpt, OutputFormat, app, display_path, dump_j
 from swapjudge.errors import SwapjudgeError
 
 if TYPE_CHECKING:
-    from swapjudge.workflows.carding import CardEstimate
+    from swapjudge.workflows.card import CardEstimate
 
 
 def _money(value: float | None) -> str:
@@ -43,7 +43,7 @@ def _write(out: Path, kind: str, payload: dict[str, Any], output: OutputFormat) 
     """-o FILE: .html, .md or .json by its suffix (else by --format)."""
     import json
 
-    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.reading.textfiles import write_atomic
     from swapjudge.report import card as render
 
     suffix = out.suffix.lower()
@@ -108,7 +108,7 @@ def card_command(
     answer in each slot, agreement with the labels, the identical-answer and length probes, repeat stability, the
     protocol, and the reference cards of published judges beside it. Running it again resumes the run. Exits 1
     (after writing) when the judge fails the self-consistency gate on the whole suite."""
-    from swapjudge.workflows import carding
+    from swapjudge.workflows import card as carding
 
     if compare:
         if dry_run:

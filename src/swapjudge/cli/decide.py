@@ -39,7 +39,7 @@ def plan(
     sequence), the power at those items checked by simulation, and the judge calls and their cost."""
     from swapjudge.decision.power import PlanError
     from swapjudge.report import decision as render
-    from swapjudge.workflows.deciding import plan as make_plan
+    from swapjudge.workflows.decide import plan as make_plan
 
     if pilot is None and expect is None:
         raise PlanError("give --pilot RECORDS, or --expect RATE with --splits SHARE")
@@ -78,8 +78,8 @@ def decide(
     calls included: the decision fails closed), 3 inconclusive, 2 bad input."""
     from swapjudge.decision.verdict import InconclusiveVerdict, KeepVerdict
     from swapjudge.report import decision as render
-    from swapjudge.workflows.deciding import decide as make_decision
-    from swapjudge.workflows.deciding import is_store
+    from swapjudge.workflows.decide import decide as make_decision
+    from swapjudge.workflows.decide import is_store
 
     ledger = None if is_store(records) else (store or Path(DEFAULT_STORE))
     verdict = make_decision(records, decision, run=run, allow_missing=allow_missing, store=ledger)
@@ -90,7 +90,7 @@ def decide(
     else:
         print(render.render_text(verdict), end="")
     if html_out is not None:
-        from swapjudge.core.textfiles import write_atomic
+        from swapjudge.reading.textfiles import write_atomic
 
         write_atomic(html_out, render.render_html(verdict))
         stderr.print(f"wrote {display_path(html_out)}", highlight=False)

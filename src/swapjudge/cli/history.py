@@ -104,7 +104,7 @@ def history_command(store: StoreOpt = None, output: FormatOpt = OutputFormat.tex
     its swap-consistency, flip direction, win rate and gate verdict. A run that did not measure the swap under
     its own judge, rubric and template is flagged. Anchored scoring runs follow, each with its score
     distribution and whether its anchor check passed or flagged the run."""
-    from swapjudge.workflows.tracking import history
+    from swapjudge.workflows.history import history
 
     entries, anchored = history(store)
     if output is OutputFormat.json:
@@ -215,7 +215,7 @@ def compare_command(
     """What changed between two runs (judge, rubric, template, pairs) and how the judge's behaviour moved
     (consistency, first-slot rate, tie rate, accuracy on labelled pairs), with intervals and McNemar's exact
     test on the pairs both runs judged."""
-    from swapjudge.workflows.tracking import compare
+    from swapjudge.workflows.history import compare
 
     cmp = compare(run_a, run_b, store=store)
     if output is OutputFormat.json:
@@ -274,12 +274,12 @@ def releases_command(
 ) -> None:
     """Release over release with a pinned baseline: each release against the previous one and against the
     baseline side by side, with answer length and formatting per release. Judge first with `swapjudge run`."""
-    from swapjudge.workflows.tracking import releases
+    from swapjudge.workflows.history import releases
 
     done = releases(config, store=store, run_id=run_id)
     rep, run_id = done.report, done.run_id
     if html is not None:
-        from swapjudge.core.textfiles import write_atomic
+        from swapjudge.reading.textfiles import write_atomic
         from swapjudge.report.releases import render_releases_html
 
         write_atomic(html, render_releases_html(rep, title=f"{config.name}, run {run_id}"))
@@ -314,7 +314,7 @@ def adaptive_command(
     the second order only when the first verdict's confidence is below it, how many flips it would have missed
     (flips in unswapped pairs, never seen), and the swap-consistency it would report on the swapped pairs."""
     from swapjudge.report.wording import pct
-    from swapjudge.workflows.tracking import adaptive
+    from swapjudge.workflows.history import adaptive
 
     try:
         levels = [float(x) for x in thresholds.split(",") if x.strip()]
@@ -359,10 +359,10 @@ def anchors_command(
 ) -> None:
     """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
     distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
-    from swapjudge.core.textfiles import write_atomic
     from swapjudge.drift.anchors import enforce_anchor_check
+    from swapjudge.reading.textfiles import write_atomic
     from swapjudge.report.wording import p_equals
-    from swapjudge.workflows.tracking import anchors
+    from swapjudge.workflows.history import anchors
 
     res = anchors(config, pinned=pinned, store=store)
     if out is not None:

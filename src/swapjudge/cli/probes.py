@@ -71,7 +71,7 @@ def segments(
     """The analysis broken down by a record field: swap-consistency, flip direction and win rate per segment,
     with intervals. Position preference concentrates on close, hard items; one overall figure can hide it."""
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probing import segments as segment_records
+    from swapjudge.workflows.probe import segments as segment_records
 
     result = segment_records(records, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                              min_consistency=min_consistency, confidence=confidence, allow_unpaired=allow_unpaired,
@@ -145,8 +145,8 @@ def probe_length(
     difference, P(prefer longer), a length-matched slice. Swapping cannot remove this effect."""
     from swapjudge.probes.length import LengthOptions
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probing import AlpacaSideFiles, raise_for_length_gates
-    from swapjudge.workflows.probing import length as length_records
+    from swapjudge.workflows.probe import AlpacaSideFiles, raise_for_length_gates
+    from swapjudge.workflows.probe import length as length_records
 
     options = LengthOptions(unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
                             length_controlled=length_controlled, tie_policy=tie_policy, confidence=confidence,
@@ -173,7 +173,7 @@ def probe_repeat(
     """Repeat stability: agreement of the judge with itself when the same call (same pair, same order) is
     repeated across rounds, beside swap-consistency per round. Needs records with a `round` field."""
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probing import repeat
+    from swapjudge.workflows.probe import repeat
 
     results = repeat(records, judge=judge, seed=seed, confidence=confidence, allow_unpaired=allow_unpaired)
     payload = [r.to_dict() for r in results]
@@ -196,7 +196,7 @@ def agreement_command(
     """Agreement with human or gold labels next to swap-consistency: accuracy in each order, in both orders and
     among consistent pairs; Cohen's kappa against the labels and between the two orders."""
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probing import agreement
+    from swapjudge.workflows.probe import agreement
 
     results = agreement(records, labels=labels, judge=judge, confidence=confidence, allow_unpaired=allow_unpaired,
                         engine=engine.value)
@@ -206,7 +206,7 @@ def agreement_command(
 
 def _write_jsonl_atomic(path: Path, rows: list[dict[str, object]]) -> None:
     """The whole file or nothing (the review module's atomic writer)."""
-    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.reading.textfiles import write_atomic
 
     write_atomic(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
@@ -233,7 +233,7 @@ def panel_command(
     """Several judges over the same pairs: each judge's consistency, flip direction and accuracy side by side;
     the panel's disagreement rate and majority verdict; self-preference warnings."""
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probing import panel
+    from swapjudge.workflows.probe import panel
 
     result = panel(records, judges=judge or (), families=family or (), labels=labels, confidence=confidence,
                    min_consistency=min_consistency, allow_unpaired=allow_unpaired)
@@ -262,7 +262,7 @@ def variants_command(
     """The same pairs under two judge prompts: consistency, flip direction and accuracy side by side, and
     McNemar's exact test on per-pair consistency."""
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probing import variants
+    from swapjudge.workflows.probe import variants
 
     result = variants(records, judges=judge or (), rounds=round_ or (), confidence=confidence,
                       allow_unpaired=allow_unpaired)
@@ -287,7 +287,7 @@ def probe_identical(
     configured judge. The decided rate is the share of calls that named a winner between byte-identical texts;
     the first-slot share of those shows which way the judge leans."""
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probing import identical
+    from swapjudge.workflows.probe import identical
 
     result = identical(config, sample=sample, seed=seed)
     if out is not None:

@@ -63,7 +63,7 @@ def rank(
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
     from swapjudge.report import rank as render
-    from swapjudge.workflows.standings import rank as rank_judge
+    from swapjudge.workflows.rank import rank as rank_judge
 
     controls = [c.strip() for c in (control or "").split(",") if c.strip()]
     result = rank_judge(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,

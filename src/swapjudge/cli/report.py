@@ -66,8 +66,8 @@ def report_command(
 ) -> None:
     """Write a report people read: a self-contained HTML file with plots and the unsettled pairs, and/or a
     Markdown summary. Exits 1 (after writing) when a judge fails the self-consistency gate."""
-    from swapjudge.core.textfiles import write_atomic
-    from swapjudge.workflows.reporting import report
+    from swapjudge.reading.textfiles import write_atomic
+    from swapjudge.workflows.report import report
 
     if html_out is None and markdown_out is None:
         raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")

@@ -42,7 +42,7 @@ def queue_command(
 ) -> None:
     """The pairs that flipped or half-tied, with both answers (when known) and both raw judge replies."""
     from swapjudge.review.queue import QUEUE_FIELDS, write_table
-    from swapjudge.workflows.reviewing import queue
+    from swapjudge.workflows.review import queue
 
     pending = queue(source, judge=judge, a=a, b=b, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
     write_table(pending, output, QUEUE_FIELDS)
@@ -69,7 +69,7 @@ def sheet_command(
 ) -> None:
     """A blind review sheet: each pair twice (the second time swapped), shuffled, no system names."""
     from swapjudge.review.sheet import write_sheet
-    from swapjudge.workflows.reviewing import sheet as blind_sheet
+    from swapjudge.workflows.review import sheet as blind_sheet
 
     made, only = blind_sheet(pairs, seed=seed, a=a, b=b, flipped=flipped, judge=judge)
     if made is None:
@@ -78,7 +78,7 @@ def sheet_command(
         return
     write_sheet(made, output, key)
     if html_out is not None:
-        from swapjudge.core.textfiles import write_atomic
+        from swapjudge.reading.textfiles import write_atomic
         from swapjudge.report.sheet_html import render_sheet
 
         write_atomic(html_out, render_sheet(made))
@@ -105,7 +105,7 @@ def tally_command(
     """Turn filled sheets into presentation records with each reviewer as a judge (analyse them like any
     judge's: `swapjudge analyze records.jsonl --allow-unpaired`). Every problem is listed at once, by row."""
     from swapjudge.review.queue import write_table
-    from swapjudge.workflows.reviewing import tally
+    from swapjudge.workflows.review import tally
 
     result = tally(filled, key, reviewer=reviewer, allow_partial=allow_partial)
     for warning in result.warnings:
@@ -175,7 +175,7 @@ def serve_command(
         raise SwapjudgeError("the review server needs the review extra: pip install 'swapjudge[review]'") from None
     from swapjudge.review.serve import bind, is_loopback, run_server, url_host
     from swapjudge.review.web import LOOPBACK_HOSTS, create_app
-    from swapjudge.workflows.reviewing import open_review
+    from swapjudge.workflows.review import open_review
 
     review = open_review(pairs, store, reviewers, reshow=reshow, seed=seed, sample=sample, queue=queue, judge=judge,
                          judge_records=judge_records, overlap=overlap, a=a, b=b)
@@ -224,7 +224,7 @@ def export_command(
     systems in the order shown, `origin` sample or queue, `reshow` true for the swapped re-shows. `analyze`,
     `agreement`, `panel` and `calibrate --human` read the records as they are (a pair shown once is a
     single-order call by design, counted as incomplete)."""
-    from swapjudge.workflows.reviewing import export_votes
+    from swapjudge.workflows.review import export_votes
 
     written, reviewers = export_votes(store, output, format=format, origin=origin)
     _say(f"wrote {written:,} votes of {reviewers} reviewer(s) to {display_path(output)} ({format})")

@@ -29,7 +29,7 @@ from swapjudge.errors import InputError
 if TYPE_CHECKING:
     from swapjudge.runner.check import CheckResult
     from swapjudge.runner.dry_run import DryRunEstimate
-    from swapjudge.workflows.judging import RunResult
+    from swapjudge.workflows.run import RunResult
 
 class Engine(enum.StrEnum):
     sync = "sync"
@@ -164,7 +164,7 @@ def run_command(
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached."""
-    from swapjudge.workflows import judging as runs
+    from swapjudge.workflows import run as runs
 
     loaded = runs.load_run_config(config)
     if dry_run:
@@ -238,7 +238,7 @@ def runs_command(
 ) -> None:
     """List the runs in the store, with their provider batches. The store is only read (a store on a read-only
     file system too)."""
-    from swapjudge.workflows.judging import check_store, list_runs
+    from swapjudge.workflows.run import check_store, list_runs
 
     if check:
         checked = check_store(store)
@@ -301,9 +301,9 @@ def export_command(
 ) -> None:
     """Write a run's presentation records (docs/records.md; labels included when the pairs carry them) to -o
     FILE, or to stdout."""
-    from swapjudge.core.parquet_out import is_parquet_path, write_records_parquet
+    from swapjudge.reading.parquet_out import is_parquet_path, write_records_parquet
     from swapjudge.review.queue import write_table
-    from swapjudge.workflows.judging import export_records
+    from swapjudge.workflows.run import export_records
 
     by_name = (ExportFormat.parquet if is_parquet_path(out) else
                ExportFormat.csv if out.suffix.lower() == ".csv" else ExportFormat.jsonl)

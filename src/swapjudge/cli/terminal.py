@@ -7,7 +7,7 @@ a link. Two places do it, below every command:
   escapes every other text segment (a `Text` a renderer built), so rich's own styling, added after, still works;
 - stdout (`EscapingStream`, installed for the length of a command): what a command prints without a console
   (Markdown, a decision's text) is escaped as it is written. Data written to `-o -` goes to the stream's bytes
-  (`core.textfiles.atomic_text`), exactly as a file gets it, and rich consoles unwrap the stream
+  (`reading.textfiles.atomic_text`), exactly as a file gets it, and rich consoles unwrap the stream
   (`rich_proxied_file`), so neither is touched twice.
 """
 

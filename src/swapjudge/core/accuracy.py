@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE
 from swapjudge.core.stats import (
     Independence,
     Proportion,
@@ -23,6 +22,7 @@ from swapjudge.core.stats import (
     tally_proportion_interval,
     wilson,
 )
+from swapjudge.reading.pairs import FIRST, MISSING, SECOND, TIE
 
 TIE_LABEL = "tie"
 
@@ -194,7 +194,7 @@ class AccuracyCounts:
 
 
 def accuracy_of_counts(c: AccuracyCounts, confidence: float = 0.95) -> Accuracy:
-    """`Accuracy` from its counts and tallies (`label_accuracy` and `core.reduce` both end here)."""
+    """`Accuracy` from its counts and tallies (`label_accuracy` and `reading.reduce` both end here)."""
     shares = {"better_first": tally_proportion_interval(c.better_first, confidence),
               "better_second": tally_proportion_interval(c.better_second, confidence),
               "both": tally_proportion_interval(c.both, confidence)}

@@ -29,17 +29,6 @@ from swapjudge.core.graded import (
     levels,
 )
 from swapjudge.core.identical import IdenticalProbe, identical_probe
-from swapjudge.core.pairs import (
-    FIRST,
-    MISSING,
-    SECOND,
-    TIE,
-    Outcome,
-    PairTable,
-    build_pairs,
-    probe_calls,
-    verdict_codes,
-)
 from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     Decision,
@@ -55,13 +44,6 @@ from swapjudge.core.policy import (
     win_rate_over_pairs,
     withheld_copy,
 )
-from swapjudge.core.records import (
-    RecordSet,
-    registered_adaptive_swap,
-    registered_reshow,
-    select_judges,
-    skipped_swaps,
-)
 from swapjudge.core.stats import holm, mean_interval
 from swapjudge.core.swap import (
     Consistency,
@@ -76,6 +58,24 @@ from swapjudge.core.swap import (
     verdict_split,
 )
 from swapjudge.errors import ArgumentError, SwapjudgeError
+from swapjudge.reading.pairs import (
+    FIRST,
+    MISSING,
+    SECOND,
+    TIE,
+    Outcome,
+    PairTable,
+    build_pairs,
+    probe_calls,
+    verdict_codes,
+)
+from swapjudge.reading.records import (
+    RecordSet,
+    registered_adaptive_swap,
+    registered_reshow,
+    select_judges,
+    skipped_swaps,
+)
 
 SINGLE_ORDER_NOTE = ("every pair was judged in one order only: swap-consistency cannot be measured, and any win "
                      "rate would carry the judge's position preference; only the first-slot rate is reported")

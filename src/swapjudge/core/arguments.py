@@ -138,7 +138,7 @@ def records_source(value: Any, name: str, *, optional: bool = False) -> Any:
     DataFrame; None when `optional`. The rows themselves are checked by the loader, which names row and field."""
     if value is None and optional:
         return None
-    from swapjudge.core.records import RecordSet
+    from swapjudge.reading.records import RecordSet
 
     if (isinstance(value, str) and value) or isinstance(value, os.PathLike | list | tuple | RecordSet) \
             or _is_frame(value):

@@ -1,4 +1,4 @@
-"""The analysis from counts (`core.reduce`): what `core.analysis.analyze` computes from the rows, computed from
+"""The analysis from counts (`reading.reduce`): what `core.analysis.analyze` computes from the rows, computed from
 the pair types and item kinds of each selection, so records larger than memory get the same `JudgeAnalysis`.
 
 Every statistic here goes through the same tallies and builders as the row-based analysis (`core.stats`,
@@ -22,10 +22,8 @@ from swapjudge.core.analysis import (
     adaptive_view_of_counts,
     with_holm,
 )
-from swapjudge.core.codes import FIRST, MISSING, SECOND, TIE, Outcome
 from swapjudge.core.debias import debias_of_counts
 from swapjudge.core.identical import IdenticalProbe
-from swapjudge.core.pairs import classify
 from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     TiePolicy,
@@ -34,8 +32,19 @@ from swapjudge.core.policy import (
     two_order_decision_of_rates,
     win_rate_of_tallies,
 )
-from swapjudge.core.records import REGISTERED_A, REGISTERED_B, REGISTERED_POLICY, choose_judges
-from swapjudge.core.reduce import (
+from swapjudge.core.stats import Tally
+from swapjudge.core.swap import (
+    CrossTable,
+    Outcomes,
+    consistency_of_tally,
+    flip_direction_of_tally,
+    verdict_split_of_counts,
+)
+from swapjudge.errors import ArgumentError
+from swapjudge.reading.codes import FIRST, MISSING, SECOND, TIE, Outcome
+from swapjudge.reading.pairs import classify
+from swapjudge.reading.records import REGISTERED_A, REGISTERED_B, REGISTERED_POLICY, choose_judges
+from swapjudge.reading.reduce import (
     ABSENT,
     LABEL_NONE,
     LABEL_TIE,
@@ -51,15 +60,6 @@ from swapjudge.core.reduce import (
     one_value,
     positional,
 )
-from swapjudge.core.stats import Tally
-from swapjudge.core.swap import (
-    CrossTable,
-    Outcomes,
-    consistency_of_tally,
-    flip_direction_of_tally,
-    verdict_split_of_counts,
-)
-from swapjudge.errors import ArgumentError
 
 # every pair type's two positional verdicts and outcome
 CX, CY = positional(TYPE_VX), positional(TYPE_VY)

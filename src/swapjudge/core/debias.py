@@ -20,9 +20,10 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome, build_pairs, classify
 from swapjudge.core.policy import TiePolicy, WinRate, win_rate
-from swapjudge.core.reduce import (
+from swapjudge.core.stats import Proportion, wilson
+from swapjudge.reading.pairs import FIRST, MISSING, SECOND, TIE, Outcome, build_pairs, classify
+from swapjudge.reading.reduce import (
     LABEL_NONE,
     LABEL_STATES,
     LABEL_TIE,
@@ -33,7 +34,6 @@ from swapjudge.core.reduce import (
     DebiasCounts,
     debias_table,
 )
-from swapjudge.core.stats import Proportion, wilson
 
 FloatArray = npt.NDArray[np.float64]
 PROBABILITY_COLUMNS = ("p_first", "p_second")
@@ -128,7 +128,7 @@ def _accuracy(by_label: np.ndarray, confidence: float) -> Proportion | None:
 def debias_of_counts(found: DebiasCounts, *, pair: tuple[str, str] | None = None,
                      policy: TiePolicy | str = TiePolicy.half_credit, confidence: float = 0.95,
                      gate_passed: bool = True) -> Debiased:
-    """Both debiased verdicts from their counts (`core.reduce.debias_table`)."""
+    """Both debiased verdicts from their counts (`reading.reduce.debias_table`)."""
     policy = TiePolicy(policy)
     table = found.counts
     n = int(table.sum())

@@ -22,9 +22,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from swapjudge.core.codes import FIRST, SECOND, TIE, Outcome
 from swapjudge.core.stats import Independence, MeanInterval, mean_interval, proportion_interval
 from swapjudge.core.swap import FlipDirection, flip_direction_of_pairs
+from swapjudge.reading.codes import FIRST, SECOND, TIE, Outcome
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,7 +178,7 @@ class GradedSwap:
 
 def graded_swap(outcome: np.ndarray, level_x_first: np.ndarray, level_y_first: np.ndarray, items: np.ndarray,
                 confidence: float = 0.95, cross: GradedCrossTable | None = None) -> GradedSwap:
-    """The graded swap analysis of pairs from their outcome codes (core.pairs), the level of each order's call
+    """The graded swap analysis of pairs from their outcome codes (reading.pairs), the level of each order's call
     (x in slot 1, y in slot 1) and each pair's item."""
     import numpy as np
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE
 from swapjudge.core.stats import binomial_p, wilson
+from swapjudge.reading.pairs import FIRST, MISSING, SECOND, TIE
 
 
 @dataclass(frozen=True)

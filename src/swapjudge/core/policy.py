@@ -188,7 +188,7 @@ class WinTallies:
 
 def win_rate_of_tallies(a: str, b: str, a_wins: int, b_wins: int, splits: int, tallies: WinTallies, *,
                         policy: TiePolicy | str = TiePolicy.half_credit, confidence: float = 0.95) -> WinRate:
-    """`win_rate_over_pairs` from counts and tallies (`core.reduce`): the same figures to the last bit."""
+    """`win_rate_over_pairs` from counts and tallies (`reading.reduce`): the same figures to the last bit."""
     win = Rate.of(tally_proportion_interval(tallies.win, confidence))
     return WinRate(
         a=a, b=b, a_wins=a_wins, b_wins=b_wins, splits=splits, policy=TiePolicy(policy),

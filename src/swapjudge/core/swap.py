@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from swapjudge.core.codes import FIRST, MISSING, SECOND, TIE, Outcome
 from swapjudge.core.stats import (
     Independence,
     Tally,
@@ -21,6 +20,7 @@ from swapjudge.core.stats import (
     tally_proportion_interval,
     wilson,
 )
+from swapjudge.reading.codes import FIRST, MISSING, SECOND, TIE, Outcome
 
 if TYPE_CHECKING:  # numpy is imported where it is used, so `calc` starts without it
     import numpy as np
@@ -130,7 +130,7 @@ def consistency(consistent: int, pairs: int, confidence: float = 0.95, *, flags:
 
 
 def consistency_of_tally(consistent: int, pairs: int, flags: Tally, confidence: float = 0.95) -> Consistency:
-    """Swap-consistency from the tally of each complete pair's consistent flag by item (`core.reduce`)."""
+    """Swap-consistency from the tally of each complete pair's consistent flag by item (`reading.reduce`)."""
     m = tally_proportion_interval(flags, confidence)
     return Consistency(consistent, pairs, m.value, m.low, m.high, band(m.value), confidence, m.method,
                        m.independence, m.effective_n)
@@ -204,7 +204,7 @@ def flip_direction_of_pairs(outcome: np.ndarray, items: np.ndarray, confidence: 
 
 def flip_direction_of_tally(toward_first: int, inconsistent: int, flags: Tally,
                             confidence: float = 0.95) -> FlipDirection:
-    """Flip direction from the tally of each inconsistent pair's toward-first flag by item (`core.reduce`)."""
+    """Flip direction from the tally of each inconsistent pair's toward-first flag by item (`reading.reduce`)."""
     k, n = toward_first, inconsistent
     m = tally_proportion_interval(flags, confidence)
     return FlipDirection(k, n - k, m.value, m.low, m.high,

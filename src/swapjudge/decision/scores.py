@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from swapjudge.core.choices import TiePolicy
-from swapjudge.core.codes import Outcome
+from swapjudge.reading.codes import Outcome
 
 
 @dataclass(frozen=True)

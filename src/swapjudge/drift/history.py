@@ -18,11 +18,11 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis
-from swapjudge.core.pairs import Outcome, PairTable, build_pairs
-from swapjudge.core.records import RecordSet
 from swapjudge.core.stats import Proportion, cluster_design, proportion_interval, wilson
 from swapjudge.errors import SwapjudgeError
 from swapjudge.probes.variants import McNemar, mcnemar
+from swapjudge.reading.pairs import Outcome, PairTable, build_pairs
+from swapjudge.reading.records import RecordSet
 from swapjudge.store import RunInfo, Store
 
 STALE_SWAP = "position preference last measured under another template"

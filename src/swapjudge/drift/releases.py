@@ -20,12 +20,12 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis, analyze
-from swapjudge.core.pairs import Outcome, build_pairs
-from swapjudge.core.pairs_file import PairsFile
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.core.records import RecordSet
 from swapjudge.core.stats import Proportion, wilson
 from swapjudge.errors import SwapjudgeError
+from swapjudge.reading.pairs import Outcome, build_pairs
+from swapjudge.reading.pairs_file import PairsFile
+from swapjudge.reading.records import RecordSet
 
 _HEADER = re.compile(r"^\s{0,3}#{1,6}\s+\S", re.MULTILINE)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S", re.MULTILINE)

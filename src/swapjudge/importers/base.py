@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Concatenate, Literal, ParamSpec, TextIO
 
-from swapjudge.core.textfiles import (
+from swapjudge.errors import InputError
+from swapjudge.reading.textfiles import (
     allow_long_cells,
     atomic_text,
     from_spreadsheet,
@@ -25,7 +26,6 @@ from swapjudge.core.textfiles import (
     read_stdin,
     spreadsheet_cell,
 )
-from swapjudge.errors import InputError
 
 Record = dict[str, Any]
 
@@ -332,7 +332,7 @@ def finish(imports: Sequence[FileImport], *, pair_check: bool = True) -> ImportR
 
 def write_records(records: Iterable[Mapping[str, Any]], path: Path) -> int:
     """Write records as JSON Lines (CSV when the name ends in .csv, Parquet in .parquet), atomically."""
-    from swapjudge.core.parquet_out import is_parquet_path, write_records_parquet
+    from swapjudge.reading.parquet_out import is_parquet_path, write_records_parquet
 
     if is_parquet_path(path):
         return write_records_parquet(records, path)

@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _decide(args: argparse.Namespace) -> int:
     from swapjudge.errors import SwapjudgeError
     from swapjudge.report.decision import render_markdown, render_text
-    from swapjudge.workflows.deciding import decide, is_store
+    from swapjudge.workflows.decide import decide, is_store
 
     if not args.decision:
         raise SwapjudgeError("no decision file: give --decision (the action's `decision` input)")

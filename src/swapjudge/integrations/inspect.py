@@ -36,9 +36,9 @@ from inspect_ai.util import JSONSchema
 
 from swapjudge.core.analysis import analyze
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
-from swapjudge.core.records import records_from_dicts
 from swapjudge.judges.base import JudgeRequest
 from swapjudge.judges.prompts import parse_reply, render_request, verdict_schema
+from swapjudge.reading.records import records_from_dicts
 from swapjudge.runner.plan import coin_first
 
 BASELINE = "baseline"  # the baseline answer's identity in records

@@ -32,7 +32,7 @@ def assert_ships(records: Any, decision: str | Path | Mapping[str, Any], *, run:
     if inconclusive not in INCONCLUSIVE_CHOICES:
         raise ValueError(f"inconclusive must be one of {', '.join(INCONCLUSIVE_CHOICES)}, got {inconclusive!r}")
     from swapjudge.report.decision import render_text
-    from swapjudge.workflows.deciding import decide
+    from swapjudge.workflows.decide import decide
 
     verdict = decide(records, decision, run=run, allow_missing=allow_missing, store=store)
     if verdict.verdict == "keep":

@@ -10,10 +10,10 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
-from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, Outcome, PairTable, build_pairs, classify
-from swapjudge.core.records import select_judges
-from swapjudge.core.reduce import PairCounts
 from swapjudge.core.swap import Consistency, consistency_of_pairs
+from swapjudge.reading.pairs import FIRST, MISSING, SECOND, TIE, Outcome, PairTable, build_pairs, classify
+from swapjudge.reading.records import select_judges
+from swapjudge.reading.reduce import PairCounts
 
 # ---- Cohen's kappa ----------------------------------------------------------------------------------------
 
@@ -236,7 +236,7 @@ def agreement(frame: pl.DataFrame, *, judge: str | None = None, confidence: floa
                             confidence=confidence) for name in judges]
 
 
-# ---- from counts (records larger than memory, `core.streaming`) --------------------------------------------
+# ---- from counts (records larger than memory, `reading.streaming`) --------------------------------------------
 
 
 def kappa_of_counts(a: np.ndarray, b: np.ndarray, count: np.ndarray, cluster: np.ndarray, confidence: float = 0.95,
@@ -276,8 +276,8 @@ def agreement_of_counts(verdicts: dict[str, np.ndarray], counts: PairCounts, *, 
     state of each order and label (`StreamingSource.pair_verdicts`), `counts` its `PairCounts` (consistency and
     accuracy come from them as `analyze` computes them from counts)."""
     from swapjudge.core.counted import COMPLETE, CONSISTENT, accuracy_of_types, kind_tally, outcomes_of
-    from swapjudge.core.reduce import LABEL_TIE, LABEL_X, LABEL_Y, positional
     from swapjudge.core.swap import consistency_of_tally
+    from swapjudge.reading.reduce import LABEL_TIE, LABEL_X, LABEL_Y, positional
 
     types = counts.type_counts
     outcomes = outcomes_of(types)

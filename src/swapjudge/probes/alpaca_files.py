@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from swapjudge.core.textfiles import csv_rows, read_text
 from swapjudge.errors import InputError
 from swapjudge.probes.alpaca_lc import GamedRows
+from swapjudge.reading.textfiles import csv_rows, read_text
 
 DIFFICULTY_COLUMN = "instruction_difficulty"
 GAMED_COLUMNS = ("model", "index", "preference", "std_delta_len")

@@ -39,9 +39,9 @@ import numpy as np
 import polars as pl
 from scipy import special
 
-from swapjudge.core.pairs import FIRST, MISSING, SECOND, TIE, order_cancelled_score
 from swapjudge.errors import InputError
 from swapjudge.probes.logit import fit_logit
+from swapjudge.reading.pairs import FIRST, MISSING, SECOND, TIE, order_cancelled_score
 
 COEFFICIENTS = ("length", "difficulty", "not_gamed_baseline")
 DEFAULT_REGULARIZE = 0.2  # AlpacaEval's lambda
@@ -281,7 +281,7 @@ def soft_label(preference: Any, verdict_names_a: bool | None, where: str) -> flo
 def rows_for_pair(pairs: pl.DataFrame, a: str, b: str, len_x: np.ndarray, len_y: np.ndarray,
                   difficulty: Mapping[str, float] | None = None, difficulty_source: str = "",
                   records_source: str = "") -> LcRows:
-    """a's rows against b from a pair table (core/pairs.py, built with keep=(preference, instruction_index)) and
+    """a's rows against b from a pair table (reading/pairs.py, built with keep=(preference, instruction_index)) and
     the answer lengths of x and y per pair. Both orders judged: the order-cancelled score of the pair (1, 1/2, 0;
     an incomplete pair has no label). Single-order data (no pair of a and b judged in both orders): each call's
     soft label (`soft_label`). The instruction is the records' instruction_index when they carry it (AlpacaEval

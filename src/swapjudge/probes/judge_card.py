@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from swapjudge.core.codes import Outcome
 from swapjudge.core.display import Displayable
-from swapjudge.core.pairs import MISSING, PairTable
+from swapjudge.reading.codes import Outcome
+from swapjudge.reading.pairs import MISSING, PairTable
 
 if TYPE_CHECKING:
     from swapjudge.core.analysis import JudgeAnalysis

@@ -42,7 +42,6 @@ from scipy import special
 
 from swapjudge.core.choices import LengthUnit as LengthUnit  # re-exported: its home before
 from swapjudge.core.choices import SplitHandling as SplitHandling
-from swapjudge.core.pairs import Outcome, order_cancelled_score
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, WinRate, win_rate_over_pairs, withheld_copy
 from swapjudge.core.policy import gate as gate_for
 from swapjudge.core.stats import (
@@ -64,6 +63,7 @@ from swapjudge.probes.alpaca_lc import (
     training_rows,
 )
 from swapjudge.probes.logit import fit_logit
+from swapjudge.reading.pairs import Outcome, order_cancelled_score
 
 SWAP_CANNOT_REMOVE = ("Swapping cannot remove a length preference: the length travels with the answer, not the "
                       "slot, so both orders see the same longer answer. A consistent verdict can still be a verdict "

@@ -20,9 +20,7 @@ import polars as pl
 from scipy import special
 
 from swapjudge.core.accuracy import Accuracy, label_accuracy
-from swapjudge.core.pairs import Outcome, PairTable, build_pairs
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY
-from swapjudge.core.records import select_judges
 from swapjudge.core.stats import Proportion, holm, wilson
 from swapjudge.core.swap import (
     Consistency,
@@ -33,6 +31,8 @@ from swapjudge.core.swap import (
     flip_direction_of_pairs,
 )
 from swapjudge.errors import ArgumentError, SwapjudgeError
+from swapjudge.reading.pairs import Outcome, PairTable, build_pairs
+from swapjudge.reading.records import select_judges
 
 SPLIT = "split"
 NO_MAJORITY = "(no majority)"

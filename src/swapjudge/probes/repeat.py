@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.pairs import MISSING, Outcome, build_pairs, verdict_codes
 from swapjudge.core.policy import Rate
 from swapjudge.core.stats import Proportion, wilson
 from swapjudge.core.swap import Consistency, consistency_of_pairs
+from swapjudge.reading.pairs import MISSING, Outcome, build_pairs, verdict_codes
 
 CATEGORIES = 3  # first, second, tie
 BOOTSTRAP = 2000

@@ -16,11 +16,11 @@ import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis, analyze, with_holm
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy, enforce_gates
-from swapjudge.core.records import RecordSet
 from swapjudge.errors import SwapjudgeError
+from swapjudge.reading.records import RecordSet
 
 if TYPE_CHECKING:
-    from swapjudge.core.streaming import StreamingSource
+    from swapjudge.reading.streaming import StreamingSource
 
 MISSING_VALUE = "(missing)"
 # below this many complete pairs a segment's consistency interval is too wide for its gate to mean much
@@ -162,13 +162,13 @@ def segment_analyses_of_source(source: StreamingSource, by: str, *, judge: str |
                                tie_policy: TiePolicy | str = TiePolicy.half_credit,
                                min_consistency: float = DEFAULT_MIN_CONSISTENCY,
                                confidence: float = 0.95) -> SegmentedAnalysis:
-    """`segment_analyses` from a records file reduced to counts (`core.streaming`, opened with `segment=by` and
+    """`segment_analyses` from a records file reduced to counts (`reading.streaming`, opened with `segment=by` and
     `split=False`): the whole file analysed by `core.counted`, then each segment as the rows path analyses it
     (the compared pair settled on the whole file, the records between its two systems, the tie policy as given,
     the segment's own adaptive threshold)."""
     from swapjudge.core.analysis import _choose_pair, adaptive_view_of_counts
     from swapjudge.core.counted import analysis_of_counts, analyze_source, unswapped_of
-    from swapjudge.core.reduce import one_value
+    from swapjudge.reading.reduce import one_value
 
     overall = analyze_source(source, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
                              confidence=confidence)

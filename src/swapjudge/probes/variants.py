@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.pairs import Outcome, PairTable, build_pairs
 from swapjudge.core.stats import binomial_p
 from swapjudge.errors import ArgumentError, SwapjudgeError
 from swapjudge.probes.panel import JudgeSummary, summarize, with_holm
+from swapjudge.reading.pairs import Outcome, PairTable, build_pairs
 
 VARIANT_FIELDS = ("judge", "round")
 

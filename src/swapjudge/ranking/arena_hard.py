@@ -28,12 +28,12 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from swapjudge.core.codes import MISSING, VERDICT_CODES
 from swapjudge.core.graded import ARENA_HARD_WEIGHT, NO_LEVEL, levels
-from swapjudge.core.records import STRENGTH, RecordSet
 from swapjudge.errors import InputError
 from swapjudge.ranking.battles import choose_judge
 from swapjudge.ranking.bradley_terry import Outcome as Battle
+from swapjudge.reading.codes import MISSING, VERDICT_CODES
+from swapjudge.reading.records import STRENGTH, RecordSet
 
 
 @dataclass(frozen=True)

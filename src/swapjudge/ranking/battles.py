@@ -16,14 +16,14 @@ import polars as pl
 
 from swapjudge.core.choices import OutcomeSource as OutcomeSource  # re-exported: its home before
 from swapjudge.core.graded import graded_scores, levels
-from swapjudge.core.pairs import Outcome as PairOutcome
-from swapjudge.core.pairs import build_pairs
-from swapjudge.core.records import RecordSet
 from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Comparisons
 from swapjudge.ranking.bradley_terry import Outcome as Battle
 from swapjudge.ranking.order_effect import Calls
 from swapjudge.ranking.style import TEXT_FEATURES, covariate_matrix, text_feature
+from swapjudge.reading.pairs import Outcome as PairOutcome
+from swapjudge.reading.pairs import build_pairs
+from swapjudge.reading.records import RecordSet
 
 
 def judge_of(judges: list[str], judge: str | None, source: str = "records") -> str:

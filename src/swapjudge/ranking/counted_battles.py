@@ -1,4 +1,4 @@
-"""The comparisons of a ranking from counted pairs (records reduced by `core.streaming`, larger than memory).
+"""The comparisons of a ranking from counted pairs (records reduced by `reading.streaming`, larger than memory).
 
 A judge's pairs counted by (item, x, y, verdict of each order) become a weighted battle table: each row one
 outcome of one item's system pair, with `count` comparisons. The Bradley-Terry fit sums counts per system pair,
@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from swapjudge.core.choices import OutcomeSource
-from swapjudge.core.codes import FIRST, SECOND, TIE
-from swapjudge.core.pairs import Outcome as PairOutcome
-from swapjudge.core.pairs import classify
-from swapjudge.core.reduce import positional
 from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Comparisons
 from swapjudge.ranking.bradley_terry import Outcome as Battle
+from swapjudge.reading.codes import FIRST, SECOND, TIE
+from swapjudge.reading.pairs import Outcome as PairOutcome
+from swapjudge.reading.pairs import classify
+from swapjudge.reading.reduce import positional
 
 # a call's verdict state (FIRST, SECOND, TIE of the pair table) as the battle of its first- vs second-shown system
 _CALL_BATTLE = {FIRST: Battle.LEFT, SECOND: Battle.RIGHT, TIE: Battle.TIE}

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.pairs import build_pairs
 from swapjudge.core.policy import Gate, gate
-from swapjudge.core.reduce import PairCounts
 from swapjudge.core.swap import Consistency, consistency_of_pairs, consistency_of_tally
 from swapjudge.errors import GateError
+from swapjudge.reading.pairs import build_pairs
+from swapjudge.reading.reduce import PairCounts
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def rank_gate(frame: pl.DataFrame, min_consistency: float, confidence: float = 0
 
 
 def rank_gate_of_counts(counts: PairCounts, min_consistency: float, confidence: float = 0.95) -> RankGate:
-    """`rank_gate` from one judge's pairs reduced to counts (`core.reduce.PairCounts` of all its pairs): the same
+    """`rank_gate` from one judge's pairs reduced to counts (`reading.reduce.PairCounts` of all its pairs): the same
     consistency, clustered by item through the kinds of items, as `core.counted` measures it for `analyze`."""
     from swapjudge.core.counted import COMPLETE, CONSISTENT, kind_tally, outcomes_of
 

@@ -44,7 +44,7 @@ from swapjudge.report.wording import (
     pct,
     segment_gate_word,
 )
-from swapjudge.workflows.reporting import ReportInputs, ReportRanking, SegmentRow
+from swapjudge.workflows.report import ReportInputs, ReportRanking, SegmentRow
 
 OUTCOME_WORDS = {
     "flip_first": "flip toward slot 1",

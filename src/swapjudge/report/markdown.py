@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # types only: rendering needs no polars
     from swapjudge.probes.length import LengthProbe
     from swapjudge.probes.panel import PanelResult
     from swapjudge.ranking.bradley_terry import Ranking
-    from swapjudge.workflows.reporting import ReportInputs, SegmentRow
+    from swapjudge.workflows.report import ReportInputs, SegmentRow
 
 # a ranking longer than this folds into <details> so the pull-request comment stays short
 FOLD_RANKING_AFTER = 10

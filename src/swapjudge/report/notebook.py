@@ -98,7 +98,7 @@ register_display("swapjudge.core.analysis.JudgeAnalysis", html=lambda a: analysi
                  markdown=lambda a: analysis_markdown([a]))
 register_display("swapjudge.core.analysis.Analyses", html=lambda r: analysis_html(r.judges),
                  markdown=lambda r: analysis_markdown(r.judges))
-register_display("swapjudge.workflows.judging.RunResult", html=run_html, markdown=run_markdown)
+register_display("swapjudge.workflows.run.RunResult", html=run_html, markdown=run_markdown)
 register_display("swapjudge.core.calculator.Calculation", html=calculation_html, markdown=calculation_markdown)
 register_display("swapjudge.ranking.bradley_terry.Ranking", html=ranking_html, markdown=ranking_markdown)
 register_display("swapjudge.decision.verdict.Verdict", html=decision_report.render_html_fragment,
@@ -145,6 +145,6 @@ def _card_run_markdown(result: Any) -> str:
 
 register_display("swapjudge.probes.judge_card.JudgeCard", html=lambda c: card_html(c.to_dict()),
                  markdown=lambda c: card_markdown(c.to_dict()))
-register_display("swapjudge.workflows.carding.CardRun", html=_card_run_html, markdown=_card_run_markdown)
-register_display("swapjudge.workflows.carding.CardSet", html=lambda s: card_set_html(s.to_dict()),
+register_display("swapjudge.workflows.card.CardRun", html=_card_run_html, markdown=_card_run_markdown)
+register_display("swapjudge.workflows.card.CardSet", html=lambda s: card_set_html(s.to_dict()),
                  markdown=lambda s: card_set_markdown(s.to_dict()))

@@ -16,7 +16,7 @@ from swapjudge.ranking.bradley_terry import Ranking
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from swapjudge.workflows.reporting import SegmentRow
+    from swapjudge.workflows.report import SegmentRow
 
 VERDICT_NAMES = ("first", "second", "tie", "none")
 # colour-blind-safe pair (Okabe-Ito) for slot 1 / slot 2, grey for ties

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.core.pairs_file import PairItem
 from swapjudge.errors import ArgumentError, InputError
+from swapjudge.reading.pairs_file import PairItem
 
 SAMPLE = "sample"
 QUEUE = "queue"

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swapjudge.core.textfiles import write_atomic
+from swapjudge.reading.textfiles import write_atomic
 from swapjudge.review.votes import live_votes
 
 HUMAN_PREFIX = "human:"

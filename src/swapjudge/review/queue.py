@@ -12,11 +12,11 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.core.pairs import FIRST, SECOND, TIE, Outcome, build_pairs
-from swapjudge.core.pairs_file import PairItem, load_pairs
-from swapjudge.core.records import RecordSet
-from swapjudge.core.textfiles import spreadsheet_cell, write_atomic
 from swapjudge.errors import InputError
+from swapjudge.reading.pairs import FIRST, SECOND, TIE, Outcome, build_pairs
+from swapjudge.reading.pairs_file import PairItem, load_pairs
+from swapjudge.reading.records import RecordSet
+from swapjudge.reading.textfiles import spreadsheet_cell, write_atomic
 
 QUEUE_OUTCOMES = {
     Outcome.FLIP_FIRST: "flip_first",
@@ -33,7 +33,7 @@ _CODE_NAMES = {FIRST: "first", SECOND: "second", TIE: "tie"}
 
 
 def load_pair_items(path: str | Path) -> list[PairItem]:
-    """The items of a pairs file, read by the runner's reader (`swapjudge.core.pairs_file.load_pairs`)."""
+    """The items of a pairs file, read by the runner's reader (`swapjudge.reading.pairs_file.load_pairs`)."""
     return list(load_pairs(path).items)
 
 
@@ -97,7 +97,7 @@ def write_table(rows: pl.DataFrame | Sequence[dict[str, Any]], path: str | Path,
                 fields: Sequence[str] | None = None) -> None:
     """Write rows as JSON Lines, or CSV when the path ends in .csv; atomically (a temporary file renamed). A CSV
     is written for people's spreadsheets: a text cell that would run as a formula is escaped with a leading `'`
-    (`core.textfiles.spreadsheet_cell`), which every swapjudge reader of CSV takes off again."""
+    (`reading.textfiles.spreadsheet_cell`), which every swapjudge reader of CSV takes off again."""
     path = Path(path)
     dicts = rows.to_dicts() if isinstance(rows, pl.DataFrame) else list(rows)
     names = list(fields) if fields is not None else (

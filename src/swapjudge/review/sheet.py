@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from swapjudge.core.pairs_file import PairItem
-from swapjudge.core.textfiles import is_stdio
 from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.reading.pairs_file import PairItem
+from swapjudge.reading.textfiles import is_stdio
 from swapjudge.review.queue import write_table
 from swapjudge.review.spreadsheet import read_sheet_table
 

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from swapjudge.core.textfiles import allow_long_cells, from_spreadsheet, read_bytes
 from swapjudge.errors import InputError
+from swapjudge.reading.textfiles import allow_long_cells, from_spreadsheet, read_bytes
 
 SEPARATORS = (",", ";", "\t")
 SEPARATOR_NAMES = {",": "comma", ";": "semicolon", "\t": "tab"}

@@ -21,10 +21,10 @@ import polars as pl
 
 from swapjudge.core.analysis import analyze
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate
-from swapjudge.core.records import records_from_dicts
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.probes.agreement import agreement, kappa
 from swapjudge.probes.calibrate import calibrate
+from swapjudge.reading.records import records_from_dicts
 from swapjudge.review.assign import SAMPLE
 from swapjudge.review.export import judge_name, vote_record
 
@@ -199,7 +199,7 @@ def judge_context(records_path: str | Path, systems: Sequence[tuple[str, str]], 
     """The judge the status page compares the votes with: its records (one judge: `judge`, needed when the file
     holds several), its self-consistency gate, and the two systems a and b of the win rate (given, or the two
     every reviewed pair compares)."""
-    from swapjudge.core.records import load_records, select_judges
+    from swapjudge.reading.records import load_records, select_judges
 
     loaded = load_records(records_path, allow_unpaired=True)
     names = select_judges(loaded.frame, judge)

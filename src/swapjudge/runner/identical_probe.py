@@ -19,11 +19,11 @@ import numpy as np
 
 from swapjudge.config import LoadedConfig
 from swapjudge.core.identical import IdenticalRun, identical_probe
-from swapjudge.core.pairs import MISSING, VERDICT_CODES
-from swapjudge.core.pairs_file import PairsFile, load_pairs
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.base import FatalJudgeError, Judge, JudgeRequest
 from swapjudge.judges.prompts import boundary_code, render_request
+from swapjudge.reading.pairs import MISSING, VERDICT_CODES
+from swapjudge.reading.pairs_file import PairsFile, load_pairs
 from swapjudge.runner.backend import check_judge_options, open_judge, structured_output
 from swapjudge.runner.plan import estimated_tokens, expected_output_tokens, system_pairs
 from swapjudge.runner.ratelimit import RateLimiter

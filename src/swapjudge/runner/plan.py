@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from swapjudge.config import LoadedConfig
-from swapjudge.core.pairs_file import PairsFile
 from swapjudge.errors import InputError
 from swapjudge.judges.base import (
     JudgeRequest,
 )
 from swapjudge.judges.prompts import boundary_code, render_request
+from swapjudge.reading.pairs_file import PairsFile
 
 CHARS_PER_TOKEN = 4.0  # rough estimate for planning; real counts come from the API's usage
 

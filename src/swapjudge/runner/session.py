@@ -16,9 +16,9 @@ from typing import Any
 from rich.console import Console
 
 from swapjudge.config import LoadedConfig
-from swapjudge.core.pairs_file import PairsFile, load_pairs
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.base import Judge
+from swapjudge.reading.pairs_file import PairsFile, load_pairs
 from swapjudge.runner.backend import check_judge_options, open_judge, structured_output
 from swapjudge.runner.batch.engine import BatchOutcome, execute_batches
 from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, identical_record

@@ -29,7 +29,7 @@ def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
 def run_record_set(store: Store, run_id: int) -> Any:
     """A stored run's calls as a validated `RecordSet` (core fields and verdict probabilities). A pair with one
     usable order (an interrupted run, a failed call, a single-order run) is incomplete rather than an error."""
-    from swapjudge.core.records import records_from_dicts
+    from swapjudge.reading.records import records_from_dicts
 
     # the probabilities let the analysis show debiased verdicts, as it does for the run's export
     core = ("judge", "round", "item", "first", "second", "verdict", "label", "p_first", "p_second", "strength")

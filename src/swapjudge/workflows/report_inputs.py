@@ -1,5 +1,5 @@
 """What a report shows, as the renderers in `swapjudge.report` read it: each judge's analysis and ranking, the
-segments, the review queue, the probes, and the source they came from (computed by `workflows.reporting`, from
+segments, the review queue, the probes, and the source they came from (computed by `workflows.report`, from
 records read whole, or by `workflows.streamed_report`, from the streaming engine's counts)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a report (and the review queue) reads: a records file or a stored run, with its provenance.
 
-Records come from anything `core.records.load_records` takes (a path, stdin, a list of dicts, a DataFrame). A
+Records come from anything `reading.records.load_records` takes (a path, stdin, a list of dicts, a DataFrame). A
 report's source is a records file or a run store (SQLite), with the facts about where its records came from
 (`ReportSource`): a records file gives its digest and date, a stored run its configuration, hash, judge, counts,
 cost and dates.
@@ -16,9 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.core.records import RecordSet, load_records
-from swapjudge.core.textfiles import is_stdio, read_stdin
 from swapjudge.errors import InputError
+from swapjudge.reading.records import RecordSet, load_records
+from swapjudge.reading.textfiles import is_stdio, read_stdin
 
 # Optional per-call text columns: the answers shown in slot 1 and slot 2, and the task. A records file may carry
 # them directly; otherwise `review.attach_texts` adds them from a pairs file.
@@ -50,7 +50,7 @@ class ReportSource:
 
 @dataclass(frozen=True)
 class StreamedSource:
-    """A records file a report read with the streaming engine (`core.streaming`): its name, provenance and
+    """A records file a report read with the streaming engine (`reading.streaming`): its name, provenance and
     fields, never its rows. `has_pair_texts`: answer texts come from a pairs file."""
 
     name: str
@@ -124,7 +124,7 @@ def records_provenance(frame: pl.DataFrame, path: Path | None = None) -> dict[st
 
 def _store_source(path: Path, run: int | None, allow_unpaired: bool) -> ReportSource:
     """A run from the runner's store, with the run's configuration, hash, counts, cost and dates."""
-    from swapjudge.core.records import records_from_dicts
+    from swapjudge.reading.records import records_from_dicts
     from swapjudge.runner.provenance import open_store
 
     with open_store(path, read_only=True) as store:

@@ -1,4 +1,4 @@
-"""`swapjudge report` from the streaming engine's counts (`core.streaming`, DuckDB): records files larger than
+"""`swapjudge report` from the streaming engine's counts (`reading.streaming`, DuckDB): records files larger than
 memory get the report's analyses, segments, rankings and review queue with the figures of records read whole.
 
 Each judge's analysis and the per-segment analyses come from the counts (`core.counted`, `probes.segments`), the
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.pairs import classify
 from swapjudge.core.policy import TiePolicy
-from swapjudge.core.records import choose_judges
-from swapjudge.core.reduce import positional
 from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Model, rank
+from swapjudge.reading.pairs import classify
+from swapjudge.reading.records import choose_judges
+from swapjudge.reading.reduce import positional
 from swapjudge.review.queue import QUEUE_FIELDS, QUEUE_OUTCOMES
 from swapjudge.workflows.report_inputs import (
     LENGTH_COLUMNS,
@@ -37,8 +37,8 @@ from swapjudge.workflows.report_inputs import (
 from swapjudge.workflows.sources import TEXT_COLUMNS, StreamedSource
 
 if TYPE_CHECKING:
-    from swapjudge.core.pairs_file import PairItem
-    from swapjudge.core.streaming import StreamingSource
+    from swapjudge.reading.pairs_file import PairItem
+    from swapjudge.reading.streaming import StreamingSource
 
 USAGE_COLUMNS = ("input_tokens", "output_tokens", "cost_usd", "latency_s")
 # the verdict states (0-4: first, second, tie, no verdict, no call) of every pair the review queue lists
@@ -137,7 +137,7 @@ def queue_rows(reduced: StreamingSource, fields: list[str], limit: int, judge: s
 
 def counted_rankings(reduced: StreamingSource, judges: list[str], passed: dict[str | None, bool], *,
                      model: Model | str, rounds: int, seed: int, confidence: float) -> tuple[ReportRanking, ...]:
-    """The rankings `workflows.reporting.judge_ranking` fits, from the counted pairs: each judge that passed its
+    """The rankings `workflows.report.judge_ranking` fits, from the counted pairs: each judge that passed its
     gate and compared more than two systems in complete pairs. Each is fitted as soon as its counts are read, so
     one judge's comparisons are held at a time (the bootstrap's own memory is bounded)."""
     from swapjudge.ranking.counted_battles import comparisons_of_counts
@@ -162,7 +162,7 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
                     rank_rounds: int, rank_seed: int, rank_model: Model | str = Model.rao_kupper,
                     pairs: str | Path | None = None, human: pl.DataFrame | None = None,
                     human_source: str = "human records", queue_limit: int = 1000) -> ReportInputs:
-    """`workflows.reporting.prepare_report` from a reduced records file (opened with `split=False`, and with
+    """`workflows.report.prepare_report` from a reduced records file (opened with `split=False`, and with
     `segment` when the report is segmented): the same analyses, segments, rankings, queue and human-corrected
     win rates (`human`: people's records, read whole), the queue's rows capped at `queue_limit` (its counts are
     over every pair). Closes `reduced`."""

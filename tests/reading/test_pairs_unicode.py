@@ -15,8 +15,8 @@ import pytest
 
 from judge_server import JudgeServer
 from runner_helpers import write_config
-from swapjudge.core.pairs_file import load_pairs
 from swapjudge.errors import InputError
+from swapjudge.reading.pairs_file import load_pairs
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 LONE = "\udced"  # what json.loads makes of the escape "\\udced"

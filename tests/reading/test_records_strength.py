@@ -6,8 +6,8 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from swapjudge.core.records import _fast_frame, load_records
 from swapjudge.errors import InputError
+from swapjudge.reading.records import _fast_frame, load_records
 
 
 def write(tmp_path, rows, name="r.jsonl"):

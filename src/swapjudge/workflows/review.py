@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, SwapjudgeError
+from swapjudge.reading.records import load_records
 from swapjudge.workflows.sources import report_source
 
 if TYPE_CHECKING:
@@ -93,8 +93,8 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
     """Create the review store with its plan (seeded sample, the judge's priority queue from `queue`, overlap,
     shown orders, re-shows), or resume it when it was made with the same options; and load the judge records
     (`judge_records`, default `queue`) the status page compares the votes with."""
-    from swapjudge.core.pairs_file import load_pairs
-    from swapjudge.core.records import load_records
+    from swapjudge.reading.pairs_file import load_pairs
+    from swapjudge.reading.records import load_records
     from swapjudge.review.assign import ReviewPlan, parse_reviewers, plan_review
     from swapjudge.review.queue import unsettled_pairs
     from swapjudge.review.status import judge_context

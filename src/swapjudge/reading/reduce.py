@@ -1,6 +1,6 @@
 """Records reduced to counts: what every statistic of `analyze`, `rank`, `segments` and `agreement` needs,
 without the rows (docs/scale.md). The same reduction runs in memory here (polars, from validated records) and
-over files larger than memory in `core.streaming` (DuckDB); both produce the tables below, so the figures
+over files larger than memory in `reading.streaming` (DuckDB); both produce the tables below, so the figures
 computed from them (`core.counted`) are the same to the last bit.
 
 Two steps. The **pair table** has one row per pair (judge, round, item, x < y): the positional verdict of each
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import polars as pl
 
-from swapjudge.core.codes import FIRST, MISSING, SECOND, TIE, VERDICT_CODES
+from swapjudge.reading.codes import FIRST, MISSING, SECOND, TIE, VERDICT_CODES
 
 # verdict codes of the pair table: FIRST, SECOND, TIE as everywhere, then these two
 NULL = 3  # the call exists and gave no usable verdict
@@ -142,7 +142,7 @@ class PairCounts:
 
 class PairSource(Protocol):
     """Records reduced to what the analysis asks of them, one selection at a time: in memory (`FrameSource`)
-    or from a file larger than memory (`core.streaming`)."""
+    or from a file larger than memory (`reading.streaming`)."""
 
     source: str
 
@@ -168,14 +168,14 @@ def _verdict_state(verdict: pl.Expr) -> pl.Expr:
 
 
 def _threshold_value(frame: pl.DataFrame) -> pl.Expr:
-    """Each call's adaptive threshold when it is one in (0.5, 1], else null (as `core.records` reads it)."""
-    from swapjudge.core.records import REGISTERED_ADAPTIVE, _threshold
+    """Each call's adaptive threshold when it is one in (0.5, 1], else null (as `reading.records` reads it)."""
+    from swapjudge.reading.records import REGISTERED_ADAPTIVE, _threshold
 
     return _threshold(frame) if REGISTERED_ADAPTIVE in frame.columns else pl.lit(None, dtype=pl.Float64)
 
 
 def _reshow_value(frame: pl.DataFrame) -> pl.Expr:
-    from swapjudge.core.records import REGISTERED_RESHOW
+    from swapjudge.reading.records import REGISTERED_RESHOW
 
     if REGISTERED_RESHOW not in frame.columns:
         return pl.lit(None, dtype=pl.Float64)

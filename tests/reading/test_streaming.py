@@ -1,4 +1,4 @@
-"""The streaming reduction (DuckDB, `core.streaming`) and the analysis from counts (`core.counted`) against the
+"""The streaming reduction (DuckDB, `reading.streaming`) and the analysis from counts (`core.counted`) against the
 in-memory analysis of the same records: every figure equal, on seeded shapes, the repository's examples and real
 published judge data, from JSON Lines and from Parquet; and the same one-line errors for the same bad files."""
 
@@ -16,11 +16,11 @@ from conftest import shared_data, shi2024_records, write_jsonl, write_parquet
 from record_shapes import SHAPES
 from swapjudge.core.analysis import analyze as analyse_records
 from swapjudge.core.counted import analyze_source
-from swapjudge.core.records import load_records
-from swapjudge.core.reduce import FrameSource
-from swapjudge.core.streaming import open_source, should_stream
 from swapjudge.errors import InputError
-from swapjudge.workflows.audit import analyze
+from swapjudge.reading.records import load_records
+from swapjudge.reading.reduce import FrameSource
+from swapjudge.reading.streaming import open_source, should_stream
+from swapjudge.workflows.analyze import analyze
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -74,7 +74,7 @@ def test_every_shape_gives_the_in_memory_figures(tmp_path: Path, shape: str) -> 
 def test_the_head_of_a_json_lines_file_chooses_the_passes_duckdb_would(tmp_path: Path, shape: str) -> None:
     """The passes are chosen by a Python read of the file's head: the same choice as DuckDB's own sample of
     its first records, and either choice gives the same figures."""
-    from swapjudge.core.streaming import _json_head
+    from swapjudge.reading.streaming import _json_head
 
     rows = SHAPES[shape]()
     unpaired = shape in ("unpaired", "reshown")
@@ -88,7 +88,7 @@ def test_the_head_of_a_json_lines_file_chooses_the_passes_duckdb_would(tmp_path:
 
 
 def test_items_of_several_pairs_or_rounds_send_a_file_to_the_pass_by_pair_key(tmp_path: Path) -> None:
-    from swapjudge.core.streaming import _mostly_one_pair
+    from swapjudge.reading.streaming import _mostly_one_pair
 
     def call(item: str, first: str, second: str, round_: int = 0) -> dict[str, Any]:
         return {"judge": "j", "item": item, "first": first, "second": second, "verdict": "tie", "round": round_}

@@ -13,10 +13,7 @@ import polars as pl
 from swapjudge.core import arguments
 from swapjudge.core.analysis import analyze
 from swapjudge.core.choices import ReadEngine
-from swapjudge.core.pairs import Outcome, build_pairs
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
-from swapjudge.core.records import load_records, select_judges
-from swapjudge.core.sidefiles import texts_from_records
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import InputError
 from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, text_length
@@ -25,6 +22,9 @@ from swapjudge.probes.panel import PanelResult, panel
 from swapjudge.probes.segments import segment_analyses
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, rank
+from swapjudge.reading.pairs import Outcome, build_pairs
+from swapjudge.reading.records import load_records, select_judges
+from swapjudge.reading.sidefiles import texts_from_records
 from swapjudge.review.queue import review_queue
 from swapjudge.workflows.report_inputs import (
     LENGTH_COLUMNS,
@@ -82,11 +82,11 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
               tie_policy: TiePolicy | str | None, min_consistency: float | None, confidence: float,
               segment: str | None, rank_rounds: int, rank_seed: int, queue_limit: int) -> ReportInputs | None:
     """The report from the streaming engine's counts, or None when the records are to be read whole: a stored
-    run, a file `core.streaming.should_stream` does not stream, or (under auto) one with a section that needs the
+    run, a file `reading.streaming.should_stream` does not stream, or (under auto) one with a section that needs the
     rows."""
     from swapjudge.core.counted import analyze_source
-    from swapjudge.core.streaming import open_source, parquet_rows, record_fields, should_stream
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field
+    from swapjudge.reading.streaming import open_source, parquet_rows, record_fields, should_stream
     from swapjudge.workflows.streamed_report import needs_rows, streamed_report
 
     if not should_stream(source, read.value) or is_run_store(Path(source)):

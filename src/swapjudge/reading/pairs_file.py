@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swapjudge.core.textfiles import allow_long_cells, decode_text, has_lone_surrogate, json_lines, read_bytes
 from swapjudge.errors import InputError
+from swapjudge.reading.textfiles import allow_long_cells, decode_text, has_lone_surrogate, json_lines, read_bytes
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ rates at once), build the comparisons, and fit the tie-aware Bradley-Terry model
 or, with an order effect or style covariates, fit single calls with a first-slot term.
 
 A Parquet file, or a JSON Lines file too large to read at ease, is reduced by the streaming engine
-(`core.streaming`, DuckDB) to the judge's pairs counted by item, system pair and verdicts, and ranked from those
+(`reading.streaming`, DuckDB) to the judge's pairs counted by item, system pair and verdicts, and ranked from those
 counts (`ranking.counted_battles`): the same figures as records read whole. Graded verdicts and the single-call
 fits (an order effect, style covariates) need the rows: `auto` reads those in memory."""
 
@@ -23,8 +23,8 @@ from swapjudge.core.choices import (
     OutcomeSource,
     ReadEngine,
 )
-from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, InputError
+from swapjudge.reading.records import load_records
 
 if TYPE_CHECKING:
     from swapjudge.ranking.bradley_terry import Ranking
@@ -108,9 +108,9 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
 
 
 def _streams(source: Any, engine: ReadEngine, adjusted: bool, outcome: OutcomeSource) -> bool:
-    """Whether the records are ranked from counts: what `core.streaming.should_stream` says for the file, unless
+    """Whether the records are ranked from counts: what `reading.streaming.should_stream` says for the file, unless
     the ranking needs the rows (refused in one line under "streaming"; read in memory under "auto")."""
-    from swapjudge.core.streaming import should_stream
+    from swapjudge.reading.streaming import should_stream
 
     if engine is ReadEngine.memory:
         return False
@@ -129,11 +129,11 @@ def _streams(source: Any, engine: ReadEngine, adjusted: bool, outcome: OutcomeSo
 def _rank_counted(source: Any, judge: str | None, model: Model, outcome: OutcomeSource, rounds: int, seed: int,
                   confidence: float, interval: IntervalMethod, min_consistency: float) -> JudgeRanking:
     """The ranking from the streaming reduction's counts: the same judge, gate, errors and figures."""
-    from swapjudge.core.streaming import open_source
     from swapjudge.ranking.battles import judge_of
     from swapjudge.ranking.bradley_terry import rank as fit_ranking
     from swapjudge.ranking.counted_battles import comparisons_of_counts
     from swapjudge.ranking.gate import rank_gate_of_counts
+    from swapjudge.reading.streaming import open_source
 
     with open_source(source, allow_unpaired=outcome is OutcomeSource.calls, split=False) as reduced:
         judges = reduced.judges()
@@ -156,9 +156,9 @@ def _rank_calls(loaded: Any, name: str, judge: str | None, order_effect: bool, c
                 pairs: str | Path | None, rounds: int, seed: int, confidence: float,
                 checked: RankGate) -> JudgeRanking:
     """Bradley-Terry on single calls with a first-slot term and covariates."""
-    from swapjudge.core.sidefiles import load_answer_texts
     from swapjudge.ranking.battles import calls_from_records
     from swapjudge.ranking.order_effect import fit_adjusted
+    from swapjudge.reading.sidefiles import load_answer_texts
 
     texts = load_answer_texts(pairs) if pairs is not None else None
     data = calls_from_records(loaded, judge=judge, controls=controls, texts=texts)

@@ -1,11 +1,11 @@
 """Records files larger than memory: JSON Lines or Parquet reduced by DuckDB to the pair table and the counts of
-`core.reduce`, with every check of `core.records` (docs/records.md) run on the way.
+`reading.reduce`, with every check of `reading.records` (docs/records.md) run on the way.
 
 DuckDB reads the file in parallel within a memory limit and spills what does not fit to a temporary folder, so
 memory stays bounded whatever the file's size. One pass groups the calls by pair key into the pair table (the
 identical-answer calls by their own key beside them); the checks are aggregates over that table, and a problem
 is located afterwards by a targeted query that names the line (JSON Lines) or the row and row group (Parquet)
-with the words `core.records` uses. DuckDB is the `scale` extra: `pip install 'swapjudge[scale]'`.
+with the words `reading.records` uses. DuckDB is the `scale` extra: `pip install 'swapjudge[scale]'`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.codes import FIRST, SECOND, TIE
-from swapjudge.core.records import (
+from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.reading.codes import FIRST, SECOND, TIE
+from swapjudge.reading.records import (
     REGISTERED_A,
     REGISTERED_ADAPTIVE,
     REGISTERED_B,
@@ -38,7 +39,7 @@ from swapjudge.core.records import (
     STRENGTH,
     _parse_row,
 )
-from swapjudge.core.reduce import (
+from swapjudge.reading.reduce import (
     ABSENT,
     LABEL_NONE,
     LABEL_STATES,
@@ -52,8 +53,7 @@ from swapjudge.core.reduce import (
     PairCounts,
     one_value,
 )
-from swapjudge.core.textfiles import decode_text
-from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.reading.textfiles import decode_text
 
 # files at least this large are streamed by `analyze` and its kin when DuckDB is installed (Parquet always)
 STREAM_ABOVE_BYTES = 32 * 2**20
@@ -165,7 +165,7 @@ def _json_value(raw: str, *, integer: bool = False, other: bool = False) -> str:
 
 
 def _json_calls(path: str, segment: str | None, missing: str) -> str:
-    """The SELECT reading a JSON Lines file as normalised calls, checked as `core.records._parse_row` checks them
+    """The SELECT reading a JSON Lines file as normalised calls, checked as `reading.records._parse_row` checks them
     (`bad`: any field it would refuse; a missing `verdict` key reads as null here, so the keys are counted apart,
     `_key_count`). The fields whose JSON type decides (text, or an integer for ids) are read as JSON and each
     turned into its value at once, null when the type is refused; the others as text, which a wrong type cannot
@@ -193,7 +193,7 @@ def _json_calls(path: str, segment: str | None, missing: str) -> str:
         return f"TRY_CAST({raw(f)} AS DOUBLE)"
 
     def probability_ok(f: str) -> str:
-        # a JSON number in [0, 1] (NaN compares above every number here), or null, as `core.records` says
+        # a JSON number in [0, 1] (NaN compares above every number here), or null, as `reading.records` says
         return (f"({raw(f)} IS NULL OR (NOT {_is_text(raw(f))} AND {raw(f)} NOT IN ('true', 'false') "
                 f"AND {number(f)} BETWEEN 0 AND 1))")
 
@@ -489,7 +489,7 @@ def _items_sql(present: frozenset[str]) -> str:
 
 
 def _views_sql(present: frozenset[str]) -> list[str]:
-    """The pair-level and probe-level views of the groups, in `core.reduce`'s terms (absent fields as nulls)."""
+    """The pair-level and probe-level views of the groups, in `reading.reduce`'s terms (absent fields as nulls)."""
 
     def have(column: str, field: str, kind: str = "VARCHAR") -> str:
         return column if field in present else f"NULL::{kind} AS {column}"
@@ -597,8 +597,8 @@ def _duckdb_error(path: str, err: Exception) -> InputError:
 
 @dataclass
 class StreamingSource:
-    """A JSON Lines or Parquet records file as a `core.reduce.PairSource`, reduced by DuckDB within its memory
-    limit. Validation is `core.records`'s: the first problem raises `InputError` naming the line (or row and
+    """A JSON Lines or Parquet records file as a `reading.reduce.PairSource`, reduced by DuckDB within its memory
+    limit. Validation is `reading.records`'s: the first problem raises `InputError` naming the line (or row and
     row group) and field. Close it (or use it as a context manager) to drop its temporary files."""
 
     path: str
@@ -764,7 +764,7 @@ class StreamingSource:
         self._no_segment([str(k) for (k,) in keys])
 
     def _check(self) -> None:
-        """Every check of `core.records` as aggregates over the two passes' tables; a problem is then located."""
+        """Every check of `reading.records` as aggregates over the two passes' tables; a problem is then located."""
         by_design = "coalesce(by_design, false)" if {"threshold", "reshow"} & self.present else "false"
         segment = ("count(*) FILTER (WHERE segment <> segment_hi)" if "segment" in self.present else "0")
         (total, bad, dup, pairs, lonely, lonely_not_by_design, conflicts) = self._sql(f"""
@@ -786,7 +786,7 @@ class StreamingSource:
         if total == 0:
             raise InputError("no records", path=self.path)
         bad = s_bad if self._sql("SELECT count(*) FROM summary")[0][0] else bad
-        # every record has a `verdict` key when the key's bytes occur once per record (`core.records` counts so)
+        # every record has a `verdict` key when the key's bytes occur once per record (`reading.records` counts so)
         keys = self._verdict_count.result() if self._verdict_count is not None else total
         if not bad and not is_parquet(self.path) and keys != total:
             self._json_line_error()  # a record without a verdict key: `_parse_row` names it
@@ -843,7 +843,7 @@ class StreamingSource:
         raise InputError("record vanished while being read", path=self.path, line=line)
 
     def _row_error(self) -> None:
-        """The first record with a bad field, in `core.records`'s words."""
+        """The first record with a bad field, in `reading.records`'s words."""
         ordinal = int(self._sql("SELECT min(ord) FROM source WHERE bad")[0][0])
         path, line = self._place(ordinal)
         record = self._row_record(ordinal)
@@ -856,7 +856,7 @@ class StreamingSource:
         raise InputError("a field cannot be read", path=path, line=line)  # a check DuckDB and Python disagree on
 
     def _duplicate_error(self) -> None:
-        """`core.records`'s duplicate-call error: the first duplicated call and where it is repeated."""
+        """`reading.records`'s duplicate-call error: the first duplicated call and where it is repeated."""
         rows = self._sql("""
             WITH keyed AS (SELECT ord, judge, round, item, first, second FROM source),
                  dup AS (SELECT judge, round, item, first, second FROM keyed GROUP BY ALL HAVING count(*) > 1)
@@ -873,7 +873,7 @@ class StreamingSource:
             path=path, line=line2, field="item", more=max(0, len(rows) - 2))
 
     def _lonely_error(self, count: int) -> None:
-        """`core.records`'s error for the first call whose swapped twin is missing (and not missing by design)."""
+        """`reading.records`'s error for the first call whose swapped twin is missing (and not missing by design)."""
         by_design = ("(verdict IS NOT NULL AND ((threshold_raw > 0.5 AND threshold_raw <= 1.0) OR reshow IS NOT NULL))"
                      if {"threshold", "reshow"} & self.present else "false")
         ordinal, judge, round_, item, first, second = self._sql(f"""
@@ -900,8 +900,8 @@ class StreamingSource:
             f"{lo!r}, {hi!r}); segments need a field fixed per pair")
 
     def _json_line_error(self) -> None:
-        """A file DuckDB cannot read: the first line that is not a JSON object, in `core.records`'s words."""
-        from swapjudge.core.textfiles import json_lines
+        """A file DuckDB cannot read: the first line that is not a JSON object, in `reading.records`'s words."""
+        from swapjudge.reading.textfiles import json_lines
 
         for number, obj in _json_lines_streamed(self.path, json_lines):
             if not isinstance(obj, dict):
@@ -1023,7 +1023,7 @@ class StreamingSource:
         """One judge's pairs counted by (item, x, y, vx, vy, label): what a ranking, and agreement, work from.
         `item` numbers the items in the order of their names (the order `np.unique` sorts them in: by code
         point), `x` and `y` are indices into `systems`, `vx` and `vy` the pair table's verdict states, `label`
-        its label code (`core.reduce.LABEL_*`), `n` how many pairs. Needs every pair by key (`split=False`):
+        its label code (`reading.reduce.LABEL_*`), `n` how many pairs. Needs every pair by key (`split=False`):
         the first pass of a split reduction counts simple items without them."""
         self._by_pair_key("pair_verdicts")
         frame = self._con.execute("""
@@ -1042,7 +1042,7 @@ class StreamingSource:
         return out
 
     def pair_calls(self, judge: str, pair: tuple[str, str]) -> pl.DataFrame:
-        """One judge's calls between the two systems of `pair`, in either order and file order, as `core.records`
+        """One judge's calls between the two systems of `pair`, in either order and file order, as `reading.records`
         normalises them (judge, round, item, first, second, verdict): one compared pair's rows read back from
         the file, never the whole file's."""
         a, b = pair
@@ -1132,7 +1132,7 @@ class StreamingSource:
     def first_pairs(self, states: Sequence[int], limit: int, judge: str | None = None,
                     pair: tuple[str, str] | None = None) -> list[dict[str, Any]]:
         """The first `limit` pairs in file order (by their first call) whose `vx * 5 + vy` is one of `states`:
-        judge, round, item, x, y, vx, vy, label (the first label given, as the pair table of `core.pairs` has
+        judge, round, item, x, y, vx, vy, label (the first label given, as the pair table of `reading.pairs` has
         it) and the ordinals of the call that showed x first (`ord_xf`) and y first (`ord_yf`). A second read
         of the file, joined to the chosen pairs only."""
         self._by_pair_key("first_pairs")
@@ -1251,7 +1251,7 @@ def _json_of(name: str) -> str:
 
 
 def _json_lines_streamed(path: str, json_lines: Any) -> Iterator[tuple[int, Any]]:
-    """`core.textfiles.json_lines` one line at a time (the whole file never in memory); the first line that is
+    """`reading.textfiles.json_lines` one line at a time (the whole file never in memory); the first line that is
     not UTF-8 is named by its byte offset, as `decode_text` names it."""
     offset = 0
     with open(path, "rb") as handle:
@@ -1297,7 +1297,7 @@ def record_fields(path: str | Path) -> list[str]:
     the others in the file's order (a Parquet file's schema; a JSON Lines file's keys by first appearance)."""
     import duckdb
 
-    from swapjudge.core.records import CORE_SCHEMA
+    from swapjudge.reading.records import CORE_SCHEMA
 
     path = str(path)
     try:

@@ -2,9 +2,9 @@
 together, set beside the reference cards of published judges; `--compare` sets saved cards side by side and
 `--dry-run` prices the whole suite first.
 
-Nothing is recomputed here: the judge runs through `workflows.judging.run` (both orders, the store, resume, the
+Nothing is recomputed here: the judge runs through `workflows.run.run` (both orders, the store, resume, the
 cache, any backend, batch included), each subset's records go through `analyze` and `agreement` as those commands
-read them, the length probe through `workflows.probing.length`, the identical-answer probe through the live probe
+read them, the length probe through `workflows.probe.length`, the identical-answer probe through the live probe
 (`runner.identical_probe`), and repeat stability through `probes.repeat` on calls made again.
 """
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from swapjudge.config import LoadedConfig
     from swapjudge.drift.card_compare import CardComparison
     from swapjudge.runner.dry_run import DryRunEstimate
-    from swapjudge.workflows.judging import RunResult
+    from swapjudge.workflows.run import RunResult
 
 BUILTIN_SUITES = ("default", "quick")
 SUITE_FILE = "llmbar.jsonl.gz"
@@ -98,7 +98,7 @@ def load_suite(suite: str | Path = "default") -> Suite:
                         for s in manifest["subsets"])
         description = {k: manifest[k] for k in ("name", "description", "source", "licence", "sample")}
         return Suite(str(suite), rows, subsets, description)
-    from swapjudge.core.pairs_file import load_pairs
+    from swapjudge.reading.pairs_file import load_pairs
 
     path = Path(suite)
     pairs = load_pairs(path)
@@ -116,7 +116,7 @@ def load_suite(suite: str | Path = "default") -> Suite:
 def _suite_pairs_path(suite: Suite, store_path: Path) -> Path:
     """The pairs file the run judges: a user's own file as it is; a built-in suite written beside the store (once:
     the same bytes every time, so the run's pairs digest and configuration stay the same and a run resumes)."""
-    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.reading.textfiles import write_atomic
 
     if suite.path is not None:
         return suite.path.resolve()
@@ -230,9 +230,9 @@ def subset_card(info: SubsetInfo, rows: list[dict[str, Any]], *, tie_policy: str
                 keep_pairs: bool = True) -> SubsetCard:
     """`analyze`, `agreement` and (with the answer texts of `pairs`) the length probe on one subset's records, as
     those commands read them; `keep_pairs` keeps each pair's verdicts for paired comparisons."""
-    from swapjudge.core.records import load_records
-    from swapjudge.workflows import probing
-    from swapjudge.workflows.audit import analyze
+    from swapjudge.reading.records import load_records
+    from swapjudge.workflows import probe as probing
+    from swapjudge.workflows.analyze import analyze
 
     analyses = analyze(rows, tie_policy=tie_policy, min_consistency=min_consistency, confidence=confidence)
     agreement = probing.agreement(rows, confidence=confidence)
@@ -286,7 +286,7 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
     from swapjudge import __version__
     from swapjudge.core import arguments
     from swapjudge.store.analysis import run_records
-    from swapjudge.workflows.judging import config_argument, open_store, run
+    from swapjudge.workflows.run import config_argument, open_store, run
 
     config = config_argument(config)
     suite = arguments.path(suite, "suite", optional=False, what="a suite's name (default, quick) or a pairs file's "
@@ -364,8 +364,8 @@ def _repeat_check(records: list[dict[str, Any]], repeated: list[dict[str, Any]],
                   confidence: float) -> RepeatCheck:
     import polars as pl
 
-    from swapjudge.core.records import load_records
     from swapjudge.probes.repeat import repeat_stability
+    from swapjudge.reading.records import load_records
 
     wanted = set(items)
     rows = [r for r in records if r["item"] in wanted and r["first"] != r["second"]] + repeated
@@ -506,13 +506,13 @@ def card_dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite
                  store: str | Path | None = None) -> CardEstimate:
     """What `swapjudge card` would call and cost, calling nothing (the suite's pairs file is written beside the
     store, as the run would)."""
-    from swapjudge.core.pairs_file import load_pairs
+    from swapjudge.reading.pairs_file import load_pairs
     from swapjudge.runner.backend import structured_output
     from swapjudge.runner.identical_probe import plan_self_pairs
     from swapjudge.runner.plan import CHARS_PER_TOKEN, expected_output_tokens
     from swapjudge.runner.pricing import call_cost, price_for
     from swapjudge.runner.session import prepare
-    from swapjudge.workflows.judging import dry_run
+    from swapjudge.workflows.run import dry_run
 
     chosen = load_suite(suite)
     loaded = card_config(config, chosen, store=store)

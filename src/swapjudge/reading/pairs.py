@@ -12,13 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-# the codes live in core.codes (no polars) and are used from here as before
-from swapjudge.core.codes import FIRST as FIRST
-from swapjudge.core.codes import MISSING as MISSING
-from swapjudge.core.codes import SECOND as SECOND
-from swapjudge.core.codes import TIE as TIE
-from swapjudge.core.codes import VERDICT_CODES as VERDICT_CODES
-from swapjudge.core.codes import Outcome as Outcome
+# the codes live in reading.codes (no polars) and are used from here as before
+from swapjudge.reading.codes import FIRST as FIRST
+from swapjudge.reading.codes import MISSING as MISSING
+from swapjudge.reading.codes import SECOND as SECOND
+from swapjudge.reading.codes import TIE as TIE
+from swapjudge.reading.codes import VERDICT_CODES as VERDICT_CODES
+from swapjudge.reading.codes import Outcome as Outcome
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
-from swapjudge.core.records import load_records
 from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.reading.records import load_records
 
 if TYPE_CHECKING:
     from swapjudge.core.analysis import JudgeAnalysis
@@ -30,9 +30,9 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
     always does, "memory" reads them whole; the figures are the same."""
     from swapjudge.core import arguments
     from swapjudge.core.analysis import analyze
-    from swapjudge.core.records import choose_judges, select_judges
-    from swapjudge.core.streaming import open_source, should_stream
     from swapjudge.probes.calibrate import calibrate as corrected
+    from swapjudge.reading.records import choose_judges, select_judges
+    from swapjudge.reading.streaming import open_source, should_stream
 
     read = arguments.choice(engine, "engine", ReadEngine)
     options: dict[str, Any] = {"a": a, "b": b, "tie_policy": tie_policy, "min_consistency": min_consistency,

@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 
 from conftest import contract_400, pair, write_jsonl
-from swapjudge.core.records import _fast_frame, _slow_frame, load_records, records_from_dicts
 from swapjudge.errors import InputError
+from swapjudge.reading.records import _fast_frame, _slow_frame, load_records, records_from_dicts
 
 CLI = [sys.executable, "-m", "swapjudge"]
 

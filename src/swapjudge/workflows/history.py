@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.errors import ArgumentError, SwapjudgeError
-from swapjudge.workflows.judging import load_run_config, open_store
+from swapjudge.workflows.run import load_run_config, open_store
 
 if TYPE_CHECKING:
     from swapjudge.drift.adaptive_replay import AdaptiveAnalysis
@@ -47,8 +47,8 @@ class ReleaseRun:
 def releases(config: str | Path, *, store: str | Path | None = None, run_id: int | None = None) -> ReleaseRun:
     """A release plan's run (`run_id`, default the latest run of this configuration) release over release and
     against the pinned baseline."""
-    from swapjudge.core.pairs_file import load_pairs
     from swapjudge.drift.releases import release_report
+    from swapjudge.reading.pairs_file import load_pairs
     from swapjudge.store.analysis import run_record_set
 
     loaded = load_run_config(config)

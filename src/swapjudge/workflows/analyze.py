@@ -2,7 +2,7 @@
 results with their gates (the caller renders them, then `raise_for_gate()` ends a failed gate with exit 1).
 
 A Parquet file, or a JSON Lines file too large to read at ease, is reduced to counts by the streaming engine
-(`core.streaming`, DuckDB, within a memory limit) and analysed from them (`core.counted`): the same figures as
+(`reading.streaming`, DuckDB, within a memory limit) and analysed from them (`core.counted`): the same figures as
 records read into memory, for files larger than memory.
 """
 
@@ -15,7 +15,7 @@ from swapjudge.core import arguments
 from swapjudge.core.analysis import Analyses
 from swapjudge.core.analysis import analyze as analyse_records
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
-from swapjudge.core.records import load_records
+from swapjudge.reading.records import load_records
 
 
 def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = None, judge: str | None = None,
@@ -29,7 +29,7 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     terminal. `engine`: "auto" streams Parquet and large JSON Lines files when DuckDB is installed (the `scale`
     extra), "streaming" always streams a file, "memory" reads it into memory.
     """
-    from swapjudge.core.streaming import open_source, should_stream
+    from swapjudge.reading.streaming import open_source, should_stream
 
     source = arguments.records_source(source, "source")
     a, b, judge = (arguments.text(v, n, what="a name (a string)") for v, n in ((a, "a"), (b, "b"), (judge, "judge")))

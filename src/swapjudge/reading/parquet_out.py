@@ -2,7 +2,7 @@
 field, typed where every value agrees, atomically (a temporary file beside the target, then renamed).
 
 A column whose values mix types (items that are integers in some records and text in others, an extra field
-holding objects) is written as text, as the records loaders read ids anyway (`core.records`: an integer id is
+holding objects) is written as text, as the records loaders read ids anyway (`reading.records`: an integer id is
 its text); an object or a list is its JSON text. The id fields are always text, so one file's `item` column never
 changes type with its first rows.
 """
@@ -21,8 +21,8 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.core.textfiles import is_stdio
 from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.reading.textfiles import is_stdio
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 # read as text by every loader: written as text, whatever the first records hold

@@ -118,7 +118,7 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     configuration's `engine`: who makes the calls, not what is asked, so the run and its cache are the same."""
     from rich.console import Console
 
-    from swapjudge.core.textfiles import write_atomic
+    from swapjudge.reading.textfiles import write_atomic
     from swapjudge.runner.session import run as run_session
     from swapjudge.store.analysis import analyze_run
 
@@ -154,7 +154,7 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
 def _waiting_records(st: Store, run_id: int) -> Any:
     """The run's stored calls with one call without a verdict for each call still in a batch (None: none is), so
     a pair with a call waiting counts as incomplete rather than not at all."""
-    from swapjudge.core.records import records_from_dicts
+    from swapjudge.reading.records import records_from_dicts
     from swapjudge.store.analysis import run_record_set
 
     done = st.done_keys(run_id)

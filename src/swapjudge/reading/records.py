@@ -18,8 +18,9 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.core.pairs import PairTable, build_pairs
-from swapjudge.core.textfiles import (
+from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.reading.pairs import PairTable, build_pairs
+from swapjudge.reading.textfiles import (
     ESCAPED_CELL,
     csv_rows,
     decode_text,
@@ -28,7 +29,6 @@ from swapjudge.core.textfiles import (
     looks_like_csv,
     read_bytes,
 )
-from swapjudge.errors import InputError, SwapjudgeError
 
 VERDICT_VALUES = ("first", "second", "tie")
 REQUIRED = ("item", "first", "second", "verdict")
@@ -300,7 +300,7 @@ def parquet_row_place(path: str, row: int) -> str:
 
 
 def load_records_parquet(path: str | Path, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
-    """Load and validate a Parquet file of presentation records, in memory (`core.streaming` reads one larger
+    """Load and validate a Parquet file of presentation records, in memory (`reading.streaming` reads one larger
     than memory). Id columns are text or integers; a problem names the row (from 1) and its row group."""
     source = str(path)
     try:

@@ -1,6 +1,6 @@
 """Side files the probes read next to the records: answer texts (a pairs file) and labels (item + label).
 
-Pairs file: the one a run judges, read by `swapjudge.core.pairs_file.load_pairs` (JSON Lines `{"item", "prompt",
+Pairs file: the one a run judges, read by `swapjudge.reading.pairs_file.load_pairs` (JSON Lines `{"item", "prompt",
 "answers": {system: text}, "label"}` or CSV with `answer.<system>` columns). Labels file: CSV/TSV or JSON Lines
 with `item` and `label` columns (a pairs file works too).
 Errors name the file, line and field.
@@ -15,9 +15,9 @@ from typing import Any
 
 import polars as pl
 
-from swapjudge.core.pairs_file import load_pairs
-from swapjudge.core.textfiles import csv_rows, json_lines, read_text
 from swapjudge.errors import InputError
+from swapjudge.reading.pairs_file import load_pairs
+from swapjudge.reading.textfiles import csv_rows, json_lines, read_text
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -19,9 +19,6 @@ import polars as pl
 
 from swapjudge.core import arguments
 from swapjudge.core.analysis import analyze
-from swapjudge.core.codes import MISSING, Outcome
-from swapjudge.core.pairs import PairTable, build_pairs
-from swapjudge.core.records import RecordSet
 from swapjudge.decision.bounds import Bound, betting_sequence, fixed_bound
 from swapjudge.decision.file import DecisionFile, load_decision
 from swapjudge.decision.power import (
@@ -38,6 +35,9 @@ from swapjudge.decision.power import (
 from swapjudge.decision.scores import ItemScores, item_scores
 from swapjudge.decision.verdict import INCONCLUSIVE, Counts, Verdict, pct, rule
 from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.reading.codes import MISSING, Outcome
+from swapjudge.reading.pairs import PairTable, build_pairs
+from swapjudge.reading.records import RecordSet
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 _NEEDED_STREAMS = 200  # streams behind an inconclusive verdict's "items needed" (a sequential design)
@@ -85,7 +85,7 @@ def _load(records: Any, run: int | None) -> tuple[RecordSet, dict[str, Any]]:
         return _store_source(Path(records), run)
     if run is not None:
         raise SwapjudgeError("{run} applies to a run store, and the records given are not one", arguments=("run",))
-    from swapjudge.core.records import load_records
+    from swapjudge.reading.records import load_records
 
     # a file is read without its provenance columns (the decision needs none): much faster on large files
     extras = {"extras": False} if isinstance(records, str | Path) else {}

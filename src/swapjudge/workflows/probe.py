@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
-from swapjudge.core.records import load_records
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
+from swapjudge.reading.records import load_records
 
 if TYPE_CHECKING:
     import polars as pl
@@ -34,8 +34,8 @@ def segments(source: str | Path | Any, by: str, *, judge: str | None = None, a: 
     extra), "streaming" always does, "memory" reads the records whole; the figures are the same."""
     from swapjudge.core import arguments
     from swapjudge.core.counted import analyze_source
-    from swapjudge.core.streaming import open_source, record_fields, should_stream
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field, segment_analyses, segment_analyses_of_source
+    from swapjudge.reading.streaming import open_source, record_fields, should_stream
 
     read = arguments.choice(engine, "engine", ReadEngine)
     if should_stream(source, read.value):
@@ -75,12 +75,12 @@ def length(source: str | Path | Any, *, pairs: str | Path | None = None, judge: 
     pairs whose two answer texts are known: from `pairs` (a pairs file), else the records' own text fields."""
     import polars as pl
 
-    from swapjudge.core.pairs import build_pairs
-    from swapjudge.core.records import select_judges
-    from swapjudge.core.sidefiles import load_answer_texts, texts_from_records
     from swapjudge.probes.alpaca_files import load_gamed_baseline, load_instruction_difficulty
     from swapjudge.probes.alpaca_lc import INSTRUCTION_INDEX, PREFERENCE, rows_for_pair
     from swapjudge.probes.length import LengthOptions, length_probe, lengths_for_pairs, with_holm
+    from swapjudge.reading.pairs import build_pairs
+    from swapjudge.reading.records import select_judges
+    from swapjudge.reading.sidefiles import load_answer_texts, texts_from_records
 
     opts = options or LengthOptions()
     if (alpaca.given or opts.regularize is not None) and not opts.length_controlled:
@@ -139,8 +139,8 @@ def repeat(source: str | Path | Any, *, judge: str | None = None, seed: int = 0,
     """Repeat stability per judge: the judge against itself when the same call is repeated across rounds."""
     import polars as pl
 
-    from swapjudge.core.records import select_judges
     from swapjudge.probes.repeat import repeat_stability
+    from swapjudge.reading.records import select_judges
 
     loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
     results = []
@@ -156,7 +156,7 @@ def repeat(source: str | Path | Any, *, judge: str | None = None, seed: int = 0,
 
 def _labelled(source: str | Path | Any, labels: str | Path | None, allow_unpaired: bool) -> pl.DataFrame:
     """The records' frame, its labels taken from a labels file when one is given."""
-    from swapjudge.core.sidefiles import load_labels, with_labels
+    from swapjudge.reading.sidefiles import load_labels, with_labels
 
     loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
     return with_labels(loaded.frame, load_labels(labels)) if labels is not None else loaded.frame
@@ -170,10 +170,10 @@ def agreement(source: str | Path | Any, *, labels: str | Path | None = None, jud
     installed, "streaming" always does (a separate `labels` file is joined in memory only), "memory" reads the
     records whole; the figures are the same."""
     from swapjudge.core import arguments
-    from swapjudge.core.records import choose_judges
-    from swapjudge.core.streaming import open_source, should_stream
     from swapjudge.probes.agreement import agreement as judge_agreement
     from swapjudge.probes.agreement import agreement_of_counts
+    from swapjudge.reading.records import choose_judges
+    from swapjudge.reading.streaming import open_source, should_stream
 
     read = arguments.choice(engine, "engine", ReadEngine)
     if labels is not None and read is ReadEngine.streaming:
@@ -238,6 +238,6 @@ def variants(sources: Sequence[str | Path], *, judges: Sequence[str] = (), round
 def identical(config: str | Path | Any, *, sample: int | None = None, seed: str = "") -> IdenticalRun:
     """The identical-answer probe, live: each sampled answer against itself through the configured judge."""
     from swapjudge.runner.identical_probe import run_identical
-    from swapjudge.workflows.judging import load_run_config
+    from swapjudge.workflows.run import load_run_config
 
     return run_identical(load_run_config(config), sample=sample, seed=seed)

@@ -1,4 +1,4 @@
-"""Records written as Parquet (`core.parquet_out`): read back by both loaders as the same records, whatever
+"""Records written as Parquet (`reading.parquet_out`): read back by both loaders as the same records, whatever
 types the rows mix; `import ... -o x.parquet` gives the analysis its JSON Lines twin gives."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from conftest import shared_data
 from record_shapes import SHAPES
 from swapjudge.core.analysis import analyze
-from swapjudge.core.parquet_out import records_frame, write_records_parquet
-from swapjudge.core.records import load_records
 from swapjudge.errors import InputError
+from swapjudge.reading.parquet_out import records_frame, write_records_parquet
+from swapjudge.reading.records import load_records
 
 
 def test_mixed_types_are_kept_as_the_loaders_read_them(tmp_path: Path) -> None:
