@@ -133,6 +133,20 @@ class Design:
                 "expected_labels": self.expected_labels, "items": len(self.pi)}
 
 
+UNSETTLED_UNCERTAINTY = 0.25  # a split pair scores 0.5 against a person's 0 or 1: squared error 0.25
+
+
+def pair_uncertainty(confidence: npt.ArrayLike) -> FloatArray:
+    """u per pair from its confidence (`core.confidence`): the expected squared error of its pair score.
+
+    A pair never settled (a flip, a half-tie, incomplete: confidence NaN) scores 0.5, a quarter off a person's
+    win or loss: u = 0.25. A consistent pair whose verdict is right with probability c (its order-averaged
+    probability) is off by 1 with probability 1 - c: u = 1 - c. A consistent pair without probabilities has
+    c = 1, u = 0, and is drawn at the floor `pi_min`: its errors, if any, are what the floor is for."""
+    c = np.asarray(confidence, dtype=np.float64).ravel()
+    return np.where(np.isnan(c), UNSETTLED_UNCERTAINTY, np.clip(1.0 - c, 0.0, 1.0))
+
+
 def inclusion_probabilities(uncertainty: npt.ArrayLike, budget: float, *, design: str = ACTIVE,
                             pi_min: float | None = None) -> Design:
     """pi proportional to sqrt(u), clipped to [pi_min, 1] and scaled so that the pi add up to `budget`.

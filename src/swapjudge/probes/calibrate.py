@@ -179,7 +179,7 @@ def item_pi(human_frame: pl.DataFrame, people: pl.DataFrame, *, source: str) -> 
         raise InputError(f"item {differ.get_column('item')[0]!r} carries different `pi` on its records "
                          f"({differ.get_column('lo')[0]} and {differ.get_column('hi')[0]}): an item has one "
                          "drawing probability", path=source, field=PI)
-    return per_item.select("item", pl.col("lo").alias(PI)).filter(pl.col("item").is_in(people.get_column("item")))
+    return per_item.select("item", pl.col("lo").alias(PI)).join(people.select("item"), on="item", how="semi")
 
 
 def _design_words(result: Calibration) -> str:
