@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from swapjudge.core.confidence import CONSISTENCY, FLIP, HALF_TIE, INCOMPLETE, SINGLE_ORDER, PairConfidence
 from swapjudge.core.ppi import Estimate, PPIResult, ppi_mean
 from swapjudge.core.stats import normal_quantile
 
@@ -136,15 +137,29 @@ class Design:
 UNSETTLED_UNCERTAINTY = 0.25  # a split pair scores 0.5 against a person's 0 or 1: squared error 0.25
 
 
-def pair_uncertainty(confidence: npt.ArrayLike) -> FloatArray:
-    """u per pair from its confidence (`core.confidence`): the expected squared error of its pair score.
+def call_error_from_flips(flip_rate: float) -> float:
+    """A call's error rate e implied by a judge's flip rate r when each call errs independently: r = 2e(1 - e)."""
+    return float((1.0 - math.sqrt(max(0.0, 1.0 - 2.0 * min(flip_rate, 0.5)))) / 2.0)
 
-    A pair never settled (a flip, a half-tie, incomplete: confidence NaN) scores 0.5, a quarter off a person's
-    win or loss: u = 0.25. A consistent pair whose verdict is right with probability c (its order-averaged
-    probability) is off by 1 with probability 1 - c: u = 1 - c. A consistent pair without probabilities has
-    c = 1, u = 0, and is drawn at the floor `pi_min`: its errors, if any, are what the floor is for."""
-    c = np.asarray(confidence, dtype=np.float64).ravel()
-    return np.where(np.isnan(c), UNSETTLED_UNCERTAINTY, np.clip(1.0 - c, 0.0, 1.0))
+
+def pair_uncertainty(confidence: PairConfidence) -> FloatArray:
+    """u per pair: the expected squared error of its pair score (order-cancelled, half credit) against a person.
+
+    A pair never settled (a flip, a half-tie, incomplete) scores 0.5, a quarter off a person's win or loss:
+    u = 0.25. A consistent pair is off by 1 when both calls erred; with each call wrong with probability e and
+    the two independently, that is e^2 / (e^2 + (1 - e)^2) once they agree. e is 1 - the pair's order-averaged
+    probability of its verdict where the calls carry probabilities; without them, the error rate the judge's own
+    flip rate implies (`call_error_from_flips`). Calls that err together make this optimistic: the floor
+    `pi_min` of the design is what keeps the estimate's interval valid then."""
+    c = np.asarray(confidence.confidence, dtype=np.float64)
+    both = confidence.swap_seen & (confidence.reason != INCOMPLETE)
+    flips = both & np.isin(confidence.reason, (FLIP, HALF_TIE))
+    flip_rate = float(flips.sum() / both.sum()) if both.any() else 0.5
+    e = np.where(confidence.measure == CONSISTENCY, call_error_from_flips(flip_rate), np.clip(1.0 - c, 0.0, 0.5))
+    wrong_twice = e**2 / (e**2 + (1.0 - e) ** 2)
+    single = confidence.measure == SINGLE_ORDER  # one call, no agreement to learn from: its own error
+    u = np.where(single, np.clip(1.0 - c, 0.0, 1.0), wrong_twice)
+    return np.where(np.isnan(c), UNSETTLED_UNCERTAINTY, u)
 
 
 def inclusion_probabilities(uncertainty: npt.ArrayLike, budget: float, *, design: str = ACTIVE,

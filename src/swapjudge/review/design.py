@@ -30,7 +30,7 @@ def item_uncertainty(records: RecordSet, items: Sequence[PairItem], pairs: Seque
                              path=records.source)
         frame = frame.filter(frame.get_column("judge") == judge)
     table, confidence = records_confidence(frame)
-    u = pair_uncertainty(confidence.confidence)
+    u = pair_uncertainty(confidence)
     sums: dict[tuple[str, str, str], list[float]] = {}
     for (item, x, y), value in zip(table.frame.select("item", "x", "y").iter_rows(), u, strict=True):
         key = (str(item), *sorted((str(x), str(y))))
