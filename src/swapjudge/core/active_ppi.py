@@ -206,3 +206,116 @@ def inclusion_probabilities(uncertainty: npt.ArrayLike, budget: float, *, design
 def draw(design: Design, rng: np.random.Generator) -> npt.NDArray[np.bool_]:
     """One Poisson draw of the design: item i labelled with probability pi_i, independently."""
     return rng.random(len(design.pi)) < np.asarray(design.pi)
+
+
+@dataclass(frozen=True)
+class LabelBudget:
+    """The labels a target interval width needs, under a uniform and an active design, predicted from a pilot.
+
+    `uniform` / `active`: the expected number of labels (None where even labelling every item would not reach
+    the width); `*_width`: the predicted width at that budget. The prediction models a label's squared
+    residual (person - lambda x judge) as linear in the uncertainty u, fitted on the pilot's labels."""
+
+    width: float
+    confidence: float
+    items: int
+    pilot_labels: int
+    lam: float
+    uniform: int | None
+    uniform_width: float | None
+    active: int | None
+    active_width: float | None
+    residual_flat: float  # fitted squared residual at u = 0 ...
+    residual_slope: float  # ... and its increase per unit of u
+
+    def to_dict(self) -> dict[str, Any]:
+        ratio = (self.active / self.uniform if self.active is not None and self.uniform else None)
+        return {"width": self.width, "confidence": self.confidence, "items": self.items,
+                "pilot_labels": self.pilot_labels, "lambda": self.lam,
+                "uniform": {"labels": self.uniform, "width": self.uniform_width},
+                "active": {"labels": self.active, "width": self.active_width},
+                "active_over_uniform": ratio,
+                "residual_model": {"flat": self.residual_flat, "slope": self.residual_slope}}
+
+
+def _smallest(width_at: Any, target: float, n_max: int) -> tuple[int | None, float | None]:
+    """The least budget in [2, n_max] whose predicted width is at most `target` (widths fall as budgets grow)."""
+    if width_at(n_max) > target:
+        return None, None
+    low, high = 2, n_max
+    if width_at(low) <= target:
+        return low, float(width_at(low))
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if width_at(mid) > target else (low, mid)
+    return high, float(width_at(high))
+
+
+def label_budget(f_all: npt.ArrayLike, u_all: npt.ArrayLike, labelled: npt.ArrayLike, y: npt.ArrayLike,
+                 pi_labelled: npt.ArrayLike | None, *, width: float, confidence: float = 0.95,
+                 pi_min_share: float = DEFAULT_FLOOR_SHARE) -> LabelBudget:
+    """Labels needed for a corrected interval of total `width`, uniform and active, from a pilot.
+
+    `f_all`, `u_all`: the judge's score and uncertainty on every item; `labelled`: the indices of the pilot's
+    labelled items, `y` their people's scores and `pi_labelled` the probabilities they were drawn with (None:
+    a uniform pilot). Predicted variances: uniform, PPI++'s var(y - lam f) / n + lam^2 var(f) / (N - n) with lam
+tuned for n; active, the
+    1/pi-weighted estimator's (1/N^2) sum (1/pi_i - 1) m(u_i) + var(y) / N, with pi from
+    `inclusion_probabilities` at each budget and m(u) = a + b u the fitted squared residual."""
+    f = np.asarray(f_all, dtype=np.float64).ravel()
+    u = np.asarray(u_all, dtype=np.float64).ravel()
+    idx = np.asarray(labelled, dtype=np.int64).ravel()
+    y_arr = np.asarray(y, dtype=np.float64).ravel()
+    n_items = f.size
+    if u.size != n_items or idx.size != y_arr.size:
+        raise ValueError("f_all and u_all, labelled and y must have the same lengths")
+    if idx.size < 3:
+        raise ValueError("a pilot needs at least 3 labelled items")
+    if not 0.0 < width < 1.0:
+        raise ValueError(f"width must be between 0 and 1, got {width}")
+    w = np.ones(idx.size) if pi_labelled is None else 1.0 / np.asarray(pi_labelled, dtype=np.float64).ravel()
+    fl = f[idx]
+    lam = tuned_weighted_lambda(y_arr, fl, w)
+    design_matrix = np.column_stack([np.ones(idx.size), u[idx]]) * np.sqrt(w)[:, None]
+
+    def residual_model(weight: float) -> tuple[float, float]:
+        """m(u) = a + b u for (y - weight f)^2, by least squares weighted 1/pi (the population's mix of u)."""
+        coef, *_ = np.linalg.lstsq(design_matrix, (y_arr - weight * fl) ** 2 * np.sqrt(w), rcond=None)
+        return float(coef[0]), float(coef[1])
+
+    # the active estimator tunes its own lambda: its predicted width is the least over a grid of them
+    models = [(g, *residual_model(g)) for g in np.linspace(0.0, 1.0, 21)]
+    flat, slope = residual_model(lam)
+    z = normal_quantile(confidence)
+    var_f = _var(f)
+    var_y = float(np.average((y_arr - np.average(y_arr, weights=w)) ** 2, weights=w))
+
+    cov_yf = float(np.average((y_arr - np.average(y_arr, weights=w)) * (fl - np.average(fl, weights=w)),
+                              weights=w))
+
+    def uniform_width(n: int) -> float:
+        unl = n_items - n
+        # PPI++ at n labels, its lambda tuned for n: cov / ((1 + n / (N - n)) var f)
+        weight = float(np.clip(cov_yf / (var_f * (1 + n / unl)), 0.0, 1.0)) if var_f > 0 else 0.0
+        residual = max(var_y - 2 * weight * cov_yf + weight**2 * var_f, 0.0)
+        return 2 * z * math.sqrt(residual / n + weight**2 * var_f / unl)
+
+    def active_width(n: int) -> float:
+        pi = np.asarray(inclusion_probabilities(u, n, pi_min=pi_min_share * n / n_items).pi)
+        sampling = min(float(np.sum((1.0 / pi - 1.0) * np.maximum(a + b * u, 1e-6))) for _, a, b in models)
+        return 2 * z * math.sqrt(sampling / n_items**2 + var_y / n_items)
+
+    n_uniform, w_uniform = _smallest(uniform_width, width, n_items - 1)
+    n_active, w_active = _smallest(active_width, width, n_items)
+    return LabelBudget(width=width, confidence=confidence, items=n_items, pilot_labels=int(idx.size), lam=lam,
+                       uniform=n_uniform, uniform_width=w_uniform, active=n_active, active_width=w_active,
+                       residual_flat=flat, residual_slope=slope)
+
+
+def tuned_weighted_lambda(y: FloatArray, f: FloatArray, w: FloatArray) -> float:
+    """cov(y, f) / var(f) with weights w (1/pi), clipped to [0, 1]: the pilot's PPI++-style weight."""
+    fm, ym = np.average(f, weights=w), np.average(y, weights=w)
+    var = float(np.average((f - fm) ** 2, weights=w))
+    if var == 0.0:
+        return 0.0
+    return float(np.clip(np.average((f - fm) * (y - ym), weights=w) / var, 0.0, 1.0))
