@@ -64,7 +64,7 @@ def test_plan_human_command(tmp_path: Path) -> None:
     for i in range(400):
         # the judge's calls in both orders, rebuilt from its order-cancelled score (0.5: a flip)
         a_first = "first" if f[i] >= 0.5 else "second"
-        b_first = "second" if f[i] == 1.0 else "first" if f[i] == 0.0 else "first"
+        b_first = "second" if f[i] == 1.0 else "first"
         judge_rows += [{"judge": "j", "item": f"q{i}", "first": "v2", "second": "v1", "verdict": a_first},
                        {"judge": "j", "item": f"q{i}", "first": "v1", "second": "v2", "verdict": b_first}]
         if i % 5 == 0:
