@@ -97,6 +97,40 @@ def test_registered_design_must_match_the_labels(tmp_path: Path) -> None:
     assert labels.exists()
 
 
+@pytest.mark.slow
+def test_sequential_monitoring_checked_every_ten_votes_ships_at_most_alpha(tmp_path: Path) -> None:
+    # the same self-preferring judge (alone at 62%, people at the bar), labels in a random order; a study
+    # "ships" when any look after 10, 20, ... votes ships: the sequence's first crossing comes by the last look
+    alpha, reps, n = 0.05, 120, 400
+    shipped = 0
+    for rep in range(reps):
+        rng = np.random.default_rng(4000 + rep)
+        rows, people = study(rng, n, people_rate=0.5, self_preference=0.267, flip=0.1)
+        chosen = rng.permutation(n)[:200]  # a random sample, voted in a random order
+        labels = tmp_path / f"s{rep}.jsonl"
+        with labels.open("w") as handle:
+            for i in chosen:
+                handle.write(json.dumps({"judge": "human:ann", "item": f"q{i}", "first": A, "second": B,
+                                         "verdict": "first" if people[i] == 1.0 else "second"}) + "\n")
+        verdict = decide(rows, {"candidate": A, "incumbent": B, "alpha": alpha, "monitoring": "sequential",
+                                "human": {"labels": str(labels)}})
+        looks = range(10, 201, 10)
+        ship_at = verdict.bound.ship_at if verdict.bound is not None else None
+        shipped += ship_at is not None and ship_at <= looks[-1]
+    print(f"sequential ship rate over looks every 10 votes: {shipped / reps:.3f}")
+    assert binomtest(shipped, reps, alpha, alternative="greater").pvalue > 0.01, shipped / reps
+
+
+def test_sequential_ships_a_real_improvement_and_says_when(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    rows, people = study(rng, 600, people_rate=0.8, self_preference=0.0, flip=0.1)
+    labels = write_labels(tmp_path / "h.jsonl", people, rng.random(600) < 0.5)
+    verdict = decide(rows, {"candidate": A, "incumbent": B, "monitoring": "sequential",
+                            "human": {"labels": str(labels)}})
+    assert verdict.verdict == "ship" and verdict.bound is not None and verdict.bound.ship_at is not None
+    assert verdict.bound.method == "ppi_betting_cs" and "uniform design" in verdict.headline
+
+
 def test_hash_unchanged_without_human_and_sequential_refused() -> None:
     plain = parse_decision({"candidate": A, "incumbent": B})
     assert "human" not in plain.to_dict()
@@ -105,4 +139,5 @@ def test_hash_unchanged_without_human_and_sequential_refused() -> None:
     from swapjudge.decision.file import DecisionFileError
 
     with pytest.raises(DecisionFileError, match="human"):
-        parse_decision({"candidate": A, "incumbent": B, "monitoring": "sequential", "human": {"labels": "h"}})
+        parse_decision({"candidate": A, "incumbent": B, "monitoring": "sequential",
+                        "human": {"labels": "h", "design": "active"}})

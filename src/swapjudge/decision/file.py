@@ -73,9 +73,9 @@ class DecisionFile(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> DecisionFile:
-        if self.human is not None and self.monitoring == "sequential":
-            raise ValueError("human: people's labels decide under monitoring: fixed only (no confidence sequence "
-                             "for the corrected win rate yet)")
+        if self.human is not None and self.monitoring == "sequential" and self.human.design != "uniform":
+            raise ValueError("human: monitoring: sequential needs design: uniform (the anytime-valid sequence "
+                             "for 1/pi-weighted labels is not built)")
         if self.candidate == self.incumbent:
             raise ValueError("incumbent: must differ from the candidate")
         if self.hypothesis == "superior" and self.margin != 0:

@@ -71,7 +71,8 @@ def human_bound(spec: DecisionFile, decision_path: str | None, calls: pl.DataFra
 
     assert spec.human is not None
     path = _labels_path(spec, decision_path)
-    result = calibrate(calls, _people(path), spec.candidate, spec.incumbent, gate=gate,
+    people_frame = _people(path)
+    result = calibrate(calls, people_frame, spec.candidate, spec.incumbent, gate=gate,
                        tie_policy=spec.tie_policy, confidence=1 - 2 * spec.alpha, judge_source="judge records",
                        human_source=str(path))
     registered = spec.human.design
@@ -82,11 +83,53 @@ def human_bound(spec: DecisionFile, decision_path: str | None, calls: pl.DataFra
     if registered == "uniform" and result.design == "active":
         raise InputError("the decision registers a uniform design (human.design) but the labels' `pi` differ: "
                          "they were drawn actively; register `design: active`", path=str(path))
-    c = result.ppi.corrected
-    method = "ipw_ppi" if result.design == "active" else "ppi"
-    bound = Bound(c.value, c.low, c.high, result.n_judge, spec.alpha, method)
     notes = list(result.notes)
+    if spec.monitoring == "sequential":
+        bound = sequential_bound(calls, people_frame, spec, path)
+        notes.append("monitoring: sequential: the rectifier (person - judge) on the labels in the order they came "
+                     "is an anytime-valid betting confidence sequence at alpha / 2, the judge's mean over every "
+                     "item a fixed bound at alpha / 2; their sum bounds the people's win rate after every vote "
+                     "(it needs the labels to come in a random order of a random sample, as the review page's do)")
+    else:
+        c = result.ppi.corrected
+        method = "ipw_ppi" if result.design == "active" else "ppi"
+        bound = Bound(c.value, c.low, c.high, result.n_judge, spec.alpha, method)
     if not gate.passed:
         notes.append(f"the judge fails its consistency gate ({gate.reason}): reported, not deciding; the people's "
                      "labels carry the decision and the judge's scores only narrow the interval")
     return HumanBound(bound, result.ppi.n_human, result.design, str(path), gate, tuple(notes))
+
+
+def sequential_bound(calls: pl.DataFrame, people: pl.DataFrame, spec: DecisionFile, path: Path) -> Bound:
+    """Classic PPI made anytime-valid by a union bound (Angelopoulos et al. 2023, section on confidence
+    sequences): theta = E[person - judge] + E[judge]. The first term is a betting confidence sequence over the
+    labelled items in the order their first vote came (the rectifier mapped from [-1, 1] to [0, 1]), at alpha / 2;
+    the second a fixed bound over every judged item, at alpha / 2. Ship when the sum's lower bound clears the
+    bar at any vote; `ship_at` / `keep_at` count labelled items."""
+    import numpy as np
+
+    from swapjudge.decision.bounds import betting_sequence, fixed_bound
+    from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_scores
+
+    if "origin" in people.columns:
+        people = people.filter(~(people.get_column("origin").cast(pl.String) == QUEUE_ORIGIN).fill_null(False))
+    judged = item_scores(calls, spec.candidate, spec.incumbent, spec.tie_policy, source="judge records")
+    labels = item_scores(people, spec.candidate, spec.incumbent, spec.tie_policy, source=str(path))
+    first_seen = (people.select("item").with_row_index("_row").group_by("item").agg(pl.col("_row").min()))
+    ordered = (labels.join(judged, on="item", how="inner", suffix="_judge").join(first_seen, on="item")
+               .sort("_row"))
+    rectifier = (ordered.get_column("score").to_numpy() - ordered.get_column("score_judge").to_numpy() + 1.0) / 2.0
+    half = spec.alpha / 2
+    f_bound = fixed_bound(judged.get_column("score").to_numpy(), half)
+    assert f_bound.low is not None and f_bound.high is not None and f_bound.value is not None
+    bar = spec.bar
+    to_unit = (lambda level: float(np.clip((bar - level + 1.0) / 2.0, 0.0, 1.0)))  # noqa: E731
+    ship_seq = betting_sequence(rectifier, to_unit(f_bound.low), half)
+    keep_seq = betting_sequence(rectifier, to_unit(f_bound.high), half)
+    if ship_seq.low is None or keep_seq.high is None or ship_seq.value is None:
+        return Bound(None, None, None, int(judged.height), spec.alpha, "ppi_betting_cs")
+    value = (2.0 * ship_seq.value - 1.0) + f_bound.value
+    low = max(0.0, (2.0 * ship_seq.low - 1.0) + f_bound.low)
+    high = min(1.0, (2.0 * keep_seq.high - 1.0) + f_bound.high)
+    return Bound(value, low, high, int(judged.height), spec.alpha, "ppi_betting_cs", None, ship_seq.ship_at,
+                 keep_seq.keep_at)
