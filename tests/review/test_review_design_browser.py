@@ -58,6 +58,8 @@ def test_a_browser_votes_on_an_active_design_and_calibrate_covers(tmp_path: Path
             _wait_for_task_change(page, task)
             votes += 1
         context.close()
+        said = [line for line in srv.stderr_lines if "active design:" in line]
+        assert said and "budget 30" in said[0], srv.stderr_lines
     assert votes >= 10
     out = tmp_path / "human.jsonl"
     subprocess.run([sys.executable, "-m", "swapjudge", "review", "export", "--store", str(store), "-o", str(out)],

@@ -202,6 +202,10 @@ def serve_command(
     summary = opened.summary()
     _say(f"{'resumed' if resumed else 'created'} {display_path(store)}: {summary['tasks']:,} tasks for "
          f"{len(names)} reviewer(s), {summary['votes']:,} votes so far (seed {opened.meta('seed')})")
+    drawn = opened.draws() if design is not None else None
+    if drawn is not None and drawn["drawn"]:
+        _say(f"{drawn['design']} design: {drawn['drawn']:,} items drawn for the sample (budget {budget:g}), each "
+             f"with its probability pi ({drawn['pi_min']:.3g} to {drawn['pi_max']:.3g}), recorded with every vote")
     if not loopback:
         _say(f"warning: listening on {host}: the page can be reached from the network by anyone who has a link; "
              "send each link to its reviewer only")

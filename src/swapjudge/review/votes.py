@@ -299,6 +299,14 @@ class ReviewStore:
         votes = self._db.execute("SELECT COUNT(*) FROM votes WHERE undone_at IS NULL").fetchone()[0]
         return {"tasks": sum(self._totals.values()), "votes": int(votes)}
 
+    def draws(self) -> dict[str, Any] | None:
+        """The sampling design's draw: its name, the pairs it drew and their expected count (sum of pi); None
+        for stores made before designs were recorded."""
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'draws'").fetchone() is None:
+            return None
+        row = self._db.execute("SELECT MIN(design), COUNT(*), SUM(pi), MIN(pi), MAX(pi) FROM draws").fetchone()
+        return {"design": row[0], "drawn": int(row[1]), "expected": row[2], "pi_min": row[3], "pi_max": row[4]}
+
     def systems(self) -> list[tuple[str, str]]:
         """The distinct (x, y) system pairs under review."""
         return [(r[0], r[1]) for r in self._db.execute("SELECT DISTINCT x, y FROM pairs ORDER BY x, y")]
