@@ -130,8 +130,8 @@ def calibrate(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: s
         notes.append(NO_PI_NOTE)
     elif design == UNIFORM:
         notes.append("every labelled item had the same probability `pi` of being drawn: a uniform design (PPI++)")
-    else:
-        notes.append(f"labels drawn with unequal probabilities `pi` ({float(pi_labelled.min()):.3g} to "  # type: ignore[union-attr]
+    elif pi_labelled is not None:
+        notes.append(f"labels drawn with unequal probabilities `pi` ({float(pi_labelled.min()):.3g} to "
                      f"{float(pi_labelled.max()):.3g}): each label's correction is weighted by 1/pi, so the "
                      "estimate stays unbiased for the people's win rate over the judge's items")
     if queued:

@@ -170,9 +170,9 @@ def plan_review(items: Sequence[PairItem], reviewers: Sequence[str], *, seed: in
         if len(drawn.pi) != len(items):
             raise ArgumentError(f"{{uncertainty}} has {len(drawn.pi)} values for {len(items)} items",
                                 "uncertainty")
-        for index in np.flatnonzero(draw(drawn, rng)):
-            it = items[int(index)]
-            sampled.append(_review_pair(it, *_pair_of(it, a, b, source), SAMPLE, drawn.pi[int(index)]))
+        for at in np.flatnonzero(draw(drawn, rng)).tolist():
+            it = items[at]
+            sampled.append(_review_pair(it, *_pair_of(it, a, b, source), SAMPLE, drawn.pi[at]))
         if not sampled:
             raise InputError(f"the {design} design drew no item (budget {budget} of {len(items)}): raise "
                              "{{budget}} or change {{seed}}", path=source, arguments=("budget", "seed"))

@@ -123,7 +123,11 @@ def sequential_bound(calls: pl.DataFrame, people: pl.DataFrame, spec: DecisionFi
     f_bound = fixed_bound(judged.get_column("score").to_numpy(), half)
     assert f_bound.low is not None and f_bound.high is not None and f_bound.value is not None
     bar = spec.bar
-    to_unit = (lambda level: float(np.clip((bar - level + 1.0) / 2.0, 0.0, 1.0)))  # noqa: E731
+
+    def to_unit(level: float) -> float:
+        """The bar on the rectifier's [0, 1] scale once the judge's bound `level` is added back."""
+        return float(np.clip((bar - level + 1.0) / 2.0, 0.0, 1.0))
+
     ship_seq = betting_sequence(rectifier, to_unit(f_bound.low), half)
     keep_seq = betting_sequence(rectifier, to_unit(f_bound.high), half)
     if ship_seq.low is None or keep_seq.high is None or ship_seq.value is None:
