@@ -33,13 +33,33 @@ def plan(
     simulations: Annotated[int, typer.Option("--simulations", help="Simulated studies behind the plan and its "
                                                                    "power check.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulations (the check uses seed + 1).")] = 0,
+    human: Annotated[Path | None, typer.Option(
+        "--human", help="Plan people's labels instead: a pilot of people's records on some of the --pilot judge's "
+                        "items (with `pi` where a design drew them). Prints the labels a corrected interval of "
+                        "--width needs under a uniform and an active design.", show_default=False)] = None,
+    width: Annotated[float | None, typer.Option(
+        "--width", help="With --human: the total width of the corrected interval to reach (two-sided, at "
+                        "1 - 2 alpha of the decision file).", show_default=False)] = None,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """The number of items the registered power needs under the registered bound (fixed interval or confidence
-    sequence), the power at those items checked by simulation, and the judge calls and their cost."""
+    sequence), the power at those items checked by simulation, and the judge calls and their cost. With
+    --human: the people's labels a target interval width needs, uniform against active."""
     from swapjudge.decision.power import PlanError
     from swapjudge.report import decision as render
     from swapjudge.workflows.decide import plan as make_plan
+
+    if human is not None or width is not None:
+        from swapjudge.workflows.human_plan import human_plan, plan_sentences
+
+        if human is None or width is None or pilot is None:
+            raise PlanError("--human needs --pilot (the judge's records) and --width (the interval's width)")
+        planned = human_plan(decision, pilot=pilot, human=human, width=width)
+        if output is OutputFormat.json:
+            dump_json(planned.to_dict())
+        else:
+            print("\n".join(plan_sentences(planned)))
+        return
 
     if pilot is None and expect is None:
         raise PlanError("give --pilot RECORDS, or --expect RATE with --splits SHARE")

@@ -164,6 +164,19 @@ def serve_command(
     a: Annotated[str | None, typer.Option("--a", help="One system of the pairs (with --b), for items with more "
                                                       "than two answers; `a` of the win rate.")] = None,
     b: Annotated[str | None, typer.Option("--b", help="The other system.")] = None,
+    design: Annotated[str | None, typer.Option(
+        "--design", help="Draw the sample item by item with a recorded probability pi (exported with every vote, "
+                         "weighted by 1/pi in `calibrate`): uniform (pi = budget / items) or active (pi "
+                         "proportional to the square root of the judge's uncertainty on the item: a flip or "
+                         "half-tie highest; needs --judge-records or --queue). Instead of --sample.",
+        show_default=False)] = None,
+    budget: Annotated[float | None, typer.Option(
+        "--budget", min=1.0, help="With --design: the number of labelled items expected (the pi add up to it).",
+        show_default=False)] = None,
+    pi_min: Annotated[float | None, typer.Option(
+        "--pi-min", min=0.0, max=1.0, help="With --design active: the least pi any item gets (default a quarter "
+                                           "of budget / items), which bounds how much a misleading uncertainty "
+                                           "can widen the interval.", show_default=False)] = None,
 ) -> None:
     """Serve a blind review page: each reviewer opens their link and votes with the keyboard (1, 2, t tie,
     b both bad, u undo, ? keys). Prints one `NAME: URL` line per reviewer; every vote is committed to the store
@@ -178,7 +191,8 @@ def serve_command(
     from swapjudge.workflows.review import open_review
 
     review = open_review(pairs, store, reviewers, reshow=reshow, seed=seed, sample=sample, queue=queue, judge=judge,
-                         judge_records=judge_records, overlap=overlap, a=a, b=b)
+                         judge_records=judge_records, overlap=overlap, a=a, b=b, design=design, budget=budget,
+                         pi_min=pi_min)
     opened, resumed, context = review.store, review.resumed, review.judge
     names = opened.reviewers
     loopback = is_loopback(host)
@@ -188,6 +202,10 @@ def serve_command(
     summary = opened.summary()
     _say(f"{'resumed' if resumed else 'created'} {display_path(store)}: {summary['tasks']:,} tasks for "
          f"{len(names)} reviewer(s), {summary['votes']:,} votes so far (seed {opened.meta('seed')})")
+    drawn = opened.draws() if design is not None else None
+    if drawn is not None and drawn["drawn"]:
+        _say(f"{drawn['design']} design: {drawn['drawn']:,} items drawn for the sample (budget {budget:g}), each "
+             f"with its probability pi ({drawn['pi_min']:.3g} to {drawn['pi_max']:.3g}), recorded with every vote")
     if not loopback:
         _say(f"warning: listening on {host}: the page can be reached from the network by anyone who has a link; "
              "send each link to its reviewer only")

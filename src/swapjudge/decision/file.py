@@ -13,6 +13,9 @@ A YAML mapping of exactly these keys (any other key is an error naming it, as is
     items: 400                 # the planned number of items (null: a fixed design reads what it is given, once)
     monitoring: fixed          # fixed: one look at `items`; sequential: look after every item, anytime-valid
     judge: null                # which judge's calls, when the records hold several
+    human:                     # optional: people's labels decide (the judge's scores only narrow the interval)
+      labels: human.jsonl      #   people's records, or a review store, with `pi` where a design drew them
+      design: uniform          #   uniform | active: how the labelled items were drawn
 
 The file's hash is over its validated content (every key, defaults filled in), so reformatting or a comment does
 not change it and any change to what was registered does.
@@ -41,6 +44,15 @@ class DecisionFileError(SwapjudgeError):
     """A decision file that does not validate: one line naming the file and the key (exit 2)."""
 
 
+class HumanLabels(BaseModel):
+    """People's labels the decision rests on: their file (or review store) and the design that drew them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    labels: str = Field(min_length=1)
+    design: Literal["uniform", "active"] = "uniform"
+
+
 class DecisionFile(BaseModel):
     """The pre-registered decision. `bar` is the win rate the candidate's bound must clear."""
 
@@ -57,9 +69,13 @@ class DecisionFile(BaseModel):
     items: int | None = Field(default=None, ge=1)
     monitoring: Monitoring = "fixed"
     judge: str | None = None
+    human: HumanLabels | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> DecisionFile:
+        if self.human is not None and self.monitoring == "sequential" and self.human.design != "uniform":
+            raise ValueError("human: monitoring: sequential needs design: uniform (the anytime-valid sequence "
+                             "for 1/pi-weighted labels is not built)")
         if self.candidate == self.incumbent:
             raise ValueError("incumbent: must differ from the candidate")
         if self.hypothesis == "superior" and self.margin != 0:
@@ -76,11 +92,12 @@ class DecisionFile(BaseModel):
     @property
     def content_hash(self) -> str:
         """sha256 of the validated content: what was registered, whatever the file's layout."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        # a file without `human` keeps the content (and hash) it had before the key existed
+        return self.model_dump(mode="json", exclude={"human"} if self.human is None else None)
 
 
 KEYS = tuple(DecisionFile.model_fields)

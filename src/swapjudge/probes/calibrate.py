@@ -15,14 +15,19 @@ from typing import Any
 
 import polars as pl
 
+from swapjudge.core.active_ppi import UNIFORM, corrected_mean
 from swapjudge.core.policy import Gate, TiePolicy
-from swapjudge.core.ppi import PPIResult, ppi_mean
+from swapjudge.core.ppi import PPIResult
 from swapjudge.errors import InputError
 
 SPLIT_VALUE = {TiePolicy.half_credit: 0.5, TiePolicy.no_credit: 0.0}
 # people's records of a priority queue (`origin` queue, as `swapjudge review export` writes) are not a random
 # sample of the items: a correction from them would be biased, so they never enter it
 QUEUE_ORIGIN = "queue"
+
+PI = "pi"  # a person's record: the probability its item was drawn for labelling (review serve records it)
+NO_PI_NOTE = ("the people's records carry no `pi` (the probability each item was drawn): they are read as a "
+              "uniform random sample of the judge's items")
 
 VALID_SENTENCE = ("the corrected win rate is unbiased for the people's win rate whatever the judge's position "
                   "or preference bias: the judge only narrows the interval, by as much as its scores track "
@@ -71,6 +76,8 @@ class Calibration:
     human_items_unmatched: int
     human_single_order: bool
     notes: tuple[str, ...]
+    design: str = UNIFORM  # uniform (no pi, or all equal: PPI++) or active (pi vary: 1/pi-weighted PPI)
+    pi_recorded: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         ppi = self.ppi.to_dict()
@@ -83,7 +90,8 @@ class Calibration:
             "n_unlabelled": self.ppi.n_unlabelled, "lambda": self.ppi.lam, "correlation": self.ppi.correlation,
             "width_ratio": self.ppi.width_ratio, "confidence": self.ppi.confidence, "gate": self.gate.to_dict(),
             "human_items_unmatched": self.human_items_unmatched, "human_single_order": self.human_single_order,
-            "valid": VALID_SENTENCE, "notes": list(self.notes),
+            "valid": VALID_SENTENCE, "notes": list(self.notes), "design": self.design,
+            "pi_recorded": self.pi_recorded,
         }
 
 
@@ -110,9 +118,22 @@ def calibrate(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: s
                          f"{judged.height} items (items are matched by their `item` id)", path=human_source)
     labelled = set(matched.get_column("item").to_list())
     rest = judged.filter(~pl.col("item").is_in(list(labelled)))
-    result = ppi_mean(matched.get_column("score").to_numpy(), matched.get_column("score_judge").to_numpy(),
-                      rest.get_column("score").to_numpy(), confidence=confidence)
+    pi = item_pi(human_frame, people, source=human_source)
+    pi_labelled = None
+    if pi is not None:
+        pi_labelled = matched.join(pi, on="item", how="left").get_column(PI).to_numpy()
+    result, design = corrected_mean(matched.get_column("score").to_numpy(),
+                                    matched.get_column("score_judge").to_numpy(), rest.get_column("score").to_numpy(),
+                                    pi_labelled, confidence=confidence)
     notes: list[str] = []
+    if pi is None:
+        notes.append(NO_PI_NOTE)
+    elif design == UNIFORM:
+        notes.append("every labelled item had the same probability `pi` of being drawn: a uniform design (PPI++)")
+    elif pi_labelled is not None:
+        notes.append(f"labels drawn with unequal probabilities `pi` ({float(pi_labelled.min()):.3g} to "
+                     f"{float(pi_labelled.max()):.3g}): each label's correction is weighted by 1/pi, so the "
+                     "estimate stays unbiased for the people's win rate over the judge's items")
     if queued:
         notes.append(f"{queued} human record(s) of a priority queue (origin {QUEUE_ORIGIN}) are left out: only "
                      "a random sample's labels give an unbiased correction")
@@ -127,7 +148,44 @@ def calibrate(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: s
                      "the judge's consistency")
     return Calibration(a=a, b=b, judge=judge, policy=policy, ppi=result, gate=gate, n_judge=judged.height,
                        human_items_unmatched=unmatched,
-                       human_single_order=bool((people.get_column("orders") == 1).all()), notes=tuple(notes))
+                       human_single_order=bool((people.get_column("orders") == 1).all()), notes=tuple(notes),
+                       design=design, pi_recorded=pi is not None)
+
+
+def item_pi(human_frame: pl.DataFrame, people: pl.DataFrame, *, source: str) -> pl.DataFrame | None:
+    """Each labelled item's drawing probability (columns `item`, `pi`), or None when no record carries one.
+
+    Every record of an item must carry the same `pi` in (0, 1]; a file where some items have it and others not
+    is refused, since the two kinds of labels cannot be weighted together."""
+    if PI not in human_frame.columns:
+        return None
+    raw = human_frame.select("item", pl.col(PI).alias("_raw"))
+    values = raw.with_columns(pl.col("_raw").cast(pl.Float64, strict=False).alias(PI))
+    bad = values.filter(pl.col("_raw").is_not_null() & (pl.col(PI).is_null() | pl.col(PI).is_nan()
+                                                          | (pl.col(PI) <= 0.0) | (pl.col(PI) > 1.0)))
+    if bad.height:
+        raise InputError(f"item {bad.get_column('item')[0]!r}: `pi` must be a probability in (0, 1], got "
+                         f"{bad.get_column('_raw')[0]!r}", path=source, field=PI)
+    if values.get_column(PI).null_count() == values.height:
+        return None
+    per_item = values.group_by("item").agg(pl.col(PI).min().alias("lo"), pl.col(PI).max().alias("hi"),
+                                           pl.col(PI).null_count().alias("missing"))
+    missing = per_item.filter(pl.col("missing") > 0)
+    if missing.height:
+        raise InputError(f"item {missing.get_column('item')[0]!r} has a record without `pi` while others carry "
+                         "one: give every record its item's drawing probability, or none", path=source, field=PI)
+    differ = per_item.filter(pl.col("hi") - pl.col("lo") > 1e-12)
+    if differ.height:
+        raise InputError(f"item {differ.get_column('item')[0]!r} carries different `pi` on its records "
+                         f"({differ.get_column('lo')[0]} and {differ.get_column('hi')[0]}): an item has one "
+                         "drawing probability", path=source, field=PI)
+    return per_item.select("item", pl.col("lo").alias(PI)).join(people.select("item"), on="item", how="semi")
+
+
+def _design_words(result: Calibration) -> str:
+    if result.design == UNIFORM:
+        return "uniform sample" + ("" if result.pi_recorded else ", assumed: no `pi` recorded")
+    return "active sample, each label weighted by 1/pi"
 
 
 def sentences(result: Calibration) -> list[str]:
@@ -138,7 +196,7 @@ def sentences(result: Calibration) -> list[str]:
     c, h = p.corrected, p.human_only
     out.append(f"corrected win rate of {result.a} over {result.b}: {c.value:.3f} ({level} interval "
                f"{c.low:.3f}–{c.high:.3f}), from {result.n_judge} judged items of which {p.n_human} labelled "
-               f"by people; items are the independent units")
+               f"by people ({_design_words(result)}); items are the independent units")
     out.append(f"people alone: {h.value:.3f} ({h.low:.3f}–{h.high:.3f}) on {p.n_human} items")
     if result.gate.passed:
         j = p.judge_only

@@ -6,7 +6,9 @@ the two, as the arena vote page counts it). `origin` says whether the pair came 
 judge's priority queue, `reshow` whether this presentation was the swapped re-show of an earlier one. A pair
 and its re-show share the round, so `analyze` pairs them into one comparison in both orders: the reviewer's
 swap-consistency; a pair shown once is a single-order call by design (`registered_reshow` says so, and `analyze`
-counts it as incomplete).
+counts it as incomplete). `pi` is the probability the review's sampling design drew the pair's item (null for a
+queue pair it did not draw), `design` that design (simple_random, all, uniform or active) and `seed` the
+review's seed: `calibrate` weights each label by 1/pi.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def vote_record(row: Mapping[str, Any]) -> dict[str, Any]:
         "voted_at": _iso(float(row["voted_at"])),
         # a pair shown once is single-order by design: the analysis counts it incomplete, not as an error
         "registered_reshow": row.get("reshow_share"),
+        "pi": row.get("pi"), "design": row.get("design"), "seed": row.get("seed"),
     }
 
 
@@ -141,7 +144,8 @@ def export_review(store: str | Path, output: str | Path, *, format: str = "recor
 
 
 RECORD_FIELDS = ("item", "first", "second", "verdict", "judge", "round", "label", "choice", "origin", "reshow",
-                 "reviewer", "task", "reshow_of", "position", "seconds", "voted_at", "registered_reshow")
+                 "reviewer", "task", "reshow_of", "position", "seconds", "voted_at", "registered_reshow",
+                 "pi", "design", "seed")
 
 
 def _jsonl(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -47,7 +47,11 @@ CREATE TABLE IF NOT EXISTS votes (
     seconds REAL, undone_at REAL);
 CREATE UNIQUE INDEX IF NOT EXISTS one_live_vote ON votes (task) WHERE undone_at IS NULL;
 CREATE INDEX IF NOT EXISTS votes_of_reviewer ON votes (reviewer, undone_at);
+CREATE TABLE IF NOT EXISTS draws (
+    pair INTEGER PRIMARY KEY REFERENCES pairs (pair), pi REAL NOT NULL CHECK (pi > 0 AND pi <= 1),
+    design TEXT NOT NULL);
 """
+# `draws`: the probability the sampling design drew each sample pair's item (stores made before it have none)
 
 
 class ReviewStoreError(InputError):
@@ -177,6 +181,9 @@ class ReviewStore:
             db.executemany("INSERT INTO pairs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            [(i, p.item, p.x, p.y, p.prompt, p.text_x, p.text_y, p.label, p.origin)
                             for i, p in enumerate(plan.pairs)])
+            db.executemany("INSERT INTO draws VALUES (?, ?, ?)",
+                           [(i, p.pi, plan.design or ("simple_random" if p.pi < 1.0 else "all"))
+                            for i, p in enumerate(plan.pairs) if p.pi is not None])
             db.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?)",
                            [(t.task, t.reviewer, t.position, t.pair, t.first, t.second, t.reshow_of)
                             for t in sorted(plan.tasks, key=lambda t: t.reshow_of is not None)])
@@ -292,6 +299,14 @@ class ReviewStore:
         votes = self._db.execute("SELECT COUNT(*) FROM votes WHERE undone_at IS NULL").fetchone()[0]
         return {"tasks": sum(self._totals.values()), "votes": int(votes)}
 
+    def draws(self) -> dict[str, Any] | None:
+        """The sampling design's draw: its name, the pairs it drew and their expected count (sum of pi); None
+        for stores made before designs were recorded."""
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'draws'").fetchone() is None:
+            return None
+        row = self._db.execute("SELECT MIN(design), COUNT(*), SUM(pi), MIN(pi), MAX(pi) FROM draws").fetchone()
+        return {"design": row[0], "drawn": int(row[1]), "expected": row[2], "pi_min": row[3], "pi_max": row[4]}
+
     def systems(self) -> list[tuple[str, str]]:
         """The distinct (x, y) system pairs under review."""
         return [(r[0], r[1]) for r in self._db.execute("SELECT DISTINCT x, y FROM pairs ORDER BY x, y")]
@@ -342,6 +357,11 @@ WHERE v.undone_at IS NULL ORDER BY v.vote
 """
 
 
+# the same with each pair's drawing probability and design, for stores that record them
+VOTE_QUERY_DRAWS = VOTE_QUERY.replace(", p.origin\n", ", p.origin, d.pi, d.design\n").replace(
+    "JOIN pairs p ON p.pair = t.pair", "JOIN pairs p ON p.pair = t.pair LEFT JOIN draws d ON d.pair = p.pair")
+
+
 def live_votes(path: str | Path) -> list[dict[str, Any]]:
     """Every live (not undone) vote with its task and pair, in the order they were cast, and the review's re-show
     share (`reshow_share`); read-only."""
@@ -356,7 +376,11 @@ def live_votes(path: str | Path) -> list[dict[str, Any]]:
         if share is None:  # a store made from a plan alone: re-shown tasks per first showing
             counted = db.execute("SELECT SUM(reshow_of IS NOT NULL), SUM(reshow_of IS NULL) FROM tasks").fetchone()
             share = round(counted[0] / counted[1], 6) if counted[1] else None
-        return [{**dict(vote), "reshow_share": share} for vote in db.execute(VOTE_QUERY)]
+        seed = db.execute("SELECT value FROM meta WHERE key = 'seed'").fetchone()
+        has_draws = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'draws'").fetchone()
+        query = VOTE_QUERY_DRAWS if has_draws else VOTE_QUERY
+        extra = {"reshow_share": share, "seed": int(seed["value"]) if seed is not None else None}
+        return [{"pi": None, "design": None, **dict(vote), **extra} for vote in db.execute(query)]
     finally:
         db.close()
 

@@ -204,21 +204,35 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
                        tie_policy=spec.tie_policy, min_consistency=spec.min_consistency)[0]
     scores = _scores(pairs, spec.candidate, spec.tie_policy)
     bound: Bound | None
-    if spec.monitoring == "sequential":
+    anchored = None
+    if spec.human is not None:  # people's labels decide: the corrected win rate is the bound
+        from swapjudge.workflows.human_decide import human_bound
+
+        anchored = human_bound(spec, path, calls, analysis.gate)
+        bound = anchored.bound
+    elif spec.monitoring == "sequential":
         bound = betting_sequence(scores.scores, spec.bar, spec.alpha)
     else:
         bound = fixed_bound(scores.scores, spec.alpha)
+    # with people's labels a failed judge gate is reported, not deciding (the labels carry the decision)
+    deciding_gate = analysis.gate if anchored is None else dataclasses.replace(analysis.gate, passed=True)
     ruling = rule(bound=bound, bar=spec.bar, hypothesis=spec.hypothesis, margin=spec.margin,
                   monitoring=spec.monitoring, planned_items=spec.items, items_read=len(order),
-                  candidate=spec.candidate, gate=analysis.gate, consistency=analysis.consistency,
+                  candidate=spec.candidate, gate=deciding_gate, consistency=analysis.consistency,
                   missing_calls=missing, allowed_missing=allow_missing)
+    if anchored is not None and ruling.rate_read:
+        passed = "passes" if analysis.gate.passed else "fails, reported only"
+        ruling = dataclasses.replace(ruling, headline=(
+            f"{ruling.headline.replace('wins', 'wins, corrected by people,', 1)}; from {anchored.labels:,} "
+            f"people's labels ({anchored.design} design) and the judge's scores on every item; the judge's "
+            f"gate {passed}"))
     reasons = list(ruling.reasons)
     if source.unmade_calls:
         adaptive = " (an adaptive run: swaps it skipped by design have no order-cancelled outcome)" \
             if source.adaptive else ""
         reasons.append(f"{source.unmade_calls:,} planned call(s) of the run were never made{adaptive}")
     needed = more = None
-    if ruling.verdict == INCONCLUSIVE and ruling.rate_read:
+    if ruling.verdict == INCONCLUSIVE and ruling.rate_read and anchored is None:  # labels: plan --human
         needed, cap = _needed(scores, spec)
         if spec.monitoring == "fixed" and spec.items is not None and (needed is not None or len(order) < spec.items):
             needed = max(needed or 0, spec.items)  # a fixed design reads nothing before its planned items
@@ -243,6 +257,8 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
                      "or use monitoring: sequential)")
     if scores.unscored:
         notes.append(f"{scores.unscored:,} item(s) of split pairs only have no score under the exclude policy")
+    if anchored is not None:
+        notes.extend(anchored.notes)
     verdict = Verdict(
         verdict=ruling.verdict, headline=ruling.headline, reasons=tuple(reasons), candidate=spec.candidate,
         incumbent=spec.incumbent, hypothesis=spec.hypothesis, bar=spec.bar, margin=spec.margin,
@@ -252,7 +268,8 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
                       incomplete, missing, allow_missing),
         gate=analysis.gate, consistency=analysis.consistency, flip_direction=analysis.flip_direction,
         judge=source.judge, source=source.label, decision=spec.to_dict(), decision_hash=spec.content_hash,
-        decision_path=path, needed_items=needed, more_items=more, notes=tuple(notes))
+        decision_path=path, needed_items=needed, more_items=more, notes=tuple(notes),
+        human=None if anchored is None else anchored.to_dict())
     ledger = source.store_path or (Path(store) if store is not None else None)
     return verdict if ledger is None else _record(verdict, ledger, decision_key(path, spec), source.run_id)
 

@@ -89,10 +89,16 @@ def _sha256(path: str | Path) -> str:
 def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str], *, reshow: float = 0.10,
                 seed: int | None = None, sample: int | None = None, queue: str | Path | None = None,
                 judge: str | None = None, judge_records: str | Path | None = None, overlap: int = 1,
-                a: str | None = None, b: str | None = None) -> LiveReview:
+                a: str | None = None, b: str | None = None, design: str | None = None,
+                budget: float | None = None, pi_min: float | None = None) -> LiveReview:
     """Create the review store with its plan (seeded sample, the judge's priority queue from `queue`, overlap,
     shown orders, re-shows), or resume it when it was made with the same options; and load the judge records
-    (`judge_records`, default `queue`) the status page compares the votes with."""
+    (`judge_records`, default `queue`) the status page compares the votes with.
+
+    `design` uniform / active with `budget`: the sample is a Poisson draw, each item with its probability pi
+    (recorded with every pair, exported with every vote); active draws by the judge's uncertainty on each item,
+    read from `judge_records` (default `queue`), pi proportional to its square root, floored at `pi_min`."""
+    from swapjudge.core.active_ppi import ACTIVE, DESIGNS
     from swapjudge.reading.pairs_file import load_pairs
     from swapjudge.reading.records import load_records
     from swapjudge.review.assign import ReviewPlan, parse_reviewers, plan_review
@@ -105,16 +111,32 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
         raise ArgumentError("give both {a} and {b}, or neither", "a", "b")
     config: dict[str, Any] = {
         "pairs_sha256": _sha256(pairs), "reviewers": names, "reshow": reshow, "overlap": overlap, "sample": sample,
-        "queue_sha256": _sha256(queue) if queue is not None else None, "judge": judge, "a": a, "b": b, "seed": seed}
+        "queue_sha256": _sha256(queue) if queue is not None else None, "judge": judge, "a": a, "b": b, "seed": seed,
+        "design": design, "budget": budget, "pi_min": pi_min}
+    judged = judge_records if judge_records is not None else queue
+    if design is not None and design not in DESIGNS:
+        raise ArgumentError(f"{{design}} must be one of {', '.join(DESIGNS)}, got {design!r}", "design")
+    if design == ACTIVE and judged is None:
+        raise ArgumentError("the active {design} draws by the judge's uncertainty: give the judge's records "
+                            "({judge_records} or {queue})", "design", "judge_records", "queue")
 
     def make_plan() -> ReviewPlan:
         queued = (unsettled_pairs(load_records(queue, allow_unpaired=True), judge=judge, a=a, b=b)
                   if queue is not None else None)
-        return plan_review(load_pairs(pairs).items, names, seed=seed, reshow=reshow, overlap=overlap,
-                           sample=sample, queue=queued, a=a, b=b, source=str(pairs))
+        items = load_pairs(pairs).items
+        uncertainty = None
+        if design == ACTIVE:
+            from swapjudge.review.assign import pair_of
+            from swapjudge.review.design import item_uncertainty
+
+            systems = [pair_of(it, a, b, str(pairs)) for it in items]
+            uncertainty, _ = item_uncertainty(load_records(judged, allow_unpaired=True), items, systems,
+                                              judge=judge)
+        return plan_review(items, names, seed=seed, reshow=reshow, overlap=overlap, sample=sample, queue=queued,
+                           a=a, b=b, source=str(pairs), design=design, budget=budget, uncertainty=uncertainty,
+                           pi_min=pi_min)
 
     opened, resumed = ReviewStore.create_or_resume(store, make_plan, config)
-    judged = judge_records if judge_records is not None else queue
     try:
         context = judge_context(judged, opened.systems(), judge=judge, a=a, b=b) if judged is not None else None
     except BaseException:
