@@ -251,3 +251,32 @@ def test_text_and_bad_input(tmp_path):
         escalate(rows, judges=["cheap", "cheap"])
     with pytest.raises(ArgumentError, match=r"split 0\.001 of 200 labelled items"):
         escalate(rows, judges=["cheap"], split=0.001)
+
+
+def test_labels_file_and_saved_thresholds_in_python(tmp_path):
+    from swapjudge.errors import ArgumentError, InputError
+    from swapjudge.workflows.escalate import escalate, thresholds_document
+
+    rows = _sim_records(6, 300)
+    labels = {r["item"]: r["label"] for r in rows}
+    labels_path = write_jsonl(tmp_path / "labels.jsonl", [{"item": i, "label": v} for i, v in labels.items()])
+    bare = [{**r, "label": None} for r in rows]
+    own = escalate(rows, judges=["cheap", "strong"], split=0.5, seed=4)
+    from_file = escalate(bare, judges=["cheap", "strong"], split=0.5, seed=4, labels=labels_path)
+    assert from_file.to_dict() == own.to_dict()
+    saved = thresholds_document(own)
+    assert saved["fitted_items"] == sorted(own.fitted_items) and len(saved["fitted_items"]) == 150
+    applied = escalate(bare, judges=["cheap", "strong"], thresholds=saved)
+    assert [t.threshold for t in applied.tiers] == [t.threshold for t in own.tiers]
+    assert applied.realized is None and applied.applied_to == "records"
+    # labelled pairs outside the fitted items are a test of the saved thresholds: the same test as the split's
+    tested = escalate(rows, judges=["cheap", "strong"], thresholds=saved)
+    assert tested.realized.value == pytest.approx(own.realized.value)
+    with pytest.raises(ArgumentError, match="give one"):
+        escalate(rows, judges=["cheap", "strong"], thresholds=saved, split=0.5)
+    with pytest.raises(InputError, match="in that order"):
+        escalate(rows, judges=["strong", "cheap"], thresholds=saved)
+    # thresholds fitted on probabilities do not apply to a judge that records none
+    no_p = [{k: v for k, v in r.items() if k not in ("p_first", "p_second")} for r in rows]
+    with pytest.raises(InputError, match="confidence measure"):
+        escalate(no_p, judges=["cheap", "strong"], thresholds=saved)
