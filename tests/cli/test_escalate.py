@@ -280,3 +280,23 @@ def test_labels_file_and_saved_thresholds_in_python(tmp_path):
     no_p = [{k: v for k, v in r.items() if k not in ("p_first", "p_second")} for r in rows]
     with pytest.raises(InputError, match="confidence measure"):
         escalate(no_p, judges=["cheap", "strong"], thresholds=saved)
+
+
+def test_text_says_what_the_realized_interval_supports():
+    import dataclasses
+
+    from swapjudge.report.escalate import summary_lines, to_markdown
+    from swapjudge.workflows.escalate import escalate
+
+    result = escalate(_sim_records(7, 300), judges=["cheap", "strong"], alpha=0.1, split=0.5, seed=1)
+    r = result.realized
+    cases = {(0.95, 0.99): "its interval above the target 90.0%",
+             (0.80, 0.88): "its interval below the target 90.0%: the guarantee did not hold on this test",
+             (0.85, 0.95): "its interval includes the target 90.0%"}
+    for (low, high), words in cases.items():
+        shown = dataclasses.replace(result, realized=dataclasses.replace(r, low=low, high=high))
+        line = next(x for x in summary_lines(shown) if x.startswith("realized agreement"))
+        assert line.endswith(words), line
+    unsplit = escalate(_sim_records(7, 300), judges=["cheap", "strong"], alpha=0.1)
+    assert any("not measured (no labelled test pairs" in x for x in summary_lines(unsplit))
+    assert "| cheap |" in to_markdown(result)

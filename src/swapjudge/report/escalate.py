@@ -19,7 +19,7 @@ def _agreement(tier: Tier) -> str:
     a = tier.agreement
     if a is None or a.n == 0:
         return "no settled test pair" if a is not None else "no test set"
-    return (f"{_pct(a.value)} [{_pct(a.low)}, {_pct(a.high)}] on {a.n} test pairs "
+    return (f"{_pct(a.value)} [{_pct(a.low)}, {_pct(a.high)}] on {a.n} labelled test pairs "
             f"(independent: {a.independence.units})")
 
 
@@ -47,12 +47,20 @@ def summary_lines(result: Escalation) -> list[str]:
 def _tail(result: Escalation) -> list[str]:
     lines = [f"coverage: {_pct(result.coverage)} ({result.settled} of {result.pairs} pairs settled)"]
     lines.append(f"guaranteed by the calibration: {result.guarantee}")
+    if any(t.calibration is not None and t.calibration.independent != "pairs" for t in result.tiers):
+        lines.append("  (calibration pairs share items: each bound is on the effective sample, pairs and "
+                     "disagreements divided by the design effect of clustering by item, an approximation)")
     r = result.realized
     if r is not None and r.n:
-        verdict = ("at or above" if r.value is not None and r.value >= 1 - result.alpha else "below")
+        target = 1 - result.alpha
+        if r.low is not None and r.low >= target:
+            verdict = f"its interval above the target {_pct(target)}"
+        elif r.high is not None and r.high < target:
+            verdict = f"its interval below the target {_pct(target)}: the guarantee did not hold on this test"
+        else:
+            verdict = f"its interval includes the target {_pct(target)}"
         lines.append(f"realized agreement on the settled test pairs: {_pct(r.value)} [{_pct(r.low)}, {_pct(r.high)}]"
-                     f" over {r.n} pairs ({r.independence.clusters} {r.independence.units} independent), "
-                     f"{verdict} the target {_pct(1 - result.alpha)}")
+                     f" over {r.n} pairs ({r.independence.clusters} {r.independence.units} independent), {verdict}")
     elif result.test_pairs:
         lines.append(f"realized agreement: no pair of the {result.test_pairs} labelled test pairs was settled")
     else:
@@ -73,4 +81,4 @@ def to_markdown(result: Escalation) -> str:
         cell = _agreement(tier).replace("|", "\\|")
         rows.append(f"| {tier.judge} | {_threshold(tier)} | {tier.measure} | {tier.reached} | {tier.settled} | "
                     f"{cell} |")
-    return "\n".join(rows) + "\n\n" + "\n".join(f"- {line}" for line in _tail(result)) + "\n"
+    return "\n".join(rows) + "\n\n" + "\n".join(f"- {line.strip()}" for line in _tail(result)) + "\n"
