@@ -173,3 +173,20 @@ def test_the_swap_earns_its_cost():
           f"vs {one_order[2]:.3f}; guarantee held in {with_swap[0]:.2f} vs {one_order[0]:.2f} of 40 splits")
     assert with_swap[1] > one_order[1] + 0.1
     assert with_swap[0] >= 0.8 and one_order[0] >= 0.8
+
+
+def test_coverage_risk_curve_by_brute_force():
+    rng = np.random.default_rng(21)
+    for n, digits in ((80, 2), (2000, 6)):
+        confidence = np.round(rng.uniform(0.5, 1.0, n), digits)
+        confidence[rng.random(n) < 0.1] = np.nan
+        agree = rng.random(n) < confidence
+        cal = fixed_sequence(confidence, agree, alpha=0.15, delta=0.1)
+        distinct = sorted(set(confidence[~np.isnan(confidence)].tolist()), reverse=True)
+        assert len(cal.curve) == min(len(distinct), 101)
+        assert cal.curve[0][0] == distinct[0] and cal.curve[-1][0] == distinct[-1]
+        for lam, settled, wrong in cal.curve:
+            mask = ~np.isnan(confidence) & (confidence >= lam)
+            assert settled == mask.sum() and wrong == (~agree[mask]).sum()
+        point = cal.to_dict()["curve"][-1]
+        assert point["coverage"] == pytest.approx((~np.isnan(confidence)).sum() / n)

@@ -33,6 +33,7 @@ from swapjudge.core.stats import MeanInterval, cluster_design, proportion_interv
 # a pair's label relative to its two identities (as reading.reduce codes them)
 LABEL_NONE, LABEL_X, LABEL_Y, LABEL_TIE = 0, 1, 2, 3
 UNSETTLED = -1  # the tier index of a pair no judge settled
+CURVE_POINTS = 101
 
 
 def min_settled(alpha: float, delta: float) -> int:
@@ -70,11 +71,16 @@ class Calibration:
     bound: float | None  # the upper bound on disagreement at the threshold
     tested: int  # candidates tested (the last one failed unless every candidate passed)
     independent: str  # "pairs" or "items (effective sample)"
+    # the coverage-risk curve on these pairs: (threshold, settled, disagreements) at each distinct confidence,
+    # strictest first, at most CURVE_POINTS of them (evenly spaced when there are more)
+    curve: tuple[tuple[float, int, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"threshold": self.threshold, "reached": self.reached, "settled": self.settled,
                 "disagreements": self.disagreements, "bound": self.bound, "tested": self.tested,
-                "independent": self.independent}
+                "independent": self.independent,
+                "curve": [{"threshold": lam, "settled": n, "coverage": n / self.reached if self.reached else None,
+                           "risk": k / n if n else None} for lam, n, k in self.curve]}
 
 
 def fixed_sequence(confidence: npt.ArrayLike, agree: npt.ArrayLike, *, alpha: float, delta: float,
@@ -95,6 +101,10 @@ def fixed_sequence(confidence: npt.ArrayLike, agree: npt.ArrayLike, *, alpha: fl
     last = np.flatnonzero(np.r_[conf_sorted[1:] != conf_sorted[:-1], True]) if conf_sorted.size else np.array([], int)
     settled_n = last + 1
     settled_k = np.cumsum(wrong_sorted)[last] if conf_sorted.size else np.array([], int)
+    shown = np.arange(last.size)
+    if last.size > CURVE_POINTS:
+        shown = np.unique(np.linspace(0, last.size - 1, CURVE_POINTS).round().astype(np.int64))
+    curve = tuple((float(conf_sorted[last][i]), int(settled_n[i]), int(settled_k[i])) for i in shown)
     keep = settled_n >= need  # a candidate below `need` cannot pass with any labels: not part of the sequence
     lams, ns, ks = conf_sorted[last][keep], settled_n[keep], settled_k[keep]
     if shared:
@@ -112,10 +122,10 @@ def fixed_sequence(confidence: npt.ArrayLike, agree: npt.ArrayLike, *, alpha: fl
     passed = int(failed[0]) if failed.size else int(bound_arr.size)
     tested = min(passed + 1, int(bound_arr.size))
     if passed == 0:
-        return Calibration(judge, None, int(confidence.size), 0, 0, None, tested, independent)
+        return Calibration(judge, None, int(confidence.size), 0, 0, None, tested, independent, curve)
     i = passed - 1
     return Calibration(judge, float(lams[i]), int(confidence.size), int(ns[i]), int(ks[i]), float(bound_arr[i]),
-                       tested, independent)
+                       tested, independent, curve)
 
 
 def route(confidences: list[npt.NDArray[np.float64]], thresholds: list[float | None]) -> npt.NDArray[np.int64]:
