@@ -190,3 +190,36 @@ def test_coverage_risk_curve_by_brute_force():
             assert settled == mask.sum() and wrong == (~agree[mask]).sum()
         point = cal.to_dict()["curve"][-1]
         assert point["coverage"] == pytest.approx((~np.isnan(confidence)).sum() / n)
+
+
+def test_clustered_bound_matches_a_pass_per_candidate():
+    """Pairs sharing items: the running design effect equals core.stats.cluster_design on each prefix, and the
+    threshold equals the one a loop over candidates (cluster_design, then the Beta quantile) picks."""
+    from swapjudge.core.cascade import prefix_design_effects
+    from swapjudge.core.stats import cluster_design
+
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        n = int(rng.integers(2, 300))
+        flags = (rng.random(n) < rng.uniform(0, 0.5)).astype(int)
+        items = rng.integers(0, int(rng.integers(1, n + 1)), n).astype(str)
+        ends = np.unique(rng.integers(1, n + 1, 10))
+        want = [cluster_design(flags[:e].astype(float), items[:e]).design_effect for e in ends]
+        assert prefix_design_effects(flags, items, ends) == pytest.approx(want, rel=1e-12)
+    n = 600
+    confidence = np.round(rng.uniform(0.5, 1.0, n), 2)
+    items = rng.integers(0, 60, n)
+    agree = rng.random(n) < confidence - 0.1 * (items % 3 == 0)  # some items harder: correlated errors
+    got = fixed_sequence(confidence, agree, alpha=0.2, delta=0.1, clusters=items)
+    chosen = None
+    for lam in sorted(set(confidence.tolist()), reverse=True):
+        settled = confidence >= lam
+        m = int(settled.sum())
+        if m < min_settled(0.2, 0.1):
+            continue
+        wrong = ~agree[settled]
+        d = cluster_design(wrong.astype(float), items[settled]).design_effect
+        if clopper_pearson_upper(wrong.sum() / d, m / d, 0.1) > 0.2:
+            break
+        chosen = lam
+    assert got.threshold == chosen and got.independent == "items (effective sample)"

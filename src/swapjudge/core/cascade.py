@@ -28,7 +28,9 @@ import numpy.typing as npt
 from scipy.stats import beta
 
 from swapjudge.core.confidence import VERDICT_TIE, VERDICT_X, VERDICT_Y
-from swapjudge.core.stats import MeanInterval, cluster_design, proportion_interval
+from swapjudge.core.stats import MeanInterval, proportion_interval
+
+FloatArray = npt.NDArray[np.float64]
 
 # a pair's label relative to its two identities (as reading.reduce codes them)
 LABEL_NONE, LABEL_X, LABEL_Y, LABEL_TIE = 0, 1, 2, 3
@@ -83,6 +85,42 @@ class Calibration:
                            "risk": k / n if n else None} for lam, n, k in self.curve]}
 
 
+def prefix_design_effects(flags: npt.ArrayLike, clusters: npt.ArrayLike, ends: npt.ArrayLike) -> FloatArray:
+    """`core.stats.cluster_design(flags[:end], clusters[:end]).design_effect` for each end, in one pass: the
+    sums it needs (per cluster units n_g and flags a_g; sums of a_g^2, a_g n_g, n_g^2) kept as units are added,
+    so a calibration's every candidate costs O(1) instead of a pass over the pairs. 0/1 flags."""
+    flags = np.asarray(flags, dtype=np.int64)
+    _, codes = np.unique(np.asarray(clusters).astype(str), return_inverse=True)
+    codes = codes.reshape(-1)
+    ends = np.asarray(ends, dtype=np.int64)
+    units = np.zeros(int(codes.max()) + 1 if codes.size else 0, dtype=np.int64)
+    wrong = np.zeros_like(units)
+    out = np.ones(ends.size)
+    g = n = k = sq_a = cross = sq_n = 0
+    at = 0
+    for i, end in enumerate(ends.tolist()):
+        while at < end:  # add unit `at` to its cluster
+            c, w = int(codes[at]), int(flags[at])
+            nc, ac = int(units[c]), int(wrong[c])
+            g += nc == 0
+            sq_n += 2 * nc + 1
+            cross += (ac + w) * (nc + 1) - ac * nc
+            sq_a += (ac + w) ** 2 - ac * ac
+            units[c], wrong[c] = nc + 1, ac + w
+            n, k, at = n + 1, k + w, at + 1
+        if g == n:
+            continue  # clusters of one: 1
+        if g == 1:
+            out[i] = float(n)  # every unit on one item: one observation's worth
+            continue
+        if k in (0, n):
+            continue  # no spread: 1
+        between = n * n * sq_a - 2 * n * k * cross + k * k * sq_n  # sum over clusters of (n a_g - n_g k)^2
+        ratio = (g * (n - 1) * between) / ((g - 1) * n * n * (n * k - k * k))
+        out[i] = max(1.0, ratio)
+    return out
+
+
 def fixed_sequence(confidence: npt.ArrayLike, agree: npt.ArrayLike, *, alpha: float, delta: float,
                    clusters: npt.ArrayLike | None = None, judge: str = "") -> Calibration:
     """The threshold of one judge: `confidence` of each calibration pair reaching it (NaN: never settled),
@@ -108,16 +146,12 @@ def fixed_sequence(confidence: npt.ArrayLike, agree: npt.ArrayLike, *, alpha: fl
     keep = settled_n >= need  # a candidate below `need` cannot pass with any labels: not part of the sequence
     lams, ns, ks = conf_sorted[last][keep], settled_n[keep], settled_k[keep]
     if shared:
-        ok_groups = groups[ok][order]
-        bounds = []
-        for n, k in zip(ns, ks, strict=True):
-            deff = cluster_design(wrong_sorted[:n].astype(float), ok_groups[:n]).design_effect
-            bounds.append(clopper_pearson_upper(k / deff, n / deff, delta))
-            if bounds[-1] > alpha:
-                break
-        bound_arr = np.asarray(bounds, dtype=float)
+        deffs = prefix_design_effects(wrong_sorted, groups[ok][order], ns)
+        n_eff, k_eff = ns / deffs, ks / deffs  # the effective sample: what clustering by item leaves
     else:
-        bound_arr = np.where(ks >= ns, 1.0, beta.ppf(1.0 - delta, ks + 1.0, np.maximum(ns - ks, 1e-12)))
+        n_eff, k_eff = ns.astype(float), ks.astype(float)
+    # clopper_pearson_upper at every candidate at once
+    bound_arr = np.where(ks >= ns, 1.0, beta.ppf(1.0 - delta, k_eff + 1.0, np.maximum(n_eff - k_eff, 1e-12)))
     failed = np.flatnonzero(bound_arr > alpha)
     passed = int(failed[0]) if failed.size else int(bound_arr.size)
     tested = min(passed + 1, int(bound_arr.size))
