@@ -155,6 +155,10 @@ def escalate(source: str | Path | Any, *, judges: Sequence[str], alpha: float = 
     split = arguments.number(split, "split", low=0.0, high=1.0, open_low=True, open_high=True, optional=True)
     seed = arguments.integer(seed, "seed", minimum=0)
     confidence = arguments.confidence(confidence)
+    source = arguments.records_source(source, "source")
+    labels = arguments.path(labels, "labels", what="a labels file's path")
+    if thresholds is not None:
+        thresholds = arguments.mapping_or_path(thresholds, "thresholds", (), "a thresholds file's path or mapping")
     if split is not None and thresholds is not None:
         raise ArgumentError("{split} fits thresholds and {thresholds} applies saved ones: give one", "split",
                             "thresholds")
