@@ -167,6 +167,11 @@ def run_command(
     from swapjudge.workflows import run as runs
 
     loaded = runs.load_run_config(config)
+    if loaded.config.cascade is not None and not check:
+        from swapjudge.cli.run_cascade import cascade_command
+
+        cascade_command(loaded, config, dry_run=dry_run, store=store, progress=progress, wait=wait, output=output)
+        return
     if dry_run:
         _print_estimate(runs.dry_run(loaded, store=store))
         return

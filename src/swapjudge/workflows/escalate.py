@@ -324,5 +324,8 @@ def thresholds_document(result: Escalation) -> dict[str, Any]:
         "labels_hash": result.labels_hash, "fitted_items": list(result.fitted_items),
         "guarantee": result.guarantee,
         "tiers": [{"judge": t.judge, "threshold": t.threshold, "measure": t.measure,
-                   "configuration": dict(t.configuration or {})} for t in result.tiers],
+                   "configuration": dict(t.configuration or {}),
+                   # what a live cascade's dry run prices from: the share of the pairs reaching it this judge settled
+                   **({"calibration": {"reached": t.calibration.reached, "settled": t.calibration.settled}}
+                      if t.calibration is not None else {})} for t in result.tiers],
     }
