@@ -347,6 +347,7 @@ class LoadedConfig:
         self.source = source
         self.base_dir = source.parent
         self.rubric_text = rubric_text
+        self.cascade_tier: dict[str, Any] | None = None  # set on a cascade's tier (see `tier`)
 
     def resolve(self, path: str) -> Path:
         p = Path(path).expanduser()
@@ -375,7 +376,9 @@ class LoadedConfig:
         problem = engine_problem(config)
         if problem:
             raise ArgumentError("{engine}: " + problem.replace("{", "{{").replace("}", "}}"), "engine")
-        return LoadedConfig(config, source=self.source, rubric_text=self.rubric_text)
+        loaded = LoadedConfig(config, source=self.source, rubric_text=self.rubric_text)
+        loaded.cascade_tier = self.cascade_tier
+        return loaded
 
     def normalised(self) -> dict[str, Any]:
         """The settled configuration as stored with the run (rubric text inlined, defaults spelled out)."""
@@ -400,15 +403,20 @@ class LoadedConfig:
             data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         if data.get("cascade") is None:
             data.pop("cascade", None)  # absent unless used: configurations hash as they always did
+        if self.cascade_tier is not None:
+            data["cascade_tier"] = dict(self.cascade_tier)
         return data
 
-    def tier(self, index: int) -> LoadedConfig:
-        """A cascade's judge `index` (0: `judge:`) as a configuration of its own, without the cascade: its run,
-        cache and resume are those of that judge alone."""
+    def tier(self, index: int, marker: dict[str, Any] | None = None) -> LoadedConfig:
+        """A cascade's judge `index` (0: `judge:`) as a configuration of its own, without the cascade: its calls
+        and cache are those of that judge alone. `marker` (which cascade, which tier, its threshold) is stored and
+        hashed with the run, so `decide` finds the cascade's runs and a tier run is no plain run."""
         cascade = self.config.cascade
         judges = [self.config.judge, *(cascade.judges if cascade is not None else ())]
         config = self.config.model_copy(update={"judge": judges[index], "cascade": None})
-        return LoadedConfig(config, source=self.source, rubric_text=self.rubric_text)
+        loaded = LoadedConfig(config, source=self.source, rubric_text=self.rubric_text)
+        loaded.cascade_tier = marker
+        return loaded
 
     @property
     def tiers(self) -> int:

@@ -178,6 +178,17 @@ def test_pairs_no_judge_settles_are_an_interval_from_worst_to_best_case(
         text = runner.invoke(app, ["run", "run.yaml", "--no-progress"], catch_exceptions=False).stdout
         assert "75.0% to 100.0%" in text and "unsettled 5" in text
 
+        # decide reads the cascade (not its last run alone) and fails closed: the 5 unsettled pairs are losses
+        import swapjudge
+
+        decision = {"candidate": "good", "incumbent": "bad", "hypothesis": "superior", "margin": 0.0,
+                    "alpha": 0.05, "power": 0.8}
+        verdict = swapjudge.decide(tmp_path / "swapjudge.db", decision)
+        assert (verdict.counts.pairs, verdict.counts.wins, verdict.counts.losses) == (20, 15, 5)
+        assert verdict.judge == "cascade" and any("5 pair(s) no judge settled" in n for n in verdict.notes)
+        reverse = swapjudge.decide(tmp_path / "swapjudge.db", {**decision, "candidate": "bad", "incumbent": "good"})
+        assert (reverse.counts.wins, reverse.counts.losses) == (0, 20)  # against whichever side is the candidate
+
         # people voted on two of the unsettled items: one for bad, one for good
         (tmp_path / "people.jsonl").write_text('{"item": "q000", "label": "bad"}\n{"item": "q003", "label": "good"}\n')
         cfg = yaml.safe_load((tmp_path / "run.yaml").read_text())
@@ -187,6 +198,9 @@ def test_pairs_no_judge_settles_are_an_interval_from_worst_to_best_case(
                                          catch_exceptions=False).stdout)["cascade"]["win_rate"]
         assert voted["settled_by_people"] == 2 and voted["unsettled"] == 3
         assert (voted["worst_case"], voted["best_case"]) == (16 / 20, 19 / 20)
+        # the people's votes are stored with the tier runs: decide counts them, and the other 3 as losses
+        people = swapjudge.decide(tmp_path / "swapjudge.db", decision)
+        assert (people.counts.pairs, people.counts.wins, people.counts.losses) == (20, 16, 4)
 
 
 def test_refuses_thresholds_fitted_at_another_level_or_for_other_judges(

@@ -164,8 +164,9 @@ def run_cascade(loaded: LoadedConfig, *, store: str | Path | None = None, consol
     tiers: list[CascadeTierRun] = []
     stopped: str | None = None
     interrupted = False
+    names = [loaded.tier(i).config.judge.judge_name for i in range(loaded.tiers)]
     for index in range(loaded.tiers):
-        tier = loaded.tier(index)
+        tier = loaded.tier(index, _marker(loaded, index, names, lams[index]))
         name = tier.config.judge.judge_name
         if stopped is not None or interrupted or (only is not None and not only):
             tiers.append(CascadeTierRun(name, None, lams[index], "", 0, 0, False, None, None))
@@ -229,6 +230,16 @@ def run_cascade(loaded: LoadedConfig, *, store: str | Path | None = None, consol
                             unsettled_pairs=unsettled, alpha=cascade.alpha, delta=cascade.delta,
                             guarantee=guarantee_text(cascade.alpha, cascade.delta, loaded.tiers),
                             win_rate=win_rate, interrupted=interrupted, incomplete=stopped)
+
+
+def _marker(loaded: LoadedConfig, index: int, names: list[str], threshold: float | None) -> dict[str, Any]:
+    """What a tier's run is stored with: which cascade (its configuration's hash), which judge of it and the
+    threshold it settles at, the judges in order, and the people's votes file: what `decide` reads it by."""
+    cascade = loaded.config.cascade
+    assert cascade is not None
+    labels = str(loaded.resolve(cascade.labels).resolve()) if cascade.labels else None
+    return {"cascade": loaded.config_hash, "index": index, "judges": names, "threshold": threshold,
+            "alpha": cascade.alpha, "delta": cascade.delta, "labels": labels}
 
 
 def _done_run(tier: LoadedConfig, path: Path, only: frozenset[PairKey] | None) -> int | None:
