@@ -50,6 +50,9 @@ def escalate_command(
                                "judge's configuration hash) to this JSON file.")] = None,
     confidence: ConfidenceOpt = 0.95,
     output: FormatOpt = OutputFormat.text,
+    html_out: Annotated[Path | None, typer.Option(
+        "--html", help="Also write an HTML page with each judge's coverage-risk curve on its calibration pairs.")
+    ] = None,
 ) -> None:
     """Settle each pair at the cheapest judge that can be trusted on it (Trust or Escalate, Jung, Brahman and
     Choi, ICLR 2025). Every pair starts at the first judge; a flip or a half-tie is never settled, a consistent
@@ -75,3 +78,8 @@ def escalate_command(
             console.print(line, markup=False, highlight=False)
     if save is not None:
         stderr.print(f"thresholds saved to {save}", markup=False, highlight=False)
+    if html_out is not None:
+        from swapjudge.report.escalate_html import render_escalation_html
+
+        write_atomic(html_out, render_escalation_html(result, title=Path(str(records)).name))
+        stderr.print(f"wrote {html_out}", markup=False, highlight=False)
