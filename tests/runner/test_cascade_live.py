@@ -101,7 +101,11 @@ def test_an_existing_configuration_hashes_as_before_and_a_cascade_needs_named_ju
     assert with_cascade.config_hash != loaded.config_hash
     assert with_cascade.tier(0).config_hash == loaded.config_hash  # the first judge's run is the plain run
     assert with_cascade.tiers == 2 and with_cascade.tier(1).config.judge.model == "n"
-    from swapjudge.errors import ConfigError
+    from swapjudge.errors import ConfigError, SwapjudgeError
+    from swapjudge.workflows.run import run as plain_run
+
+    with pytest.raises(SwapjudgeError, match=r"cascade_run\.run_cascade"):  # never only its first judge, silently
+        plain_run(with_cascade)
 
     same = {**plain, "cascade": {"judges": [plain["judge"]], "alpha": 0.1, "delta": 0.1, "thresholds": "t.json"}}
     with pytest.raises(ConfigError, match="own name"):

@@ -140,9 +140,14 @@ def _score(verdict: int, key: PairKey, a: str) -> float:
     return 1.0 if winner == a else 0.0
 
 
-def run_cascade(loaded: LoadedConfig, *, store: str | Path | None = None, console: Console | None = None,
-                progress: bool = False, handle_sigint: bool = False, wait: bool = False) -> CascadeRunResult:
-    """Judge the configured pairs through the cascade, judge by judge (see the module's docstring)."""
+def run_cascade(config: str | Path | LoadedConfig | Any, *, store: str | Path | None = None,
+                console: Console | None = None, progress: bool = False, handle_sigint: bool = False,
+                wait: bool = False) -> CascadeRunResult:
+    """Judge the configured pairs through the cascade, judge by judge (see the module's docstring). `config`: a
+    run configuration's path, mapping or LoadedConfig, with `cascade:`."""
+    from swapjudge.workflows.run import config_argument, load_run_config
+
+    loaded = load_run_config(config_argument(config))
     from swapjudge.core.cascade import guarantee_text
     from swapjudge.core.confidence import REASONS, records_confidence
     from swapjudge.errors import InputError
