@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, dump_json, stderr, stdout
+from swapjudge.cli.app import OutputFormat, dump_json, stderr, wide_console
 
 if TYPE_CHECKING:
     from swapjudge.config import LoadedConfig
@@ -23,7 +23,7 @@ def cascade_command(loaded: LoadedConfig, config: Path, *, dry_run: bool, store:
         if output is OutputFormat.json:
             dump_json(est.to_dict())
         else:
-            stdout.print("\n".join(estimate_lines(est)), highlight=False, markup=False)
+            wide_console().print("\n".join(estimate_lines(est)), highlight=False, markup=False)
         return
     result = cascade_run.run_cascade(loaded, store=store, console=stderr, progress=progress, handle_sigint=True,
                                      wait=wait)
@@ -35,5 +35,5 @@ def cascade_command(loaded: LoadedConfig, config: Path, *, dry_run: bool, store:
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     else:
-        stdout.print("\n".join(cascade_lines(result)), highlight=False, markup=False)
+        wide_console().print("\n".join(cascade_lines(result)), highlight=False, markup=False)
     result.raise_for_gate()

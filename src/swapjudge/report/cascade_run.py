@@ -42,12 +42,12 @@ def cascade_lines(result: CascadeRunResult) -> list[str]:
                 f"win rate of {w.a} vs {w.b} over all {w.pairs:,} pairs ({w.by_judges:,} settled by the judges, "
                 f"{w.by_people:,} by people, {w.unsettled:,} unsettled counted from all lost to all won): "
                 f"{_pct(w.worst.value)} to {_pct(w.best.value)}; with sampling error {_pct(w.low)} to {_pct(w.high)} "
-                f"(ties half credit; items independent)")
+                f"(ties half credit; {w.worst.independence.units} independent)")
         else:
             lines.append(
                 f"win rate of {w.a} vs {w.b} over all {w.pairs:,} pairs ({w.by_judges:,} settled by the judges, "
                 f"{w.by_people:,} by people): {_pct(w.worst.value)} ({_pct(w.low)} to {_pct(w.high)}; ties half "
-                "credit; items independent)")
+                f"credit; {w.worst.independence.units} independent)")
     if result.unsettled:
         shown = ", ".join(f"{p['item']} ({p['reason']})" for p in result.unsettled_pairs[:10])
         more = f" and {result.unsettled - 10:,} more" if result.unsettled > 10 else ""
