@@ -206,6 +206,17 @@ def test_pairs_no_judge_settles_are_an_interval_from_worst_to_best_case(
         people = swapjudge.decide(tmp_path / "swapjudge.db", decision)
         assert (people.counts.pairs, people.counts.wins, people.counts.losses) == (20, 16, 4)
 
+    # a cascade whose strong judge's run is unfinished is refused, not decided on the cheap judge's pairs
+    con = sqlite3.connect(tmp_path / "swapjudge.db")
+    last = con.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+    con.execute("UPDATE runs SET status='running' WHERE id=?", (last,))
+    con.commit()
+    con.close()
+    from swapjudge.errors import InputError
+
+    with pytest.raises(InputError, match="is running: run the cascade's configuration again"):
+        swapjudge.decide(tmp_path / "swapjudge.db", decision, run=last - 1)
+
 
 def test_refuses_thresholds_fitted_at_another_level_or_for_other_judges(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,8 @@ def _tier_runs(store: Any, marker: dict[str, Any]) -> list[Any]:
     latest: dict[int, Any] = {}
     for info in store.runs():
         mine = (info.config or {}).get("cascade_tier")
-        if isinstance(mine, dict) and mine.get("cascade") == marker.get("cascade"):
+        same = isinstance(mine, dict) and all(mine.get(k) == marker.get(k) for k in ("cascade", "thresholds"))
+        if same and isinstance(mine, dict):
             latest[int(mine["index"])] = info  # runs come in id order: the last one wins
     return [latest[i] for i in sorted(latest)]
 
@@ -59,6 +60,11 @@ def cascade_records(store: Any, info: Any) -> tuple[Any, dict[str, Any]]:
             settled.add(key)
             named = "tie" if verdict == VERDICT_TIE else key[1] if verdict == VERDICT_X else key[2]
             rows += _two_calls(key, named)
+    left = [k for k in order if k not in settled]
+    if left and len(runs) < len(marker.get("judges") or ()):
+        raise InputError(f"the cascade's judge {marker['judges'][len(runs)]!r} has not judged the {len(left):,} "
+                         "pair(s) left to it: run the cascade's configuration again to finish it before deciding",
+                         path=str(store.path))
     people: dict[str, str] = {}
     if marker.get("labels"):
         from swapjudge.reading.sidefiles import load_labels

@@ -171,7 +171,7 @@ def run_cascade(config: str | Path | LoadedConfig | Any, *, store: str | Path | 
     interrupted = False
     names = [loaded.tier(i).config.judge.judge_name for i in range(loaded.tiers)]
     for index in range(loaded.tiers):
-        tier = loaded.tier(index, _marker(loaded, index, names, lams[index]))
+        tier = loaded.tier(index, _marker(loaded, index, names, lams))
         name = tier.config.judge.judge_name
         if stopped is not None or interrupted or (only is not None and not only):
             tiers.append(CascadeTierRun(name, None, lams[index], "", 0, 0, False, None, None))
@@ -237,14 +237,15 @@ def run_cascade(config: str | Path | LoadedConfig | Any, *, store: str | Path | 
                             win_rate=win_rate, interrupted=interrupted, incomplete=stopped)
 
 
-def _marker(loaded: LoadedConfig, index: int, names: list[str], threshold: float | None) -> dict[str, Any]:
-    """What a tier's run is stored with: which cascade (its configuration's hash), which judge of it and the
-    threshold it settles at, the judges in order, and the people's votes file: what `decide` reads it by."""
+def _marker(loaded: LoadedConfig, index: int, names: list[str], lams: list[float | None]) -> dict[str, Any]:
+    """What a tier's run is stored with: which cascade (its configuration's hash and every judge's threshold),
+    which judge of it and the threshold it settles at, the judges in order, and the people's votes file: what
+    `decide` reads it by."""
     cascade = loaded.config.cascade
     assert cascade is not None
     labels = str(loaded.resolve(cascade.labels).resolve()) if cascade.labels else None
-    return {"cascade": loaded.config_hash, "index": index, "judges": names, "threshold": threshold,
-            "alpha": cascade.alpha, "delta": cascade.delta, "labels": labels}
+    return {"cascade": loaded.config_hash, "thresholds": list(lams), "index": index, "judges": names,
+            "threshold": lams[index], "alpha": cascade.alpha, "delta": cascade.delta, "labels": labels}
 
 
 def _done_run(tier: LoadedConfig, path: Path, only: frozenset[PairKey] | None) -> int | None:
