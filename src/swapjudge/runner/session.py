@@ -222,6 +222,7 @@ def _own_run(lock: RunLock, *, wait: bool, console: Console | None) -> None:
         console.print(f"took over the run from {lock.took_over.describe()}, which ended without releasing it",
                       highlight=False)
 
+
 def restrict_to(pairs: PairsFile, plan: Plan, only: frozenset[tuple[str, str, str]]) -> tuple[PairsFile, Plan]:
     """The plan's calls of the pairs in `only`, under a pairs digest of their own (the run's identity: another
     subset is another run), the coin seed kept from the whole pairs file."""
