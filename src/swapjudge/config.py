@@ -251,6 +251,20 @@ class Gates(BaseModel):
     min_self_consistency: float = Field(default=0.70, ge=0, le=1)
 
 
+class CascadeConfig(BaseModel):
+    """`cascade:`: the judges after `judge:` (cheapest first), each written like `judge:`, with the level the
+    thresholds were fitted at (`alpha`, `delta`) and the thresholds file `swapjudge escalate -o` wrote."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judges: list[JudgeConfig] = Field(min_length=1)
+    alpha: float = Field(gt=0, lt=1)
+    delta: float = Field(gt=0, lt=1)
+    thresholds: str
+    # people's verdicts (a labels file: item and label) counted where they voted, in the cascade's win rate
+    labels: str | None = None
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -274,6 +288,20 @@ class RunConfig(BaseModel):
     # Who makes the calls: `sync` (this process, max_concurrency at a time) or `ray` (Ray Data workers).
     engine: Engine = "sync"
     ray: RayConfig = Field(default_factory=RayConfig)
+    # A live escalation cascade: `judge:` judges every pair, the judges listed here only what it left unsettled.
+    cascade: CascadeConfig | None = None
+
+    @model_validator(mode="after")
+    def _cascade(self) -> RunConfig:
+        if self.cascade is None:
+            return self
+        names = [self.judge.judge_name, *(j.judge_name for j in self.cascade.judges)]
+        if len(set(names)) != len(names):
+            raise ValueError("every judge of a cascade needs its own name (its calls are its own records): "
+                             f"{names}")
+        if self.orders != "both" or self.adaptive_swap is not None:
+            raise ValueError("a cascade settles a pair by its swap: it needs orders [ab, ba] and no adaptive_swap")
+        return self
 
     @model_validator(mode="after")
     def _adaptive(self) -> RunConfig:
@@ -319,6 +347,7 @@ class LoadedConfig:
         self.source = source
         self.base_dir = source.parent
         self.rubric_text = rubric_text
+        self.cascade_tier: dict[str, Any] | None = None  # set on a cascade's tier (see `tier`)
 
     def resolve(self, path: str) -> Path:
         p = Path(path).expanduser()
@@ -347,7 +376,9 @@ class LoadedConfig:
         problem = engine_problem(config)
         if problem:
             raise ArgumentError("{engine}: " + problem.replace("{", "{{").replace("}", "}}"), "engine")
-        return LoadedConfig(config, source=self.source, rubric_text=self.rubric_text)
+        loaded = LoadedConfig(config, source=self.source, rubric_text=self.rubric_text)
+        loaded.cascade_tier = self.cascade_tier
+        return loaded
 
     def normalised(self) -> dict[str, Any]:
         """The settled configuration as stored with the run (rubric text inlined, defaults spelled out)."""
@@ -370,7 +401,27 @@ class LoadedConfig:
             data["judge"].pop("verdict_scale")  # absent unless graded: configurations hash as they always did
         if data["pairs"].get("releases") is None:
             data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
+        if data.get("cascade") is None:
+            data.pop("cascade", None)  # absent unless used: configurations hash as they always did
+        if self.cascade_tier is not None:
+            data["cascade_tier"] = dict(self.cascade_tier)
         return data
+
+    def tier(self, index: int, marker: dict[str, Any] | None = None) -> LoadedConfig:
+        """A cascade's judge `index` (0: `judge:`) as a configuration of its own, without the cascade: its calls
+        and cache are those of that judge alone. `marker` (which cascade, which tier, its threshold) is stored and
+        hashed with the run, so `decide` finds the cascade's runs and a tier run is no plain run."""
+        cascade = self.config.cascade
+        judges = [self.config.judge, *(cascade.judges if cascade is not None else ())]
+        config = self.config.model_copy(update={"judge": judges[index], "cascade": None})
+        loaded = LoadedConfig(config, source=self.source, rubric_text=self.rubric_text)
+        loaded.cascade_tier = marker
+        return loaded
+
+    @property
+    def tiers(self) -> int:
+        """How many judges the run uses: 1, or the cascade's judges with `judge:`."""
+        return 1 + (len(self.config.cascade.judges) if self.config.cascade is not None else 0)
 
     @property
     def config_hash(self) -> str:

@@ -163,10 +163,17 @@ def run_command(
         show_default=False)] = None,
 ) -> None:
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
-    command again resumes an unfinished run and makes only the missing calls; replies are cached."""
+    command again resumes an unfinished run and makes only the missing calls; replies are cached. With
+    `cascade:` in the configuration, each later judge is asked only about the pairs the judges before it left
+    unsettled, and the win rate is over all pairs, the unsettled ones from all lost to all won."""
     from swapjudge.workflows import run as runs
 
     loaded = runs.load_run_config(config)
+    if loaded.config.cascade is not None and not check:
+        from swapjudge.cli.run_cascade import cascade_command
+
+        cascade_command(loaded, config, dry_run=dry_run, store=store, progress=progress, wait=wait, output=output)
+        return
     if dry_run:
         _print_estimate(runs.dry_run(loaded, store=store))
         return

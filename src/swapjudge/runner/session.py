@@ -54,6 +54,7 @@ async def run_async(
     wait: bool = False,
     retry_unparsed: bool = False,
     batch_wait: bool = True,
+    only_pairs: frozenset[tuple[str, str, str]] | None = None,
 ) -> RunOutcome:
     """Judge the configured pairs. Resumes the unfinished run of the same configuration if there is one.
     `after_call` is awaited after each call is made and stored (not for calls served from the store or cache),
@@ -61,10 +62,13 @@ async def run_async(
     there, right after the call that shares its prefix, so a local judge's KV cache serves both.
     One process at a time owns a run (configuration and pairs): a second one raises RunLockedError, or with
     `wait` waits for the first to end. `retry_unparsed` asks the judge again for the calls of the latest run of
-    this configuration whose reply had no parsable verdict (the old replies are kept in `superseded_calls`)."""
+    this configuration whose reply had no parsable verdict (the old replies are kept in `superseded_calls`).
+    `only_pairs` ((item, x, y) with x < y): judge only these pairs (a cascade's later judge), a run of its own."""
     cfg = loaded.config
     started = time.perf_counter()
     pairs, plan = prepare(loaded)
+    if only_pairs is not None:
+        pairs, plan = restrict_to(pairs, plan, only_pairs)
     path = loaded.store_path(store_path)
     stats = RunStats(planned=len(plan.calls))
     store = open_store(path)
@@ -217,6 +221,22 @@ def _own_run(lock: RunLock, *, wait: bool, console: Console | None) -> None:
     if lock.took_over is not None and console is not None:
         console.print(f"took over the run from {lock.took_over.describe()}, which ended without releasing it",
                       highlight=False)
+
+
+def restrict_to(pairs: PairsFile, plan: Plan, only: frozenset[tuple[str, str, str]]) -> tuple[PairsFile, Plan]:
+    """The plan's calls of the pairs in `only`, under a pairs digest of their own (the run's identity: another
+    subset is another run), the coin seed kept from the whole pairs file."""
+    import dataclasses
+    import hashlib
+
+    calls = tuple(c for c in plan.calls if (c.item, *sorted((c.first, c.second))) in only)
+    listed = "\n".join("\t".join(k) for k in sorted(only))
+    digest = hashlib.sha256(f"{pairs.digest}|pairs|{listed}".encode()).hexdigest()
+    return (dataclasses.replace(pairs, digest=digest),
+            dataclasses.replace(plan, calls=calls, pairs=len({(c.item, c.first, c.second) for c in calls
+                                                              if c.order_index == 0}),
+                                pair_set_hash=digest))  # another pair set than the whole file's
+
 
 def run(loaded: LoadedConfig, **kwargs: Any) -> RunOutcome:
     return asyncio.run(run_async(loaded, **kwargs))

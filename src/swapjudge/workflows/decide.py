@@ -55,6 +55,8 @@ class _Source:
     unmade_calls: int = 0  # a stored run's planned calls never made (an interrupted run, skipped swaps)
     adaptive: bool = False
     order: tuple[str, ...] | None = None  # the stream order of items, when the source knows it
+    cascade_unsettled: tuple[tuple[str, str, str], ...] = ()  # a cascade's pairs nobody settled (item, x, y)
+    cascade_people: int = 0  # a cascade's pairs people settled
 
 
 def is_store(path: str | Path) -> bool:
@@ -73,6 +75,10 @@ def _store_source(path: Path, run: int | None) -> tuple[RecordSet, dict[str, Any
 
     with Store(path) as store:
         info = store.run(run) if run is not None else store.latest_run()
+        if info.config.get("cascade_tier") is not None:  # a live cascade's run: its verdicts, fail closed
+            from swapjudge.workflows.cascade_decide import cascade_records
+
+            return cascade_records(store, info)
         records = run_record_set(store, info.id)
         order = item_order(store, info.id)
     unmade = max(0, info.total_calls - info.stored_calls - info.failed_calls)
@@ -189,6 +195,12 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
         raise SwapjudgeError(f"{{allow_missing}} must be 0 or more, got {allow_missing}", arguments=("allow_missing",))
     loaded, extra = _load(records, run)
     source = _select(loaded, spec, extra)
+    against = 0
+    if source.cascade_unsettled:  # pairs no judge and nobody settled count against the candidate
+        from swapjudge.workflows.cascade_decide import count_against
+
+        calls_now, against = count_against(source.calls, source.cascade_unsettled, spec.candidate, spec.incumbent)
+        source = dataclasses.replace(source, calls=calls_now)
     pairs, order = _stream(build_pairs(source.calls), source.order)
     available = len(order)
     calls = source.calls
@@ -255,6 +267,9 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
         notes.append(f"no planned number of items is registered: the fixed interval was read over the {available:,} "
                      "items given; reading it again after more items come in is a second look (register `items`, "
                      "or use monitoring: sequential)")
+    if against or source.cascade_people:
+        notes.append(f"a cascade run: {against:,} pair(s) no judge settled counted as losses of the candidate (fail "
+                     f"closed), {source.cascade_people:,} settled by people's votes")
     if scores.unscored:
         notes.append(f"{scores.unscored:,} item(s) of split pairs only have no score under the exclude policy")
     if anchored is not None:

@@ -130,6 +130,9 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     console = arguments.instance(console, "console", (Console,), "a rich Console")
     engine = arguments.text(engine, "engine")
     loaded = load_run_config(config).with_engine(engine)
+    if loaded.config.cascade is not None:  # its judges are called tier by tier: not one plain run
+        raise SwapjudgeError("{config} has a `cascade:`: run it with swapjudge.workflows.cascade_run.run_cascade "
+                             "(as `swapjudge run` does)", arguments=("config",))
     outcome = run_session(loaded, store_path=store, console=console, progress=progress,
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
                           batch_wait=batch_wait)
@@ -178,7 +181,11 @@ def dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *,
 
     config = config_argument(config)
     store = arguments.path(store, "store", what="a run store's path")
-    return estimate(load_run_config(config), store_path=store)
+    loaded = load_run_config(config)
+    if loaded.config.cascade is not None:  # priced judge by judge: not one plain run
+        raise SwapjudgeError("{config} has a `cascade:`: price it with swapjudge.workflows.cascade_run"
+                             ".dry_run_cascade (as `swapjudge run --dry-run` does)", arguments=("config",))
+    return estimate(loaded, store_path=store)
 
 
 def check(config: str | Path | Mapping[str, Any] | LoadedConfig) -> CheckResult:
