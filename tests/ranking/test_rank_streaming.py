@@ -29,7 +29,14 @@ EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
 def _check(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> list[tuple[str, Any]]:
     """The ranking (or the error) of `rows` from JSON Lines and Parquet, streamed and in memory: all equal (to the
     last bit: the counts are integers, summed alike, and the bootstrap draws the same items)."""
-    return same_on_both_engines(tmp_path, rows, lambda path, **o: rank_records(path, **o).to_dict(), **options)
+    return same_on_both_engines(tmp_path, rows, _gated_ranking, **options)
+
+
+def _gated_ranking(path: Path, **options: Any) -> dict[str, Any]:
+    """The ranking's document, or the `GateError` its gate raises (as the CLI ends it)."""
+    result = rank_records(path, **options)
+    result.raise_for_gate()
+    return result.to_dict()
 
 
 def _judges(rows: list[dict[str, Any]]) -> list[str]:
@@ -65,6 +72,12 @@ def test_the_gate_blocks_alike(tmp_path: Path) -> None:
     rows = SHAPES["mixed"]()
     found = _check(tmp_path, rows, judge="j1", min_consistency=0.99, bootstrap=10)
     assert found[0][0] == "GateError" and "no ranking reported" in found[0][1]
+    # the library returns the withheld ranking, the same from both engines: the gate, why, and no systems
+    (status, withheld), *_ = same_on_both_engines(
+        tmp_path, rows, lambda path, **o: rank_records(path, **o).to_dict(), judge="j1", min_consistency=0.99,
+        bootstrap=10)
+    assert status == "ok" and "systems" not in withheld and not withheld["gate"]["passed"]
+    assert withheld["withheld"].startswith("gate: judge j1: swap-consistency")
     passed = _check(tmp_path, rows, judge="j1", min_consistency=0.2, bootstrap=10)[0][1]
     assert passed["gate"]["passed"] and passed["consistency"]["rate"] is not None
 

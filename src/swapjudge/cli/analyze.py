@@ -17,6 +17,7 @@ from swapjudge.cli.app import (
     SystemAOpt,
     SystemBOpt,
     app,
+    conclude,
     dump_json,
     stdout,
     user_errors,
@@ -84,4 +85,4 @@ def analyze(
         print(markdown.render_analyses(list(result)), end="")
     else:
         text.print_analyses(wide_console(), list(result))
-    result.raise_for_gate()
+    conclude(result)

@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import FormatOpt, OutputFormat, app, display_path, dump_json, stderr, user_errors
+from swapjudge.cli.app import (
+    FormatOpt,
+    OutputFormat,
+    app,
+    conclude,
+    display_path,
+    dump_json,
+    stderr,
+    user_errors,
+)
 from swapjudge.defaults import DEFAULT_STORE
 
 DecisionArg = Annotated[Path, typer.Argument(
@@ -37,16 +46,9 @@ def plan(
 ) -> None:
     """The number of items the registered power needs under the registered bound (fixed interval or confidence
     sequence), the power at those items checked by simulation, and the judge calls and their cost."""
-    from swapjudge.decision.power import PlanError
     from swapjudge.report import decision as render
     from swapjudge.workflows.decide import plan as make_plan
 
-    if pilot is None and expect is None:
-        raise PlanError("give --pilot RECORDS, or --expect RATE with --splits SHARE")
-    if pilot is not None and (expect is not None or splits is not None):
-        raise PlanError("give --pilot or --expect/--splits, not both")
-    if expect is not None and splits is None:
-        raise PlanError("--expect needs --splits (the expected share of split pairs; 0 for none)")
     result = make_plan(decision, pilot=pilot, expect=expect, splits=splits, config=config, run=run,
                        simulations=simulations, seed=seed)
     if output is OutputFormat.json:
@@ -76,7 +78,6 @@ def decide(
 ) -> None:
     """Ship, keep or inconclusive for a pre-registered decision. Exit 0 ship, 1 keep (a failed gate and missing
     calls included: the decision fails closed), 3 inconclusive, 2 bad input."""
-    from swapjudge.decision.verdict import InconclusiveVerdict, KeepVerdict
     from swapjudge.report import decision as render
     from swapjudge.workflows.decide import decide as make_decision
     from swapjudge.workflows.decide import is_store
@@ -94,7 +95,4 @@ def decide(
 
         write_atomic(html_out, render.render_html(verdict))
         stderr.print(f"wrote {display_path(html_out)}", highlight=False)
-    if verdict.verdict == "keep":
-        raise KeepVerdict(f"keep: {verdict.candidate} does not ship ({verdict.reasons[0]})")
-    if verdict.verdict == "inconclusive":
-        raise InconclusiveVerdict(f"inconclusive: the data do not decide yet ({verdict.reasons[-1]})")
+    conclude(verdict)

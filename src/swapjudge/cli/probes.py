@@ -21,6 +21,7 @@ from swapjudge.cli.app import (
     SystemAOpt,
     SystemBOpt,
     app,
+    conclude,
     dump_json,
     flag_group,
     stderr,
@@ -77,7 +78,7 @@ def segments(
                              min_consistency=min_consistency, confidence=confidence, allow_unpaired=allow_unpaired,
                              engine=engine.value)
     _emit(output, result.to_dict(), probe_tables.segments_tables(result))
-    result.raise_for_gate()
+    conclude(result)
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def probe_length(
     difference, P(prefer longer), a length-matched slice. Swapping cannot remove this effect."""
     from swapjudge.probes.length import LengthOptions
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probe import AlpacaSideFiles, raise_for_length_gates
+    from swapjudge.workflows.probe import AlpacaSideFiles, length_ending
     from swapjudge.workflows.probe import length as length_records
 
     options = LengthOptions(unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
@@ -157,7 +158,7 @@ def probe_length(
                              allow_unpaired=allow_unpaired)
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.length_tables(results))
-    raise_for_length_gates(results, pair_given=a is not None and b is not None)
+    conclude(length_ending(results, pair_given=a is not None and b is not None))
 
 
 @probe_app.command("repeat")

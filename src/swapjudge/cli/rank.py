@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, RecordsArg, app, dump_json, user_errors, wide_console
+from swapjudge.cli.app import (
+    OutputFormat,
+    RecordsArg,
+    app,
+    conclude,
+    dump_json,
+    user_errors,
+    wide_console,
+)
 from swapjudge.core.choices import (
     DEFAULT_MIN_CONSISTENCY,
     DEFAULT_ROUNDS,
@@ -69,6 +77,8 @@ def rank(
     result = rank_judge(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                         confidence=confidence, interval=interval, min_consistency=min_consistency,
                         order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value)
+    conclude(result)  # a withheld ranking has nothing to show but why
+    assert result.ranking is not None
     if output is OutputFormat.json:
         dump_json(result.to_dict())
         return

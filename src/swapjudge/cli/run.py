@@ -14,8 +14,10 @@ from rich.table import Table
 from swapjudge.cli.app import (
     OutputFormat,
     app,
+    conclude,
     display_path,
     dump_json,
+    end,
     markdown_table,
     shown_path,
     stderr,
@@ -25,6 +27,7 @@ from swapjudge.cli.app import (
 )
 from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import InputError
+from swapjudge.outcome import Outcome
 
 if TYPE_CHECKING:
     from swapjudge.runner.check import CheckResult
@@ -191,7 +194,7 @@ def run_command(
             f"interrupted: every finished call is stored in {shown_path(result.store_path)}. Resume with: {rerun}",
             highlight=False,
         )
-        raise typer.Exit(130)
+        end(Outcome.interrupted)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
@@ -215,7 +218,7 @@ def run_command(
             f"command again to retry only those: {rerun}",
             highlight=False,
         )
-        raise typer.Exit(2)
+        end(Outcome.bad_input)
     if result.stats["unparsed_stored"]:
         again = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, retry_unparsed=True,
                                engine=engine)
@@ -224,7 +227,7 @@ def run_command(
             f"for exactly those: {again}",
             highlight=False,
         )
-    result.raise_for_gate()
+    conclude(result)
 
 
 @app.command("runs")

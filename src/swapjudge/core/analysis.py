@@ -37,7 +37,6 @@ from swapjudge.core.policy import (
     TiePolicy,
     WinRate,
     decision,
-    enforce_gates,
     gate,
     two_order_decision,
     win_rate,
@@ -58,6 +57,7 @@ from swapjudge.core.swap import (
     verdict_split,
 )
 from swapjudge.errors import ArgumentError, SwapjudgeError
+from swapjudge.outcome import Concluded, Ending, gates_ending
 from swapjudge.reading.pairs import (
     FIRST,
     MISSING,
@@ -154,7 +154,7 @@ class JudgeAnalysis(Displayable):
 
 
 @dataclass(frozen=True)
-class Analyses(Displayable):
+class Analyses(Displayable, Concluded):
     """One `JudgeAnalysis` per judge, in judge-name order. Index by position or by judge name."""
 
     judges: tuple[JudgeAnalysis, ...]
@@ -183,9 +183,9 @@ class Analyses(Displayable):
         nothing)."""
         return bool(self.judges) and all(a.gate.passed for a in self.judges)
 
-    def raise_for_gate(self) -> None:
-        """`GateError` (exit 1 at the CLI) naming each judge below its gate; nothing when every judge passed."""
-        enforce_gates((a.judge, a.gate) for a in self.judges)
+    def ending(self) -> Ending:
+        """Failed, one line per judge below its gate (exit 1 at the CLI, by `raise_for_gate()`); ok otherwise."""
+        return gates_ending((a.judge, a.gate) for a in self.judges)
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's JSON: one judge's object, or `{"judges": [...]}` for several."""

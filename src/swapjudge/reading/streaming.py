@@ -99,7 +99,7 @@ def should_stream(source: Any, engine: str = "auto") -> bool:
             raise SwapjudgeError("the streaming reduction needs DuckDB: pip install 'swapjudge[scale]'")
         if carries_strength(path):
             raise SwapjudgeError(f"{path}: graded verdicts (`strength`) are analysed in memory only, not yet by the "
-                                 "streaming engine: --engine memory (engine=\"memory\")")
+                                 "streaming engine: {engine} memory", arguments=("engine",))
         return True
     if not available():
         return False

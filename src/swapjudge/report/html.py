@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from swapjudge import __version__
 from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
@@ -44,6 +43,7 @@ from swapjudge.report.wording import (
     pct,
     segment_gate_word,
 )
+from swapjudge.version import __version__
 from swapjudge.workflows.report import ReportInputs, ReportRanking, SegmentRow
 
 OUTCOME_WORDS = {

@@ -321,7 +321,7 @@ class StoreFile:
             # SQLite would open it read-only without a word, and the first write would fail
             raise StoreReadOnlyError(f"{self.path}: store is read-only (its file or folder cannot be written); a "
                                      "command that writes needs a writable store: copy it to a writable place, or "
-                                     "give --store another path")
+                                     "give {store} another path", arguments=("store",))
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
             db: sqlite3.Connection | None = None

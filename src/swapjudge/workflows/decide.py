@@ -276,6 +276,19 @@ def _record(verdict: Verdict, ledger: Path, key: str, run_id: int | None) -> Ver
     return verdict
 
 
+def plan_source_rules(pilot: Any, expect: float | None, splits: float | None) -> None:
+    """What a plan is made from, the one rule (the CLI's flags included): a pilot, or an expected win rate with the
+    expected share of split pairs; never both."""
+    if pilot is None and expect is None:
+        raise PlanError("give {pilot} (records or a run store), or {expect} (a win rate) with {splits} (a share)",
+                        arguments=("pilot", "expect", "splits"))
+    if pilot is not None and (expect is not None or splits is not None):
+        raise PlanError("give {pilot} or {expect} with {splits}, not both", arguments=("pilot", "expect", "splits"))
+    if pilot is None and splits is None:
+        raise PlanError("{expect} needs {splits} (the expected share of split pairs; 0 for none)",
+                        arguments=("expect", "splits"))
+
+
 def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any = None,
          expect: float | None = None, splits: float | None = None, config: str | Path | None = None,
          run: int | None = None, simulations: int = DEFAULT_SIMULATIONS, seed: int = 0) -> Plan:
@@ -292,9 +305,7 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
     simulations = arguments.integer(simulations, "simulations")
     seed = arguments.integer(seed, "seed", minimum=0)
     spec, _ = load_decision(decision)
-    if (pilot is None) == (expect is None):
-        raise PlanError("give either {pilot} or an expected win rate ({expect}, with {splits}), not both",
-                        arguments=("pilot", "expect", "splits"))
+    plan_source_rules(pilot, expect, splits)
     if simulations < 100:
         raise PlanError(f"{{simulations}} must be at least 100, got {simulations}", arguments=("simulations",))
     pairs_per_item = 1.0
@@ -310,10 +321,7 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
         notes.append(f"planned from the pilot's {scores.n + scores.unscored:,} items ({source.label}): its item "
                      f"scores resampled, win rate {pct(design.rate)}")
     else:
-        if splits is None:
-            raise PlanError("an expected win rate needs the expected share of split pairs too ({splits})",
-                            arguments=("splits",))
-        assert expect is not None
+        assert expect is not None and splits is not None
         design = expected_design(expect, splits, spec.tie_policy)
     result = plan_items(design, bar=spec.bar, alpha=spec.alpha, power=spec.power, monitoring=spec.monitoring,
                         hypothesis=spec.hypothesis, tie_policy=str(spec.tie_policy), simulations=simulations,

@@ -17,7 +17,8 @@ from swapjudge.core.analysis import Analyses
 from swapjudge.core.display import Displayable
 from swapjudge.core.documents import json_document
 from swapjudge.defaults import DEFAULT_STORE
-from swapjudge.errors import GateError, SwapjudgeError
+from swapjudge.errors import SwapjudgeError
+from swapjudge.outcome import Concluded, Ending, Outcome
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RunResult(Displayable):
+class RunResult(Displayable, Concluded):
     """A finished (or interrupted, or still waiting) run and the analysis of what it stored.
 
     `waiting` counts the requests still in provider batches (or offline batch files): their pairs are incomplete,
@@ -65,15 +66,16 @@ class RunResult(Displayable):
         """True when the run is in (nothing waiting, not interrupted) and every judge passed its gate."""
         return not self.waiting and not self.interrupted and bool(self.analyses.judges) and self.analyses.passed
 
-    def raise_for_gate(self) -> None:
-        """`GateError` (exit 1 at the CLI) naming each judge below its gate, or saying that the run is not in yet
-        (requests waiting, or interrupted): no gate passes on part of the data. Nothing when `passed`."""
+    def ending(self) -> Ending:
+        """Failed (exit 1 at the CLI, by `raise_for_gate()`) naming each judge below its gate, or saying that the
+        run is not in yet (requests waiting, or interrupted): no gate passes on part of the data. Ok when
+        `passed`."""
         if self.waiting or self.interrupted:
             why = (f"{self.waiting:,} request(s) still waiting in {self.batches_waiting:,} batch(es)" if self.waiting
                    else "the run was interrupted")
-            raise GateError(f"run {self.run_id}: {why}: no gate passes on part of the data; run the same "
-                            "configuration again to finish it")
-        self.analyses.raise_for_gate()
+            return Ending(Outcome.failed, (f"run {self.run_id}: {why}: no gate passes on part of the data; run "
+                                           "the same configuration again to finish it",))
+        return self.analyses.ending()
 
     def to_dict(self) -> dict[str, Any]:
         """`swapjudge run --format json`: the analysis, plus the run under `run`."""
@@ -204,7 +206,7 @@ def open_store(path: str | Path | None, *, read_only: bool = True) -> Store:
 
     where = Path(path) if path is not None else Path.cwd() / DEFAULT_STORE
     if not where.exists():
-        raise SwapjudgeError(f"{where}: no run store here (give --store PATH)")
+        raise SwapjudgeError(f"{where}: no run store here (give {{store}} PATH)", arguments=("store",))
     return open_with_provenance(where, read_only=read_only)
 
 
@@ -264,7 +266,7 @@ def export_records(store: str | Path | None = None, run_id: int | None = None, *
     from swapjudge.store.analysis import run_records
 
     if (run_id is None) == (not latest):
-        raise SwapjudgeError("give a run id or --latest (one of them)")
+        raise SwapjudgeError("give a run id or {latest} (one of them)", arguments=("latest",))
     with open_store(store) as st:
         rid = st.latest_run().id if latest else run_id
         assert rid is not None
