@@ -25,7 +25,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
@@ -33,6 +33,7 @@ from swapjudge.config import LoadedConfig, Price, RayConfig
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.openai import PROVIDER as OPENAI
 from swapjudge.judges.openai import OpenAIJudge
+from swapjudge.judges.registry import create_judge
 from swapjudge.redact import redact
 from swapjudge.runner import ray_workers as workers
 from swapjudge.runner.backend import resolved_judge_config
@@ -165,7 +166,8 @@ class _Driver:
     def __init__(self, loaded: LoadedConfig, groups: Sequence[Sequence[PlannedCall]], stats: RunStats) -> None:
         jc = loaded.config.judge
         self.loaded, self.groups, self.stats = loaded, groups, stats
-        self.bodies = OpenAIJudge(resolved_judge_config(loaded), None)  # the wire format alone: bodies, parser
+        # the wire format alone (bodies, parser), from the one judge factory: no client, no key read
+        self.bodies = cast(OpenAIJudge, create_judge(resolved_judge_config(loaded), wire_only=True))
         self.engine = f"ray:{loaded.config.ray.processor}"
         self.price: Price | None = (loaded.config.prices.get(jc.model or "") if loaded.config.ray.processor == "vllm"
                                     else price_for(jc.model, loaded.config.prices, backend=jc.backend))

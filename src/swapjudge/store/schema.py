@@ -22,6 +22,7 @@ from typing import Any, Self
 from swapjudge.errors import SwapjudgeError
 from swapjudge.redact import unicode_safe
 from swapjudge.store.connection import (
+    SQLITE_MAGIC,
     StoreConnection,
     StoreDamagedError,
     StoreError,
@@ -291,7 +292,6 @@ def _dumps(value: Any) -> str | None:
     return json.dumps(_safe_tree(value), sort_keys=True) if "\\ud" in text else text
 
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class StoreFile:

@@ -38,8 +38,8 @@ from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.reading.codes import MISSING, Outcome
 from swapjudge.reading.pairs import PairTable, build_pairs
 from swapjudge.reading.records import RecordSet
+from swapjudge.store.connection import is_sqlite_file
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 _NEEDED_STREAMS = 200  # streams behind an inconclusive verdict's "items needed" (a sequential design)
 
 
@@ -58,12 +58,8 @@ class _Source:
 
 
 def is_store(path: str | Path) -> bool:
-    """Whether a path is a SQLite file (a run store) rather than a records file."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == SQLITE_HEADER
-    except OSError:
-        return False
+    """Whether a path is a SQLite file (a run store) rather than a records file: `store.connection.is_sqlite_file`."""
+    return is_sqlite_file(path)
 
 
 def _store_source(path: Path, run: int | None) -> tuple[RecordSet, dict[str, Any]]:

@@ -124,7 +124,7 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
 
 
 @dataclass
-class ReviewServer:
+class ServedReview:
     """The live review page, built and listening (not yet serving): its store, the address reviewers open, the
     links (one secret token each) and the app. `serve()` runs it until Ctrl-C, then closes the store."""
 
@@ -160,7 +160,7 @@ class ReviewServer:
 
 
 def serve_review(pairs: str | Path, store: str | Path, reviewers: str | list[str], *, host: str = "127.0.0.1",
-                 port: int = 8765, **options: Any) -> ReviewServer:
+                 port: int = 8765, **options: Any) -> ServedReview:
     """Open the review (`open_review`, with its `options`) and bind its page on `host`:`port` (0: any free port),
     open to loopback hosts only unless `host` is another address. Needs the review extra."""
     try:
@@ -179,7 +179,7 @@ def serve_review(pairs: str | Path, store: str | Path, reviewers: str | list[str
     except BaseException:
         review.store.close()
         raise
-    return ReviewServer(review, app, sock, host, f"http://{url_host(host)}:{sock.getsockname()[1]}")
+    return ServedReview(review, app, sock, host, f"http://{url_host(host)}:{sock.getsockname()[1]}")
 
 
 def export_votes(store: str | Path, output: str | Path, *, format: str = "records",
