@@ -1,4 +1,4 @@
-"""One way to end: every result with a verdict says its `Outcome` through `ending()`, the library returns a withheld
+"""One way to end: every result with a verdict says its `Conclusion` through `ending()`, the library returns a withheld
 result (never raises by itself on a failed gate), `raise_for_gate()` raises it, and the CLI maps the outcome to
 its exit code in one place. Real files, the real application."""
 
@@ -16,7 +16,7 @@ from swapjudge.cli import app
 from swapjudge.cli.app import exit_code
 from swapjudge.decision.power import PlanError
 from swapjudge.errors import GateError, InputError
-from swapjudge.outcome import Ending, Outcome, gates_ending
+from swapjudge.outcome import Conclusion, Ending, gates_ending
 
 
 def _flipping(tmp_path: Path) -> Path:
@@ -29,10 +29,10 @@ def _flipping(tmp_path: Path) -> Path:
 
 
 def test_the_exit_codes_are_the_documented_ones() -> None:
-    assert {o.name: exit_code(o) for o in Outcome} == {
+    assert {o.name: exit_code(o) for o in Conclusion} == {
         "ok": 0, "failed": 1, "bad_input": 2, "inconclusive": 3, "interrupted": 130}
-    assert exit_code(InputError("x").exit_code) == 2 and GateError("x").outcome == Outcome.failed
-    assert GateError("x", outcome=Outcome.inconclusive).exit_code == 3
+    assert exit_code(InputError("x").exit_code) == 2 and GateError("x").outcome == Conclusion.failed
+    assert GateError("x", outcome=Conclusion.inconclusive).exit_code == 3
 
 
 def test_gates_ending_names_each_failed_judge_once() -> None:
@@ -41,7 +41,7 @@ def test_gates_ending_names_each_failed_judge_once() -> None:
             self.passed, self.reason = passed, reason
 
     ending = gates_ending([("j1", G(True, None)), ("j2", G(False, "too low")), ("j3", None), (None, G(False, "x"))])
-    assert ending == Ending(Outcome.failed, ("gate: j2: too low", "gate: (unnamed judge): x"))
+    assert ending == Ending(Conclusion.failed, ("gate: j2: too low", "gate: (unnamed judge): x"))
     assert gates_ending([("j1", G(True, None))]).ok
 
 
@@ -49,7 +49,7 @@ def test_analyze_and_rank_treat_a_failed_gate_alike(tmp_path: Path) -> None:
     path = _flipping(tmp_path)
     analysis = swapjudge.analyze(path)
     ranking = swapjudge.rank(path)  # returns: the ranking is withheld, not raised
-    assert analysis.ending().outcome is Outcome.failed and ranking.ending().outcome is Outcome.failed
+    assert analysis.ending().outcome is Conclusion.failed and ranking.ending().outcome is Conclusion.failed
     assert ranking.withheld and ranking.ranking is None
     assert analysis.judges[0].win_rate is None  # withheld on the analysis side too
     with pytest.raises(GateError, match=rf"^gate: j: swap-consistency {16 / 28:.1%} is below the gate of 70%") as a:

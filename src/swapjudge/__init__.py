@@ -35,7 +35,7 @@ _LAZY = {
     "Ranking": "swapjudge.ranking.bradley_terry",
     "JudgeRanking": "swapjudge.workflows.rank",
     "GateError": "swapjudge.errors",
-    "Outcome": "swapjudge.outcome",
+    "Conclusion": "swapjudge.outcome",
     "DryRunEstimate": "swapjudge.runner.dry_run",
     "SwapjudgeError": "swapjudge.errors",
     "InputError": "swapjudge.errors",
@@ -44,13 +44,13 @@ _LAZY = {
 __all__ = [
     "Analyses",
     "Calculation",
+    "Conclusion",
     "DryRunEstimate",
     "GateError",
     "InputError",
     "JudgeAnalysis",
     "JudgeCard",
     "JudgeRanking",
-    "Outcome",
     "Plan",
     "Ranking",
     "RecordSet",
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
     from swapjudge.decision.power import Plan
     from swapjudge.decision.verdict import Verdict
     from swapjudge.errors import GateError, InputError, SwapjudgeError
-    from swapjudge.outcome import Outcome
+    from swapjudge.outcome import Conclusion
     from swapjudge.probes.judge_card import JudgeCard
     from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.reading.records import RecordSet

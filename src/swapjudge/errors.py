@@ -61,7 +61,7 @@ class ConfigError(SwapjudgeError):
 class GateError(SwapjudgeError):
     """A verdict, not a fault of the input: the judge's self-consistency is below the gate (no win rate is
     reported), an incumbent is kept, a check is flagged, or the data do not decide yet. The CLI prints its lines as
-    they are (one per judge) and exits with its `outcome` (`swapjudge.outcome.Outcome`): 1, or 3 when
+    they are (one per judge) and exits with its `outcome` (`swapjudge.outcome.Conclusion`): 1, or 3 when
     inconclusive."""
 
     exit_code = 1
@@ -73,5 +73,5 @@ class GateError(SwapjudgeError):
 
     @property
     def outcome(self) -> int:
-        """The exit code as a `swapjudge.outcome.Outcome` value (an int)."""
+        """The exit code as a `swapjudge.outcome.Conclusion` value (an int)."""
         return self.exit_code

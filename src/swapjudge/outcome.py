@@ -1,6 +1,6 @@
-"""How a result ends a command: one `Outcome` per verdict, and the one protocol every result with a verdict follows.
+"""How a result ends a command: one `Conclusion` per verdict, and the one protocol every result with a verdict follows.
 
-A result that can fail a gate (or keep an incumbent, or not decide yet) has `ending()`, which says its `Outcome`
+A result that can fail a gate (or keep an incumbent, or not decide yet) has `ending()`, which says its `Conclusion`
 and the lines that explain it, and `raise_for_gate()`, which raises the matching `GateError` when the outcome is
 not `ok`. The library never raises on a failed gate by itself: a withheld figure is returned with the reason
 (`swapjudge.analyze`, `swapjudge.rank`, `swapjudge.decide`, `swapjudge.card` alike), and raising is the caller's
@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from swapjudge.errors import GateError
 
 
-class Outcome(enum.IntEnum):
+class Conclusion(enum.IntEnum):
     """What a command's result says, valued as its exit code."""
 
     ok = 0  # the gate held, the candidate ships, the check passed
@@ -32,13 +32,13 @@ class Ending:
     """A result's outcome and the lines that say why (none when `ok`). A line that names an argument writes it
     `{name}` and lists it in `arguments`, as `SwapjudgeError` does."""
 
-    outcome: Outcome = Outcome.ok
+    outcome: Conclusion = Conclusion.ok
     lines: tuple[str, ...] = ()
     arguments: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return self.outcome is Outcome.ok
+        return self.outcome is Conclusion.ok
 
     def error(self) -> GateError:
         """The `GateError` this ending raises (its `outcome` carries the exit code)."""
@@ -78,7 +78,7 @@ def gates_ending(judged: Iterable[tuple[str | None, Any]]) -> Ending:
     judge below its gate and why; `ok` otherwise."""
     failed = tuple(f"gate: {judge or '(unnamed judge)'}: {g.reason}" for judge, g in judged
                    if g is not None and not g.passed)
-    return Ending(Outcome.failed, failed) if failed else OK
+    return Ending(Conclusion.failed, failed) if failed else OK
 
 
 def first_not_ok(endings: Sequence[Ending]) -> Ending:

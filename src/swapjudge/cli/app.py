@@ -25,7 +25,7 @@ from swapjudge.cli.terminal import SafeConsole, escaping_stdout
 from swapjudge.core.choices import ReadEngine
 from swapjudge.core.documents import json_document
 from swapjudge.errors import GateError, SwapjudgeError
-from swapjudge.outcome import Concludes, Ending, Outcome
+from swapjudge.outcome import Concludes, Conclusion, Ending
 
 _TYPE_WORDS = {"int": "INTEGER", "float": "NUMBER", "str": "TEXT", "Path": "PATH"}
 
@@ -128,13 +128,13 @@ def flag_of(argument: str) -> str:
     return _FLAGS.get(argument, "--" + argument.replace("_", "-"))
 
 
-def exit_code(outcome: Outcome | int) -> int:
+def exit_code(outcome: Conclusion | int) -> int:
     """The one mapping from a result's outcome to the process's exit code: 0 ok or ship, 1 a failed gate or keep,
     2 bad input, 3 inconclusive, 130 interrupted."""
-    return int(Outcome(outcome))
+    return int(Conclusion(outcome))
 
 
-def end(outcome: Outcome | int) -> NoReturn:
+def end(outcome: Conclusion | int) -> NoReturn:
     """End the command with `outcome`'s exit code (what it had to say is already printed)."""
     raise typer.Exit(exit_code(outcome))
 
@@ -172,20 +172,20 @@ def user_errors(func: F) -> F:
             held = "locked" in str(err) or "busy" in str(err)
             why = " (another process holds it?); run the same command again to resume" if held else ""
             stderr.print(f"[bold red]error:[/] the run store: {escape(str(err))}{why}", markup=True, highlight=False)
-            end(Outcome.bad_input)
+            end(Conclusion.bad_input)
         except MemoryError:
             # numpy or Python could not allocate: what helps, in one line, instead of a traceback
             stderr.print("[bold red]error:[/] " + escape(
                 "out of memory: a command with --engine reads a records file larger than memory with --engine "
                 "streaming (pip install 'swapjudge[scale]'); fewer bootstrap rounds, or a lower "
                 "SWAPJUDGE_MEMORY_LIMIT for the streaming engine, need less"), markup=True, highlight=False)
-            end(Outcome.bad_input)
+            end(Conclusion.bad_input)
         except KeyboardInterrupt:
             stderr.print("interrupted")
-            end(Outcome.interrupted)
+            end(Conclusion.interrupted)
         except BrokenPipeError:
             sys.stderr.close()
-            end(Outcome.ok)
+            end(Conclusion.ok)
         except OSError as err:
             if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
                 raise
@@ -194,7 +194,7 @@ def user_errors(func: F) -> F:
             where = f"{err.filename}: " if err.filename else ""
             stderr.print(f"[bold red]error:[/] {escape(where)}{what}: nothing more was written", markup=True,
                          highlight=False)
-            end(Outcome.bad_input)
+            end(Conclusion.bad_input)
         except Exception as err:
             if type(err).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
                 raise
@@ -204,7 +204,7 @@ def user_errors(func: F) -> F:
                     if "Out of Memory" in first else "")
             stderr.print(f"[bold red]error:[/] the streaming engine (DuckDB): {escape(first)}{hint}", markup=True,
                          highlight=False)
-            end(Outcome.bad_input)
+            end(Conclusion.bad_input)
 
     return wrapper  # type: ignore[return-value]
 

@@ -27,7 +27,7 @@ from swapjudge.cli.app import (
 )
 from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import InputError
-from swapjudge.outcome import Outcome
+from swapjudge.outcome import Conclusion
 
 if TYPE_CHECKING:
     from swapjudge.runner.check import CheckResult
@@ -194,7 +194,7 @@ def run_command(
             f"interrupted: every finished call is stored in {shown_path(result.store_path)}. Resume with: {rerun}",
             highlight=False,
         )
-        end(Outcome.interrupted)
+        end(Conclusion.interrupted)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
@@ -218,7 +218,7 @@ def run_command(
             f"command again to retry only those: {rerun}",
             highlight=False,
         )
-        end(Outcome.bad_input)
+        end(Conclusion.bad_input)
     if result.stats["unparsed_stored"]:
         again = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, retry_unparsed=True,
                                engine=engine)

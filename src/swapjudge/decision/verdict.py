@@ -17,11 +17,11 @@ from swapjudge.core.display import Displayable
 from swapjudge.core.policy import Gate
 from swapjudge.core.swap import Consistency, FlipDirection
 from swapjudge.decision.bounds import Bound
-from swapjudge.outcome import Concluded, Ending, Outcome
+from swapjudge.outcome import Concluded, Conclusion, Ending
 
 SHIP, KEEP, INCONCLUSIVE = "ship", "keep", "inconclusive"
 # the one reading of a verdict's word: its outcome (and so its exit code: 0 ship, 1 keep, 3 inconclusive)
-OUTCOMES = {SHIP: Outcome.ok, KEEP: Outcome.failed, INCONCLUSIVE: Outcome.inconclusive}
+OUTCOMES = {SHIP: Conclusion.ok, KEEP: Conclusion.failed, INCONCLUSIVE: Conclusion.inconclusive}
 
 
 def pct(value: float) -> str:
@@ -83,7 +83,7 @@ class Verdict(Displayable, Concluded):
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
-    def outcome(self) -> Outcome:
+    def outcome(self) -> Conclusion:
         """ship: ok, keep: failed, inconclusive: inconclusive."""
         return OUTCOMES[self.verdict]
 
@@ -94,10 +94,10 @@ class Verdict(Displayable, Concluded):
     def ending(self) -> Ending:
         """Ship ends ok; keep (a failed gate and missing calls included) fails with its first reason; inconclusive
         says what is still missing. `raise_for_gate()` raises the last two as `GateError` (exit 1 and 3)."""
-        if self.outcome is Outcome.failed:
-            return Ending(Outcome.failed, (f"keep: {self.candidate} does not ship ({self.reasons[0]})",))
-        if self.outcome is Outcome.inconclusive:
-            return Ending(Outcome.inconclusive, (f"inconclusive: the data do not decide yet ({self.reasons[-1]})",))
+        if self.outcome is Conclusion.failed:
+            return Ending(Conclusion.failed, (f"keep: {self.candidate} does not ship ({self.reasons[0]})",))
+        if self.outcome is Conclusion.inconclusive:
+            return Ending(Conclusion.inconclusive, (f"inconclusive: the data do not decide yet ({self.reasons[-1]})",))
         return Ending()
 
     @property

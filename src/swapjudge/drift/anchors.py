@@ -17,7 +17,7 @@ import numpy as np
 
 from swapjudge.core.stats import Proportion, wilson
 from swapjudge.errors import SwapjudgeError
-from swapjudge.outcome import Ending, Outcome
+from swapjudge.outcome import Conclusion, Ending
 
 DEFAULT_TOLERANCE = 0.5  # levels: a mean move of half a level on the reference set flags the run
 
@@ -212,4 +212,4 @@ def anchor_ending(flagged: bool, reasons: Sequence[str]) -> Ending:
     if not flagged:
         return Ending()
     detail = "; ".join(reasons) or "an exemplar did not get its stated score"
-    return Ending(Outcome.failed, (f"anchor check: the run is flagged: {detail}",))
+    return Ending(Conclusion.failed, (f"anchor check: the run is flagged: {detail}",))

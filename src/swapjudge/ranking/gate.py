@@ -13,7 +13,7 @@ import polars as pl
 
 from swapjudge.core.policy import Gate, gate
 from swapjudge.core.swap import Consistency, consistency_of_pairs, consistency_of_tally
-from swapjudge.outcome import Ending, Outcome
+from swapjudge.outcome import Conclusion, Ending
 from swapjudge.reading.pairs import build_pairs
 from swapjudge.reading.reduce import PairCounts
 
@@ -41,7 +41,7 @@ class RankGate:
         if not self.blocks:
             return Ending()
         reason = (self.gate.reason or "").removesuffix("; no win rate reported")
-        return Ending(Outcome.failed, (f"gate: judge {judge or '(unnamed)'}: {reason}; no ranking reported "
+        return Ending(Conclusion.failed, (f"gate: judge {judge or '(unnamed)'}: {reason}; no ranking reported "
                                        "({min_consistency} 0 ranks anyway)",), ("min_consistency",))
 
     def sentence(self) -> str:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.display import Displayable
 from swapjudge.errors import ConfigError, InputError, SwapjudgeError
-from swapjudge.outcome import Concluded, Ending, Outcome
+from swapjudge.outcome import Concluded, Conclusion, Ending
 from swapjudge.probes.judge_card import CARD_KIND, JudgeCard, RepeatCheck, SubsetCard, SubsetInfo, per_pair_rows
 
 if TYPE_CHECKING:
@@ -265,12 +265,12 @@ class CardRun(Displayable, Concluded):
         yet)."""
         if self.card is None:
             if self.run.interrupted:
-                return Ending(Outcome.interrupted, (f"interrupted: every finished call is stored in "
+                return Ending(Conclusion.interrupted, (f"interrupted: every finished call is stored in "
                                                     f"{self.run.store_path}; the same command resumes",))
             return Ending()
         if not self.card.passed:
             gate = self.card.overall.analysis.gate
-            return Ending(Outcome.failed, (f"gate: {gate.reason or 'below the self-consistency gate'} "
+            return Ending(Conclusion.failed, (f"gate: {gate.reason or 'below the self-consistency gate'} "
                                            "(the whole suite)",))
         return Ending()
 

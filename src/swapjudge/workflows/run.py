@@ -18,7 +18,7 @@ from swapjudge.core.display import Displayable
 from swapjudge.core.documents import json_document
 from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import SwapjudgeError
-from swapjudge.outcome import Concluded, Ending, Outcome
+from swapjudge.outcome import Concluded, Conclusion, Ending
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,7 +73,7 @@ class RunResult(Displayable, Concluded):
         if self.waiting or self.interrupted:
             why = (f"{self.waiting:,} request(s) still waiting in {self.batches_waiting:,} batch(es)" if self.waiting
                    else "the run was interrupted")
-            return Ending(Outcome.failed, (f"run {self.run_id}: {why}: no gate passes on part of the data; run "
+            return Ending(Conclusion.failed, (f"run {self.run_id}: {why}: no gate passes on part of the data; run "
                                            "the same configuration again to finish it",))
         return self.analyses.ending()
 
