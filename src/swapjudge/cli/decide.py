@@ -24,9 +24,9 @@ DecisionArg = Annotated[Path, typer.Argument(
          "min_consistency, alpha, power, items, monitoring, judge (docs/decide.md).", show_default=False)]
 
 
-@app.command()
+@app.command("plan")
 @user_errors
-def plan(
+def plan_command(
     decision: DecisionArg,
     pilot: Annotated[Path | None, typer.Option(
         "--pilot", help="Plan from a pilot: presentation records (or a run store) of the two systems; their item "
@@ -47,9 +47,9 @@ def plan(
     """The number of items the registered power needs under the registered bound (fixed interval or confidence
     sequence), the power at those items checked by simulation, and the judge calls and their cost."""
     from swapjudge.report import decision as render
-    from swapjudge.workflows.decide import plan as make_plan
+    from swapjudge.workflows.decide import plan
 
-    result = make_plan(decision, pilot=pilot, expect=expect, splits=splits, config=config, run=run,
+    result = plan(decision, pilot=pilot, expect=expect, splits=splits, config=config, run=run,
                        simulations=simulations, seed=seed)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
@@ -59,9 +59,9 @@ def plan(
         print(render.render_plan_text(result), end="")
 
 
-@app.command()
+@app.command("decide")
 @user_errors
-def decide(
+def decide_command(
     decision: DecisionArg,
     records: Annotated[Path, typer.Argument(
         help="Presentation records (JSONL/CSV, - for stdin) or a run store (SQLite).", show_default=False)],
@@ -79,11 +79,10 @@ def decide(
     """Ship, keep or inconclusive for a pre-registered decision. Exit 0 ship, 1 keep (a failed gate and missing
     calls included: the decision fails closed), 3 inconclusive, 2 bad input."""
     from swapjudge.report import decision as render
-    from swapjudge.workflows.decide import decide as make_decision
-    from swapjudge.workflows.decide import is_store
+    from swapjudge.workflows.decide import decide, is_store
 
     ledger = None if is_store(records) else (store or Path(DEFAULT_STORE))
-    verdict = make_decision(records, decision, run=run, allow_missing=allow_missing, store=ledger)
+    verdict = decide(records, decision, run=run, allow_missing=allow_missing, store=ledger)
     if output is OutputFormat.json:
         dump_json(verdict.to_dict())
     elif output is OutputFormat.markdown:

@@ -50,9 +50,9 @@ def _emit(output: OutputFormat, payload: object, tables: list[Table]) -> None:
         probe_tables.print_tables(stdout, tables)
 
 
-@app.command()
+@app.command("segments")
 @user_errors
-def segments(
+def segments_command(
     records: RecordsArg,
     by: Annotated[str, typer.Option("--by", help="Record field to break the analysis down by (e.g. task); it "
                                                  "must be the same on both calls of a pair.")],
@@ -72,9 +72,9 @@ def segments(
     """The analysis broken down by a record field: swap-consistency, flip direction and win rate per segment,
     with intervals. Position preference concentrates on close, hard items; one overall figure can hide it."""
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probe import segments as segment_records
+    from swapjudge.workflows.probe import segments
 
-    result = segment_records(records, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
+    result = segments(records, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                              min_consistency=min_consistency, confidence=confidence, allow_unpaired=allow_unpaired,
                              engine=engine.value)
     _emit(output, result.to_dict(), probe_tables.segments_tables(result))

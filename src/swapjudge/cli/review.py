@@ -189,7 +189,7 @@ def serve_command(
 
 @review_app.command("export")
 @user_errors
-def export_command(
+def review_export_command(
     store: Annotated[Path, typer.Option("--store", help="The review store of `swapjudge review serve`.",
                                         show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write (`-`: stdout).",

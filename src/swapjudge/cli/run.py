@@ -290,7 +290,7 @@ class ExportFormat(enum.StrEnum):
 
 @app.command("export")
 @user_errors
-def export_command(
+def run_export_command(
     run_id: Annotated[int | None, typer.Argument(help="Run id (see `swapjudge runs`).", show_default=False)] = None,
     latest: Annotated[bool, typer.Option("--latest", help="Export the latest run.")] = False,
     out: Annotated[

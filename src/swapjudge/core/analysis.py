@@ -246,7 +246,7 @@ def with_holm(results: list[JudgeAnalysis]) -> list[JudgeAnalysis]:
             for r, p in zip(results, adjusted, strict=True)]
 
 
-def _choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str, str] | None:
+def choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str, str] | None:
     """The two systems to compare: as given, or the only two there are."""
     for name in (a, b):
         if name is not None and name not in systems:
@@ -269,7 +269,7 @@ def _choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str,
 def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | None, b: str | None,
                    policy: TiePolicy, min_consistency: float, confidence: float) -> JudgeAnalysis:
     systems = pairs.systems
-    chosen = _choose_pair(systems, a, b)
+    chosen = choose_pair(systems, a, b)
     if chosen:
         lo, hi = sorted(chosen)
         pairs = PairTable(pairs.frame.filter((pl.col("x") == lo) & (pl.col("y") == hi)))

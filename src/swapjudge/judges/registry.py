@@ -73,6 +73,6 @@ def create_judge(cfg: JudgeConfig, *, wire_only: bool = False) -> Judge:
     module = backend_module(cfg.backend)
     factory = getattr(module, "from_config", None)
     if factory is None:
-        raise ConfigError(f"backend {cfg.backend!r} is built by swapjudge.runner.backend.create_judge, which reads "
+        raise ConfigError(f"backend {cfg.backend!r} is built by swapjudge.runner.backend.build_judge, which reads "
                           "its input")
     return cast(Judge, factory(cfg, wire_only=True) if wire_only else factory(cfg))

@@ -167,7 +167,7 @@ def segment_analyses_of_source(source: StreamingSource, by: str, *, judge: str |
     `split=False`): the whole file analysed by `core.counted`, then each segment as the rows path analyses it
     (the compared pair settled on the whole file, the records between its two systems, the tie policy as given,
     the segment's own adaptive threshold)."""
-    from swapjudge.core.analysis import _choose_pair, adaptive_view_of_counts
+    from swapjudge.core.analysis import adaptive_view_of_counts, choose_pair
     from swapjudge.core.counted import analysis_of_counts, analyze_source, unswapped_of
     from swapjudge.reading.reduce import one_value
 
@@ -188,7 +188,7 @@ def segment_analyses_of_source(source: StreamingSource, by: str, *, judge: str |
                     continue
             systems = sorted({s for x, y in keys if x != y for s in (x, y)})
             pa, pb = pair if pair is not None and set(pair) <= seen else (None, None)
-            compared = _choose_pair(systems, pa, pb)
+            compared = choose_pair(systems, pa, pb)
             counts = source.counts(name, compared or pair, segment=value)
             found = analysis_of_counts(name, systems, counts, compared, policy, min_consistency, confidence)
             threshold = one_value(source.thresholds(name, segment=value, pair=pair))

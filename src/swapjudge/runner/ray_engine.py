@@ -37,7 +37,7 @@ from swapjudge.judges.registry import create_judge
 from swapjudge.redact import redact
 from swapjudge.runner import ray_workers as workers
 from swapjudge.runner.backend import resolved_judge_config
-from swapjudge.runner.execute import _record_from_reply, _stored, record_paid
+from swapjudge.runner.execute import record_from_reply, record_paid, stored_call
 from swapjudge.runner.outcome import RunStats
 from swapjudge.runner.plan import PlannedCall
 from swapjudge.runner.pricing import price_for
@@ -202,11 +202,11 @@ class _Driver:
         self.done += len(group)
         if error is not None:
             self.stats.failed += len(group)
-            return [_stored(c, verdict=None, source="api", error=redact(error), attempts=1) for c in group]
+            return [stored_call(c, verdict=None, source="api", error=redact(error), attempts=1) for c in group]
         reply = self.bodies.reply_from_body(body, head.request)
         reply.settings["engine"] = self.engine  # a fresh dict per reply: provenance of the call
-        records = [_record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
-        records += [_record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
+        records = [record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
+        records += [record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
                     for c in group[1:]]
         if records[0].error is not None:
             self.stats.failed += len(group)

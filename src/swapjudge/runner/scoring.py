@@ -45,7 +45,7 @@ from swapjudge.errors import ConfigError, InputError, SwapjudgeError
 from swapjudge.judges.base import Completer, FatalJudgeError
 from swapjudge.judges.prompts import boundary_code, framed
 from swapjudge.outcome import Concluded, Ending
-from swapjudge.runner.backend import create_judge
+from swapjudge.runner.backend import build_judge
 from swapjudge.runner.plan import CHARS_PER_TOKEN
 from swapjudge.runner.ratelimit import RateLimiter
 from swapjudge.runner.retry import Abandoned, Control, Pacing, RetryPolicy, call_with_retries
@@ -179,7 +179,7 @@ async def score_items(judge: JudgeConfig, rubric: str, items: list[ScoreItem], s
     if judge.backend not in SCORING_BACKENDS:
         raise ConfigError(f"key `judge.backend`: backend {judge.backend!r} cannot score one answer; anchored "
                           f"scoring runs through {', '.join(SCORING_BACKENDS)}")
-    scorer = create_judge(judge)
+    scorer = build_judge(judge)
     assert isinstance(scorer, Completer), scorer
     system = scoring_system(rubric)
     levels = [str(s) for s in scale.scores]

@@ -196,7 +196,7 @@ _SCHEMA = _SCHEMA_TEMPLATE.format(calls_columns=_CALL_COLUMNS.format(verdict_che
                                   superseded_columns=_CALL_COLUMNS.format(verdict_check=""))
 
 
-def _now() -> str:
+def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -282,7 +282,7 @@ def _safe_tree(value: Any) -> Any:
     return value
 
 
-def _dumps(value: Any) -> str | None:
+def json_or_none(value: Any) -> str | None:
     """A value as the JSON text the store keeps; a lone surrogate in it is replaced rather than kept as an escape
     (`\\udced`) that would come back as a text no file can hold. Escaped surrogates are rare (emoji), so the
     value is walked only when its JSON shows one."""

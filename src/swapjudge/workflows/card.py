@@ -294,7 +294,7 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
     from swapjudge.core import arguments
     from swapjudge.store.analysis import run_records
     from swapjudge.version import __version__
-    from swapjudge.workflows.run import config_argument, open_store, run
+    from swapjudge.workflows.run import config_argument, open_run_store, run
 
     config = config_argument(config)
     suite = arguments.path(suite, "suite", optional=False, what="a suite's name (default, quick) or a pairs file's "
@@ -310,7 +310,7 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
                  batch_wait=batch_wait, retry_unparsed=retry_unparsed)
     if result.interrupted or result.waiting:
         return CardRun(result, None)
-    with open_store(result.store_path) as st:
+    with open_run_store(result.store_path) as st:
         records = [{k: r[k] for k in CORE_FIELDS if k in r} for r in run_records(st, result.run_id)
                    if r.get("source") != "inferred"]
         info = st.run(result.run_id)

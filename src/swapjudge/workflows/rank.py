@@ -95,7 +95,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     "streaming" always does (it refuses graded verdicts and the single-call fits, which need the rows), "memory"
     reads the records whole."""
     from swapjudge.ranking.battles import choose_judge, comparisons_from_records
-    from swapjudge.ranking.bradley_terry import rank as fit_ranking
+    from swapjudge.ranking.bradley_terry import fit_ranking
     from swapjudge.ranking.gate import rank_gate
 
     source = arguments.records_source(source, "source")
@@ -160,7 +160,7 @@ def _rank_counted(source: Any, judge: str | None, model: Model, outcome: Outcome
                   confidence: float, interval: IntervalMethod, min_consistency: float) -> JudgeRanking:
     """The ranking from the streaming reduction's counts: the same judge, gate, errors and figures."""
     from swapjudge.ranking.battles import judge_of
-    from swapjudge.ranking.bradley_terry import rank as fit_ranking
+    from swapjudge.ranking.bradley_terry import fit_ranking
     from swapjudge.ranking.counted_battles import comparisons_of_counts
     from swapjudge.ranking.gate import rank_gate_of_counts
     from swapjudge.reading.streaming import open_source

@@ -135,7 +135,7 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     outcome = run_session(loaded, store_path=store, console=console, progress=progress,
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
                           batch_wait=batch_wait)
-    with open_store(outcome.store_path, read_only=True) as st:
+    with open_run_store(outcome.store_path, read_only=True) as st:
         # calls still in a batch are pairs without two verdicts: incomplete, not left out
         waiting = _waiting_records(st, outcome.run_id) if outcome.batch_waiting else None
         stored = waiting is not None or any(True for _ in st.calls(outcome.run_id))
@@ -198,16 +198,16 @@ def config_argument(config: Any) -> Any:
                                      "path, a mapping of its keys, or a LoadedConfig")
 
 
-def open_store(path: str | Path | None, *, read_only: bool = True) -> Store:
+def open_run_store(path: str | Path | None, *, read_only: bool = True) -> Store:
     """An existing run store (default ./swapjudge.db); a missing one is an error, never created. Opened with the
     runner's provenance rules, so an old store's runs get their provenance filled in; read-only unless told
     otherwise (a store on a read-only file system is read as well)."""
-    from swapjudge.runner.provenance import open_store as open_with_provenance
+    from swapjudge.runner.provenance import open_store
 
     where = Path(path) if path is not None else Path.cwd() / DEFAULT_STORE
     if not where.exists():
         raise SwapjudgeError(f"{where}: no run store here (give {{store}} PATH)", arguments=("store",))
-    return open_with_provenance(where, read_only=read_only)
+    return open_store(where, read_only=read_only)
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ class StoreCheck:
 def check_store(store: str | Path | None = None) -> StoreCheck:
     """The whole store checked (`PRAGMA integrity_check`: every page, and every index against its table, which
     the quicker check run when an error surfaces does not compare), read-only."""
-    with open_store(store) as st:
+    with open_run_store(store) as st:
         return StoreCheck(st.path, tuple(st.check(full=True)))
 
 
@@ -250,7 +250,7 @@ class StoredRuns:
 
 
 def list_runs(store: str | Path | None = None) -> StoredRuns:
-    with open_store(store) as st:
+    with open_run_store(store) as st:
         infos = st.runs()
         submissions = st.submissions()
     by_run: dict[int, list[Submission]] = {}
@@ -267,7 +267,7 @@ def export_records(store: str | Path | None = None, run_id: int | None = None, *
 
     if (run_id is None) == (not latest):
         raise SwapjudgeError("give a run id or {latest} (one of them)", arguments=("latest",))
-    with open_store(store) as st:
+    with open_run_store(store) as st:
         rid = st.latest_run().id if latest else run_id
         assert rid is not None
         return rid, run_records(st, rid)
