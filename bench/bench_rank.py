@@ -17,7 +17,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from swapjudge.ranking.bradley_terry import Comparisons, Model, Outcome, _cells, _item_matrix, _solve, fit, rank
+from swapjudge.ranking.bradley_terry import Comparisons, Model, Outcome, _cells, _item_matrix, _solve, fit, fit_ranking
 
 
 def synthetic(n_systems: int = 130, n_items: int = 50_000, pairs_per_item: int = 17, theta: float = 1.6,
@@ -79,7 +79,7 @@ def main() -> None:
 
     ours: dict[str, float] = {}
     for model in Model:
-        with threadpool_limits(limits=1, user_api="blas"):  # as fit() and rank() do
+        with threadpool_limits(limits=1, user_api="blas"):  # as fit() and fit_ranking() do
             solve_s = best_of(args.repeats, lambda m=model: _solve(m, cells.lo, cells.hi, cells.n_systems,
                                                                    cells.counts, 1e-2))
         total_s = best_of(args.repeats, lambda m=model: fit(data, m))
@@ -94,20 +94,20 @@ def main() -> None:
               f"converged={result.converged}{tie}{err})")
 
     start = time.perf_counter()
-    ranking = rank(data, Model.rao_kupper, rounds=args.rounds, seed=1)
+    ranking = fit_ranking(data, Model.rao_kupper, rounds=args.rounds, seed=1)
     boot_s = time.perf_counter() - start
     conv = ranking.convergence
-    print(f"rank(rao-kupper, {args.rounds} bootstrap rounds), everything included: {boot_s:.1f} s "
+    print(f"fit_ranking(rao-kupper, {args.rounds} bootstrap rounds), everything included: {boot_s:.1f} s "
           f"(target < 30 s); refits not converged {conv.bootstrap_not_converged}, "
           f"max iterations {conv.bootstrap_max_iterations}")
     start = time.perf_counter()
-    rank(data, Model.rao_kupper, rounds=args.rounds, seed=1, interval="bca")
-    print(f"rank(rao-kupper, {args.rounds} rounds, BCa: + 200 grouped-jackknife refits): "
+    fit_ranking(data, Model.rao_kupper, rounds=args.rounds, seed=1, interval="bca")
+    print(f"fit_ranking(rao-kupper, {args.rounds} rounds, BCa: + 200 grouped-jackknife refits): "
           f"{time.perf_counter() - start:.1f} s")
     for model in (Model.davidson, Model.bt_half):
         start = time.perf_counter()
-        rank(data, model, rounds=args.rounds, seed=1)
-        print(f"rank({model.value}, {args.rounds} rounds): {time.perf_counter() - start:.1f} s")
+        fit_ranking(data, model, rounds=args.rounds, seed=1)
+        print(f"fit_ranking({model.value}, {args.rounds} rounds): {time.perf_counter() - start:.1f} s")
     print(f"peak memory (ru_maxrss) after our fits and bootstraps: {peak_mb():,.0f} MB (target < 4096 MB)")
     print(f"load average now: {os.getloadavg()[0]:.1f}")
     sys.stdout.flush()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from swapjudge.version import __version__
 
 # name -> module that defines it; imported on first access (polars, scipy and the runner are heavy)
 _LAZY = {
@@ -33,6 +33,9 @@ _LAZY = {
     "RecordSet": "swapjudge.reading.records",
     "TiePolicy": "swapjudge.core.policy",
     "Ranking": "swapjudge.ranking.bradley_terry",
+    "JudgeRanking": "swapjudge.workflows.rank",
+    "GateError": "swapjudge.errors",
+    "Conclusion": "swapjudge.outcome",
     "DryRunEstimate": "swapjudge.runner.dry_run",
     "SwapjudgeError": "swapjudge.errors",
     "InputError": "swapjudge.errors",
@@ -41,10 +44,13 @@ _LAZY = {
 __all__ = [
     "Analyses",
     "Calculation",
+    "Conclusion",
     "DryRunEstimate",
+    "GateError",
     "InputError",
     "JudgeAnalysis",
     "JudgeCard",
+    "JudgeRanking",
     "Plan",
     "Ranking",
     "RecordSet",
@@ -71,13 +77,15 @@ if TYPE_CHECKING:
     from swapjudge.core.policy import TiePolicy
     from swapjudge.decision.power import Plan
     from swapjudge.decision.verdict import Verdict
-    from swapjudge.errors import InputError, SwapjudgeError
+    from swapjudge.errors import GateError, InputError, SwapjudgeError
+    from swapjudge.outcome import Conclusion
     from swapjudge.probes.judge_card import JudgeCard
     from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.reading.records import RecordSet
     from swapjudge.runner.dry_run import DryRunEstimate
     from swapjudge.workflows.card import card
     from swapjudge.workflows.decide import decide, plan
+    from swapjudge.workflows.rank import JudgeRanking
     from swapjudge.workflows.run import RunResult
 
 

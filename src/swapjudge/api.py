@@ -26,8 +26,8 @@ from swapjudge.workflows.analyze import analyze
 from swapjudge.workflows.run import dry_run, run
 
 if TYPE_CHECKING:
-    from swapjudge.ranking.bradley_terry import Ranking
     from swapjudge.reading.records import RecordSet
+    from swapjudge.workflows.rank import JudgeRanking
 
 __all__ = ["analyze", "dry_run", "load_records", "rank", "run"]
 
@@ -45,15 +45,18 @@ def load_records(source: str | Path | Any, *, allow_unpaired: bool = False, extr
 def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
          outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
          confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
-         min_consistency: float = DEFAULT_MIN_CONSISTENCY, engine: ReadEngine | str = ReadEngine.auto) -> Ranking:
-    """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
+         min_consistency: float = DEFAULT_MIN_CONSISTENCY, engine: ReadEngine | str = ReadEngine.auto) -> JudgeRanking:
+    """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`): the
+    judge's `JudgeRanking` (its `ranking`, `rows`, `to_frame()`, the `gate`).
 
-    Gated as `analyze` is: a judge whose swap-consistency is below `min_consistency` gets no ranking
-    (`GateError`); `min_consistency=0` ranks anyway. `engine` reads a file as `--engine` does: "auto" reduces a
+    Gated as `analyze` is: a judge whose swap-consistency is below `min_consistency` gets no ranking: the result
+    comes back withheld (`ranking` None, `withheld` True, `to_dict()["withheld"]` the reason) and its
+    `raise_for_gate()` raises `GateError`, as `analyze`'s does; `min_consistency=0` ranks anyway. `engine` reads a
+    file as `--engine` does: "auto" reduces a
     Parquet file or a large JSON Lines file to counts with the streaming engine, "memory" reads every record,
     "streaming" always reduces (the same figures either way)."""
     from swapjudge.workflows.rank import rank as rank_judge
 
     return rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                       confidence=confidence, interval=interval, min_consistency=min_consistency,
-                      engine=engine).ranking
+                      engine=engine)

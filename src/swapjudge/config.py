@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from swapjudge.defaults import DEFAULT_STORE as DEFAULT_STORE  # re-exported: its home before
 from swapjudge.errors import ArgumentError, ConfigError
 from swapjudge.redact import redact_url
+from swapjudge.yamlfile import load_yaml, where
 
 Backend = str  # openai | anthropic | local | replay | any name registered in judges.registry
 TiePolicy = Literal["half_credit", "exclude", "no_credit", "separate"]
@@ -489,7 +489,7 @@ def parse_config(data: Any, *, source: Path) -> LoadedConfig:
             msg += did_you_mean(str(first["loc"][-1]), _model_keys(tuple(first["loc"])))
         more = len(err.errors()) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        raise ConfigError(f"{source}: key `{key}`: {msg}{tail}") from None
+        raise ConfigError(f"{where(source, data, first['loc'])}: key `{key}`: {msg}{tail}") from None
     loaded = LoadedConfig(config, source=source, rubric_text=None)
     rubric_text: str | None = None
     if config.rubric is not None:
@@ -517,29 +517,6 @@ def _read_text(read: Callable[[], str], where: str, what: str) -> str:
                           f"{err.start})") from None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """YAML where a key given twice in one mapping is an error, not "the last one wins"."""
-
-
-def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            first = seen.get(key)
-        except TypeError:  # an unhashable key: the constructor below reports it
-            continue
-        if first is not None:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key `{key}` is given twice (first on line {first + 1}); give it once",
-                key_node.start_mark)
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
-
-
 def load_config(path: str | Path) -> LoadedConfig:
     """A YAML configuration file (`-`: stdin, its relative paths then read from the working directory)."""
     from swapjudge.reading.textfiles import is_stdio, read_stdin
@@ -547,11 +524,4 @@ def load_config(path: str | Path) -> LoadedConfig:
     source = Path.cwd() / "<stdin>" if is_stdio(path) else Path(path)
     text = _read_text(lambda: read_stdin().decode("utf-8-sig", errors="replace") if is_stdio(path)
                       else source.read_text(encoding="utf-8"), str(source), "the configuration")
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader that refuses duplicate keys
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{source}{where}: {problem}") from None
-    return parse_config(data, source=source)
+    return parse_config(load_yaml(text, source=str(source), error=ConfigError), source=source)

@@ -59,7 +59,19 @@ class ConfigError(SwapjudgeError):
 
 
 class GateError(SwapjudgeError):
-    """The judge's self-consistency is below the gate: no win rate is reported. Not a fault of the input: the CLI
-    prints its lines as they are (one per judge) and exits 1."""
+    """A verdict, not a fault of the input: the judge's self-consistency is below the gate (no win rate is
+    reported), an incumbent is kept, a check is flagged, or the data do not decide yet. The CLI prints its lines as
+    they are (one per judge) and exits with its `outcome` (`swapjudge.outcome.Conclusion`): 1, or 3 when
+    inconclusive."""
 
     exit_code = 1
+
+    def __init__(self, message: str = "", *, arguments: Sequence[str] = (), outcome: int | None = None) -> None:
+        super().__init__(message, arguments=arguments)
+        if outcome is not None:
+            self.exit_code = int(outcome)  # an instance's ending (swapjudge.outcome), over the class's default
+
+    @property
+    def outcome(self) -> int:
+        """The exit code as a `swapjudge.outcome.Conclusion` value (an int)."""
+        return self.exit_code

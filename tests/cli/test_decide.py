@@ -71,7 +71,9 @@ def test_a_bad_decision_file_exits_2_with_one_line_naming_the_key(tmp_path, cont
     out = cli("decide", "d.yaml", str(records), cwd=tmp_path)
     assert out.returncode == 2 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: d.yaml: key `" + key + "`")
+    # the key's line where the file gives the key (a missing key has none)
+    line = next((f":{n}" for n, text in enumerate(content.splitlines(), 1) if text.startswith(key + ":")), "")
+    assert len(lines) == 1 and lines[0].startswith(f"error: d.yaml{line}: key `{key}`")
     if key == "marign":
         assert "did you mean `margin`?" in lines[0]
     plan = cli("plan", "d.yaml", "--expect", "0.6", "--splits", "0.2", cwd=tmp_path)

@@ -285,7 +285,7 @@ def test_labels_file_and_saved_thresholds_in_python(tmp_path):
 def test_text_says_what_the_realized_interval_supports():
     import dataclasses
 
-    from swapjudge.report.escalate import summary_lines, to_markdown
+    from swapjudge.report.escalate import escalation_markdown, summary_lines
     from swapjudge.workflows.escalate import escalate
 
     result = escalate(_sim_records(7, 300), judges=["cheap", "strong"], alpha=0.1, split=0.5, seed=1)
@@ -299,4 +299,4 @@ def test_text_says_what_the_realized_interval_supports():
         assert line.endswith(words), line
     unsplit = escalate(_sim_records(7, 300), judges=["cheap", "strong"], alpha=0.1)
     assert any("not measured (no labelled test pairs" in x for x in summary_lines(unsplit))
-    assert "| cheap |" in to_markdown(result)
+    assert "| cheap |" in escalation_markdown(result)

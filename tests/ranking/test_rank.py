@@ -30,9 +30,9 @@ from swapjudge.ranking.bradley_terry import (
     _jackknife,
     _solve,
     fit,
+    fit_ranking,
     open_sides,
     outcome_probabilities,
-    rank,
 )
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.report import rank as render_rank
@@ -188,7 +188,7 @@ def test_predicted_probabilities_match_the_models() -> None:
 def test_fitted_tie_rate_matches_observed_between_equal_systems() -> None:
     rng = np.random.default_rng(9)
     data = simulate(np.zeros(4), 2.0, n_items=5_000, pairs_per_item=2, rng=rng)
-    ranking = rank(data, Model.rao_kupper, rounds=0)
+    ranking = fit_ranking(data, Model.rao_kupper, rounds=0)
     _, tie, _ = ranking.probabilities("s0", "s1")
     assert tie == pytest.approx(float(np.mean(data.outcome == Outcome.TIE)), abs=0.01)
     assert tie == pytest.approx(1.0 / 3.0, abs=0.02)  # (theta - 1) / (theta + 1) at theta = 2
@@ -204,12 +204,12 @@ def test_bootstrap_resamples_items_not_comparisons(small: Comparisons) -> None:
                         np.concatenate([small.left, small.right]), np.concatenate([small.right, small.left]),
                         np.concatenate([small.outcome, np.where(small.outcome == Outcome.TIE, Outcome.TIE,
                                                                 1 - small.outcome)]))
-    base = rank(small, rounds=300, seed=4, ridge=0.0)
-    same_items = rank(twice, rounds=300, seed=4, ridge=0.0)
+    base = fit_ranking(small, rounds=300, seed=4, ridge=0.0)
+    same_items = fit_ranking(twice, rounds=300, seed=4, ridge=0.0)
     for a, b in zip(base.rows, same_items.rows, strict=True):
         assert a.system == b.system
         assert (a.low, a.high) == pytest.approx((b.low, b.high), abs=1e-6)
-    as_new_items = rank(Comparisons(twice.systems, np.concatenate([small.item, small.item + 10_000]),
+    as_new_items = fit_ranking(Comparisons(twice.systems, np.concatenate([small.item, small.item + 10_000]),
                                     twice.left, twice.right, twice.outcome), rounds=300, seed=4, ridge=0.0)
     ratio = np.mean([(b.high - b.low) / (a.high - a.low) for a, b in zip(base.rows, as_new_items.rows,
                                                                          strict=True)])
@@ -217,15 +217,15 @@ def test_bootstrap_resamples_items_not_comparisons(small: Comparisons) -> None:
 
 
 def test_bootstrap_is_reproducible_by_seed(small: Comparisons) -> None:
-    a = rank(small, Model.davidson, rounds=100, seed=1).to_dict()
-    b = rank(small, Model.davidson, rounds=100, seed=1).to_dict()
-    c = rank(small, Model.davidson, rounds=100, seed=2).to_dict()
+    a = fit_ranking(small, Model.davidson, rounds=100, seed=1).to_dict()
+    b = fit_ranking(small, Model.davidson, rounds=100, seed=1).to_dict()
+    c = fit_ranking(small, Model.davidson, rounds=100, seed=2).to_dict()
     assert a == b
     assert a["systems"] != c["systems"]
 
 
 def test_ranking_table_and_rank_ranges(small: Comparisons) -> None:
-    ranking = rank(small, rounds=200, seed=0)
+    ranking = fit_ranking(small, rounds=200, seed=0)
     scores = [row.score for row in ranking.rows]
     assert scores == sorted(scores, reverse=True)
     assert [row.rank for row in ranking.rows] == list(range(1, len(scores) + 1))
@@ -250,7 +250,7 @@ def test_ranking_table_and_rank_ranges(small: Comparisons) -> None:
 def test_disconnected_comparisons_are_reported() -> None:
     data = Comparisons(("a", "b", "c", "d"), np.arange(8), [0, 1, 0, 1, 2, 3, 2, 3], [1, 0, 1, 0, 3, 2, 3, 2],
                        [0, 0, 2, 1, 0, 1, 2, 0])
-    conv = rank(data, rounds=20).convergence
+    conv = fit_ranking(data, rounds=20).convergence
     assert not conv.connected
     assert conv.components == 2
 
@@ -302,7 +302,7 @@ def test_bca_intervals_agree_with_scipy_bootstrap(small: Comparisons) -> None:
 
     ref = stats.bootstrap((items,), scores, vectorized=False, n_resamples=2000, method="BCa",
                           random_state=np.random.default_rng(3))
-    ours = rank(data, Model.davidson, rounds=2000, seed=3, interval="bca")
+    ours = fit_ranking(data, Model.davidson, rounds=2000, seed=3, interval="bca")
     assert ours.to_dict()["bootstrap"]["method"] == "bca"
     by_name = {row.system: row for row in ours.rows}
     for i, name in enumerate(data.systems):
@@ -323,7 +323,7 @@ def test_bootstrap_intervals_cover_the_true_strengths() -> None:
     covered = total = 0
     for replicate in range(200):
         data = simulate(strength, 1.5, n_items=150, pairs_per_item=4, rng=rng)
-        ranking = rank(data, Model.rao_kupper, rounds=200, seed=replicate)
+        ranking = fit_ranking(data, Model.rao_kupper, rounds=200, seed=replicate)
         truth = dict(zip(data.systems, strength, strict=True))
         for row in ranking.rows:
             covered += row.low <= truth[row.system] <= row.high
@@ -359,7 +359,7 @@ def test_real_mtbench_swap_outcomes_and_closed_form() -> None:
         counts = expected.setdefault(str(model), [0, 0, 0])
         counts[0 if named == {model} else 2 if named == {"vicuna-13b-v1.3"} else 1] += 1
     # In this star design the half-win BT MLE is closed-form: s_m - s_vicuna = log((w + t/2) / (l + t/2)).
-    ranking = rank(data, Model.bt_half, rounds=0, ridge=0.0)
+    ranking = fit_ranking(data, Model.bt_half, rounds=0, ridge=0.0)
     by_name = {row.system: row for row in ranking.rows}
     base = by_name["vicuna-13b-v1.3"].score
     assert len(expected) == 30
@@ -371,7 +371,7 @@ def test_real_mtbench_swap_outcomes_and_closed_form() -> None:
 
 def test_real_mtbench_ranking_is_sensible() -> None:
     data = comparisons_from_records(records_from_dicts(shi_records(), source="shi2024"))
-    ranking = rank(data, Model.rao_kupper, rounds=300, seed=0)
+    ranking = fit_ranking(data, Model.rao_kupper, rounds=300, seed=0)
     top = ranking.rows[0]
     assert top.system == "gpt-4" and top.rank_low == 1
     # identical counts (2 / 14 / 64 against the baseline) give identical scores and a shared rank
@@ -404,7 +404,7 @@ def test_real_mtbench_calls_outcome() -> None:
     data = comparisons_from_records(records, outcome="calls")
     parsed = sum(1 for r in shi_records() if r["verdict"] is not None)
     assert len(data) == parsed
-    ranking = rank(data, Model.rao_kupper, rounds=0)
+    ranking = fit_ranking(data, Model.rao_kupper, rounds=0)
     by_name = {row.system: row for row in ranking.rows}
     assert by_name["gpt-4"].pairs == 80  # two calls, one pair
     assert by_name["gpt-4"].wins + by_name["gpt-4"].ties + by_name["gpt-4"].losses <= 160
@@ -545,7 +545,7 @@ def never_loses(n_items: int = 40, seed: int = 1) -> Comparisons:
 def test_a_system_that_never_loses_has_an_open_upper_bound() -> None:
     data = never_loses()
     for ridge in (0.1, 1e-6):
-        ranking = rank(data, Model.rao_kupper, rounds=200, seed=0, ridge=ridge)
+        ranking = fit_ranking(data, Model.rao_kupper, rounds=200, seed=0, ridge=ridge)
         top = ranking.rows[0]
         assert top.system == "s0" and top.never_loses and top.high is None and top.high_open
         # every resample is separated too, so a lower limit would be the ridge's as well: none is given
@@ -560,7 +560,7 @@ def test_a_system_that_never_loses_has_an_open_upper_bound() -> None:
     assert fit(data, ridge=1e-6).scores[0] > fit(data, ridge=0.1).scores[0] + 3
     # and a system that never wins is open below
     flipped = Comparisons(data.systems, data.item, data.right, data.left, data.outcome)
-    bottom = rank(flipped, Model.bt_half, rounds=100, seed=0).rows[-1]
+    bottom = fit_ranking(flipped, Model.bt_half, rounds=100, seed=0).rows[-1]
     assert bottom.system == "s0" and bottom.never_wins and bottom.low is None and bottom.low_open
 
 
@@ -572,13 +572,13 @@ def test_one_loss_in_many_items_still_leaves_the_upper_bound_to_the_ridge() -> N
     outcome[0] = Outcome.RIGHT  # item 0: s1 beats s0
     one_loss = Comparisons(data.systems, data.item, data.left, data.right, outcome)
     for method in ("percentile", "bca"):
-        ranking = rank(one_loss, rounds=300, seed=0, interval=method)
+        ranking = fit_ranking(one_loss, rounds=300, seed=0, interval=method)
         top = next(row for row in ranking.rows if row.system == "s0")
         assert not top.never_loses and top.high is None and top.high_open and top.low is not None
         assert all(row.low is not None and row.high is not None for row in ranking.rows if row.system != "s0")
     # with its one loss on each of 10 items, no resample is without a loss: the data bound it
     outcome[(data.left == 0) & (data.right == 1) & (data.item < 10)] = Outcome.RIGHT
-    bounded = rank(Comparisons(data.systems, data.item, data.left, data.right, outcome), rounds=300, seed=0)
+    bounded = fit_ranking(Comparisons(data.systems, data.item, data.left, data.right, outcome), rounds=300, seed=0)
     assert all(row.low is not None and row.high is not None for row in bounded.rows)
 
 
@@ -593,20 +593,20 @@ def test_open_sides_follow_the_graph_of_losses() -> None:
     upper, lower = open_sides(_cells(tied), _cells(tied).counts)
     assert not upper.any() and not lower.any()
     # real MT-Bench verdicts: gpt-4 lost once but tied 13 times; every side is bounded
-    ranking = rank(comparisons_from_records(records_from_dicts(shi_records())), rounds=100, seed=0)
+    ranking = fit_ranking(comparisons_from_records(records_from_dicts(shi_records())), rounds=100, seed=0)
     assert all(row.low is not None and row.high is not None for row in ranking.rows)
 
 
 def test_one_item_or_identical_items_give_no_interval() -> None:
     single = Comparisons(("a", "b", "c"), np.zeros(6), np.array([0, 1, 0, 0, 1, 2]), np.array([1, 2, 2, 1, 2, 0]),
                          np.array([0, 0, 1, 2, 1, 0]))
-    ranking = rank(single, rounds=200)
+    ranking = fit_ranking(single, rounds=200)
     assert ranking.no_interval is not None and "one item" in ranking.no_interval
     assert all(row.low is None and row.high is None for row in ranking.rows)
     assert ranking.tie_low is None and ranking.tie_high is None
     alike = Comparisons(single.systems, np.repeat(np.arange(5), 6), np.tile(single.left, 5),
                         np.tile(single.right, 5), np.tile(single.outcome, 5))
-    ranking = rank(alike, rounds=200)
+    ranking = fit_ranking(alike, rounds=200)
     assert ranking.no_interval is not None and "all 5 items" in ranking.no_interval
     assert ranking.to_dict()["bootstrap"]["no_interval"] == ranking.no_interval
     text = render_rank.render_text(ranking)
@@ -618,15 +618,15 @@ def test_one_item_or_identical_items_give_no_interval() -> None:
     # one different item is enough for an interval
     varied = alike.outcome.copy()
     varied[0] = Outcome.RIGHT
-    assert rank(Comparisons(alike.systems, alike.item, alike.left, alike.right, varied), rounds=50).no_interval \
+    assert fit_ranking(Comparisons(alike.systems, alike.item, alike.left, alike.right, varied), rounds=50).no_interval \
         is None
 
 
 def test_few_items_are_noted_and_no_bootstrap_json_has_no_nan(tmp_path: Path) -> None:
-    few = rank(never_loses(n_items=12), rounds=50)
+    few = fit_ranking(never_loses(n_items=12), rounds=50)
     assert few.to_dict()["bootstrap"]["few_items"] is True
     assert any("only 12 items" in line for line in render_rank.summary(few))
-    many = rank(never_loses(n_items=40), rounds=50)
+    many = fit_ranking(never_loses(n_items=40), rounds=50)
     assert not any("items: below 30" in line for line in render_rank.summary(many))
     runner = CliRunner()
     out = runner.invoke(app, ["rank", str(EXAMPLE), "--bootstrap", "0", "--format", "json"])
@@ -652,7 +652,7 @@ def test_item_bootstrap_coverage_runs_low_at_eight_items() -> None:
         u = rng.random(left.size)
         outcome = np.where(u < p_left, 0, np.where(u < p_left + p_right, 1, 2))
         data = Comparisons(tuple(f"s{i}" for i in range(8)), np.repeat(np.arange(8), 28), left, right, outcome)
-        for row in rank(data, Model.rao_kupper, rounds=150, seed=replicate).rows:
+        for row in fit_ranking(data, Model.rao_kupper, rounds=150, seed=replicate).rows:
             truth = strength[int(row.system[1:])]
             low = -np.inf if row.low is None else row.low
             high = np.inf if row.high is None else row.high

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from swapjudge.ranking.battles import comparisons_from_records
-from swapjudge.ranking.bradley_terry import Model, fit, rank
+from swapjudge.ranking.bradley_terry import Model, fit, fit_ranking
 from swapjudge.reading.records import load_records
 from swapjudge.workflows.rank import rank as rank_records
 
@@ -80,7 +80,7 @@ def test_item_bootstrap_intervals_cover_the_true_strengths() -> None:
     covered = total = 0
     for replicate in range(60):
         data = comparisons_from_records(load_records(simulate(rng, strength, 120, 3)), outcome="graded")
-        ranking = rank(data, Model.bt_half, rounds=200, seed=replicate)
+        ranking = fit_ranking(data, Model.bt_half, rounds=200, seed=replicate)
         for row in ranking.rows:
             truth = strength[int(row.system[1:])]
             covered += row.low <= truth <= row.high

@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT, same_on_both_engines, shared_data, shi2024_records, write_parquet
 from record_shapes import SHAPES, mixed
 from swapjudge.errors import ArgumentError, SwapjudgeError
-from swapjudge.ranking.bradley_terry import Comparisons, rank
+from swapjudge.ranking.bradley_terry import Comparisons, fit_ranking
 from swapjudge.workflows.rank import rank as rank_records
 
 EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
@@ -29,7 +29,14 @@ EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
 def _check(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> list[tuple[str, Any]]:
     """The ranking (or the error) of `rows` from JSON Lines and Parquet, streamed and in memory: all equal (to the
     last bit: the counts are integers, summed alike, and the bootstrap draws the same items)."""
-    return same_on_both_engines(tmp_path, rows, lambda path, **o: rank_records(path, **o).to_dict(), **options)
+    return same_on_both_engines(tmp_path, rows, _gated_ranking, **options)
+
+
+def _gated_ranking(path: Path, **options: Any) -> dict[str, Any]:
+    """The ranking's document, or the `GateError` its gate raises (as the CLI ends it)."""
+    result = rank_records(path, **options)
+    result.raise_for_gate()
+    return result.to_dict()
 
 
 def _judges(rows: list[dict[str, Any]]) -> list[str]:
@@ -65,6 +72,12 @@ def test_the_gate_blocks_alike(tmp_path: Path) -> None:
     rows = SHAPES["mixed"]()
     found = _check(tmp_path, rows, judge="j1", min_consistency=0.99, bootstrap=10)
     assert found[0][0] == "GateError" and "no ranking reported" in found[0][1]
+    # the library returns the withheld ranking, the same from both engines: the gate, why, and no systems
+    (status, withheld), *_ = same_on_both_engines(
+        tmp_path, rows, lambda path, **o: rank_records(path, **o).to_dict(), judge="j1", min_consistency=0.99,
+        bootstrap=10)
+    assert status == "ok" and "systems" not in withheld and not withheld["gate"]["passed"]
+    assert withheld["withheld"].startswith("gate: judge j1: swap-consistency")
     passed = _check(tmp_path, rows, judge="j1", min_consistency=0.2, bootstrap=10)[0][1]
     assert passed["gate"]["passed"] and passed["consistency"]["rate"] is not None
 
@@ -145,8 +158,8 @@ def test_counted_rows_fit_and_resample_as_the_rows_they_stand_for() -> None:
     expanded = Comparisons(("a", "b", "c", "d"), np.repeat(item, count), np.repeat(left, count),
                            np.repeat(right, count), np.repeat(outcome, count).astype(np.int8))
     for interval in ("percentile", "bca"):
-        a = rank(counted, rounds=200, seed=7, interval=interval).to_dict()
-        b = rank(expanded, rounds=200, seed=7, interval=interval).to_dict()
+        a = fit_ranking(counted, rounds=200, seed=7, interval=interval).to_dict()
+        b = fit_ranking(expanded, rounds=200, seed=7, interval=interval).to_dict()
         assert a == b
     assert a["comparisons"] == int(count.sum())
     with pytest.raises(ValueError, match="count must be at least 1"):
@@ -252,13 +265,13 @@ def test_the_bootstrap_gives_the_same_intervals_whatever_the_rounds_drawn_at_onc
     from swapjudge.reading.records import load_records
 
     data = comparisons_from_records(load_records(mixed(60, seed=3)), judge="j1")
-    whole = rank(data, rounds=37, seed=5).to_dict()
+    whole = fit_ranking(data, rounds=37, seed=5).to_dict()
     n_items = int(np.unique(data.item).size)
     for rounds_at_once in (1, 4):
         monkeypatch.setattr(bt, "_DRAW_BYTES", rounds_at_once * 4 * n_items)
-        assert rank(data, rounds=37, seed=5).to_dict() == whole
+        assert fit_ranking(data, rounds=37, seed=5).to_dict() == whole
     monkeypatch.setattr(bt, "_DRAW_BYTES", 4 * n_items)
-    assert rank(data, rounds=37, seed=6).to_dict() != whole  # the test can tell resamples apart
+    assert fit_ranking(data, rounds=37, seed=6).to_dict() != whole  # the test can tell resamples apart
 
 
 def test_the_python_api_streams_with_the_engine_it_is_given(tmp_path: Path) -> None:

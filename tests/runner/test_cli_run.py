@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -105,7 +106,8 @@ def test_bad_config_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.Monke
     write_config(tmp_path, base_url="http://127.0.0.1:9/v1", tie_policy="coin")
     result = _invoke(tmp_path, monkeypatch, "run", "run.yaml")
     assert result.exit_code == 2
-    assert "run.yaml: key `tie_policy`" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    # the file, the key's line and the key
+    assert re.search(r"run\.yaml:\d+: key `tie_policy`", result.stderr) and len(result.stderr.strip().splitlines()) == 1
     missing = _invoke(tmp_path, monkeypatch, "export", "--latest", "-o", "x.jsonl", "--store", "nope.db")
     assert missing.exit_code == 2 and "no run store here" in missing.stderr
 

@@ -12,7 +12,7 @@ from judge_server import JudgeServer, frame_answers, frame_code, frame_text
 from runner_helpers import write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.config import load_config
-from swapjudge.runner.backend import create_judge, resolved_judge_config
+from swapjudge.runner.backend import build_judge, resolved_judge_config
 from swapjudge.runner.identical_probe import IdenticalProbeSession, run_identical
 from swapjudge.runner.session import run_async
 
@@ -61,7 +61,7 @@ def test_a_judge_that_may_tie_ties_and_the_records_feed_analyze(tmp_path: Path,
 
 async def _run_with_probe(cfg_path: Path, sample: int) -> tuple[object, object, int]:
     loaded = load_config(cfg_path)
-    judge = create_judge(resolved_judge_config(loaded))
+    judge = build_judge(resolved_judge_config(loaded))
     try:
         session = IdenticalProbeSession(loaded, judge, sample=sample)
         outcome = await run_async(loaded, judge=judge, progress=False, after_call=session.after_call)

@@ -17,6 +17,7 @@ from swapjudge.cli.app import (
     SystemAOpt,
     SystemBOpt,
     app,
+    conclude,
     dump_json,
     stdout,
     user_errors,
@@ -53,9 +54,9 @@ def calc(
         stdout.print(text.render_calculation(result))
 
 
-@app.command()
+@app.command("analyze")
 @user_errors
-def analyze(
+def analyze_command(
     records: RecordsArg,
     judge: JudgeOpt = None,
     a: SystemAOpt = None,
@@ -74,9 +75,9 @@ def analyze(
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
     tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
     from swapjudge.report import markdown, text
-    from swapjudge.workflows.analyze import analyze as run_analysis
+    from swapjudge.workflows.analyze import analyze
 
-    result = run_analysis(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
+    result = analyze(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
                           confidence=confidence, allow_unpaired=allow_unpaired, engine=engine.value)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
@@ -84,4 +85,4 @@ def analyze(
         print(markdown.render_analyses(list(result)), end="")
     else:
         text.print_analyses(wide_console(), list(result))
-    result.raise_for_gate()
+    conclude(result)

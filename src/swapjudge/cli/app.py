@@ -14,7 +14,7 @@ import sys
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 import typer.core
@@ -25,6 +25,7 @@ from swapjudge.cli.terminal import SafeConsole, escaping_stdout
 from swapjudge.core.choices import ReadEngine
 from swapjudge.core.documents import json_document
 from swapjudge.errors import GateError, SwapjudgeError
+from swapjudge.outcome import Concludes, Conclusion, Ending
 
 _TYPE_WORDS = {"int": "INTEGER", "float": "NUMBER", "str": "TEXT", "Path": "PATH"}
 
@@ -55,7 +56,7 @@ _plain_metavars(typer.core.TyperArgument)
 
 def _version(value: bool) -> None:
     if value:
-        from swapjudge import __version__
+        from swapjudge.version import __version__
 
         print(f"swapjudge {__version__}")
         raise typer.Exit(0)
@@ -127,6 +128,31 @@ def flag_of(argument: str) -> str:
     return _FLAGS.get(argument, "--" + argument.replace("_", "-"))
 
 
+def exit_code(outcome: Conclusion | int) -> int:
+    """The one mapping from a result's outcome to the process's exit code: 0 ok or ship, 1 a failed gate or keep,
+    2 bad input, 3 inconclusive, 130 interrupted."""
+    return int(Conclusion(outcome))
+
+
+def end(outcome: Conclusion | int) -> NoReturn:
+    """End the command with `outcome`'s exit code (what it had to say is already printed)."""
+    raise typer.Exit(exit_code(outcome))
+
+
+def conclude(result: Concludes | Ending) -> None:
+    """How every command with a verdict ends, after its result is shown: nothing when the result's ending is ok;
+    otherwise its lines on stderr as they are and its exit code."""
+    ending = result if isinstance(result, Ending) else result.ending()
+    if not ending.ok:
+        end_with(ending.error())
+
+
+def end_with(err: GateError) -> NoReturn:
+    """A verdict raised as `GateError` (a result's `raise_for_gate()`): its lines as they are, its outcome's code."""
+    stderr.print(err.named(flag_of), markup=False, highlight=False)
+    end(err.outcome)
+
+
 def user_errors(func: F) -> F:
     """Turn a SwapjudgeError (and the store's errors, a full disk, memory running out) into one line on stderr
     and its exit code; Ctrl-C into exit 130."""
@@ -136,31 +162,30 @@ def user_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except GateError as err:  # a verdict on the judge, not a fault: its lines as they are
-            stderr.print(err.named(flag_of), markup=False, highlight=False)
-            raise typer.Exit(err.exit_code) from None
+            end_with(err)
         except SwapjudgeError as err:
             stderr.print(f"[bold red]error:[/] {escape(err.named(flag_of))}", markup=True, highlight=False)
-            raise typer.Exit(err.exit_code) from None
+            end(err.exit_code)
         except sqlite3.Error as err:
             # the store says damaged, full and read-only in words (store.connection); what is left is a lock
             # held by another process for longer than the write waits (30 s), or a database that is no store
             held = "locked" in str(err) or "busy" in str(err)
             why = " (another process holds it?); run the same command again to resume" if held else ""
             stderr.print(f"[bold red]error:[/] the run store: {escape(str(err))}{why}", markup=True, highlight=False)
-            raise typer.Exit(2) from None
+            end(Conclusion.bad_input)
         except MemoryError:
             # numpy or Python could not allocate: what helps, in one line, instead of a traceback
             stderr.print("[bold red]error:[/] " + escape(
                 "out of memory: a command with --engine reads a records file larger than memory with --engine "
                 "streaming (pip install 'swapjudge[scale]'); fewer bootstrap rounds, or a lower "
                 "SWAPJUDGE_MEMORY_LIMIT for the streaming engine, need less"), markup=True, highlight=False)
-            raise typer.Exit(2) from None
+            end(Conclusion.bad_input)
         except KeyboardInterrupt:
             stderr.print("interrupted")
-            raise typer.Exit(130) from None
+            end(Conclusion.interrupted)
         except BrokenPipeError:
             sys.stderr.close()
-            raise typer.Exit(0) from None
+            end(Conclusion.ok)
         except OSError as err:
             if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
                 raise
@@ -169,7 +194,7 @@ def user_errors(func: F) -> F:
             where = f"{err.filename}: " if err.filename else ""
             stderr.print(f"[bold red]error:[/] {escape(where)}{what}: nothing more was written", markup=True,
                          highlight=False)
-            raise typer.Exit(2) from None
+            end(Conclusion.bad_input)
         except Exception as err:
             if type(err).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
                 raise
@@ -179,7 +204,7 @@ def user_errors(func: F) -> F:
                     if "Out of Memory" in first else "")
             stderr.print(f"[bold red]error:[/] the streaming engine (DuckDB): {escape(first)}{hint}", markup=True,
                          highlight=False)
-            raise typer.Exit(2) from None
+            end(Conclusion.bad_input)
 
     return wrapper  # type: ignore[return-value]
 

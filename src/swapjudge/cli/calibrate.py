@@ -20,9 +20,9 @@ from swapjudge.cli.app import (
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 
 
-@app.command()
+@app.command("calibrate")
 @user_errors
-def calibrate(
+def calibrate_command(
     judge_records: Annotated[Path, typer.Argument(help="The judge's presentation records (JSON Lines, CSV or "
                                                        "Parquet).",
                                                   show_default=False)],
@@ -48,9 +48,9 @@ def calibrate(
     bias; the judge only narrows the interval, by as much as it agrees with the people (a judge unrelated to them
     gets lambda = 0 and the people-only interval)."""
     from swapjudge.probes.calibrate import sentences
-    from swapjudge.workflows.calibrate import calibrate as corrected
+    from swapjudge.workflows.calibrate import calibrate
 
-    result = corrected(judge_records, human, a, b, judge=judge, tie_policy=tie_policy,
+    result = calibrate(judge_records, human, a, b, judge=judge, tie_policy=tie_policy,
                        min_consistency=min_consistency, confidence=confidence, engine=engine.value)
     if output is OutputFormat.json:
         dump_json(result.to_dict())

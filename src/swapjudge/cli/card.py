@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from swapjudge.cli.app import FormatOpt, OutputFormat, app, display_path, dump_json, stderr, stdout, user_errors
+from swapjudge.cli.app import (
+    FormatOpt,
+    OutputFormat,
+    app,
+    conclude,
+    display_path,
+    dump_json,
+    stderr,
+    stdout,
+    user_errors,
+)
 from swapjudge.errors import SwapjudgeError
 
 if TYPE_CHECKING:
@@ -132,10 +142,7 @@ def card_command(
                         console=stderr, handle_sigint=True, batch_wait=not no_wait, retry_unparsed=retry_unparsed)
     if made.card is None:
         run = made.run
-        if run.interrupted:
-            stderr.print(f"interrupted: every finished call is stored in {run.store_path}; the same command resumes",
-                         highlight=False)
-            raise typer.Exit(130)
+        conclude(made)  # interrupted
         print(f"waiting for {run.waiting:,} requests in {run.batches_waiting:,} batches; run the same command to "
               "collect them and make the card")
         return
@@ -143,7 +150,4 @@ def card_command(
     for path in out or []:
         _write(path, "card", doc, output)
     _show("card", doc, output)
-    if not made.card.passed:
-        gate = made.card.overall.analysis.gate
-        stderr.print(f"gate: {gate.reason or 'below the self-consistency gate'} (the whole suite)", highlight=False)
-        raise typer.Exit(1)
+    conclude(made)

@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import FormatOpt, OutputFormat, app, display_path, dump_json, stderr, user_errors
+from swapjudge.cli.app import (
+    FormatOpt,
+    OutputFormat,
+    app,
+    conclude,
+    display_path,
+    dump_json,
+    stderr,
+    user_errors,
+)
 from swapjudge.defaults import DEFAULT_STORE
 
 DecisionArg = Annotated[Path, typer.Argument(
@@ -15,9 +24,9 @@ DecisionArg = Annotated[Path, typer.Argument(
          "min_consistency, alpha, power, items, monitoring, judge (docs/decide.md).", show_default=False)]
 
 
-@app.command()
+@app.command("plan")
 @user_errors
-def plan(
+def plan_command(
     decision: DecisionArg,
     pilot: Annotated[Path | None, typer.Option(
         "--pilot", help="Plan from a pilot: presentation records (or a run store) of the two systems; their item "
@@ -47,7 +56,7 @@ def plan(
     --human: the people's labels a target interval width needs, uniform against active."""
     from swapjudge.decision.power import PlanError
     from swapjudge.report import decision as render
-    from swapjudge.workflows.decide import plan as make_plan
+    from swapjudge.workflows.decide import plan
 
     if human is not None or width is not None:
         from swapjudge.workflows.human_plan import human_plan, plan_sentences
@@ -61,14 +70,8 @@ def plan(
             print("\n".join(plan_sentences(planned)))
         return
 
-    if pilot is None and expect is None:
-        raise PlanError("give --pilot RECORDS, or --expect RATE with --splits SHARE")
-    if pilot is not None and (expect is not None or splits is not None):
-        raise PlanError("give --pilot or --expect/--splits, not both")
-    if expect is not None and splits is None:
-        raise PlanError("--expect needs --splits (the expected share of split pairs; 0 for none)")
-    result = make_plan(decision, pilot=pilot, expect=expect, splits=splits, config=config, run=run,
-                       simulations=simulations, seed=seed)
+    result = plan(decision, pilot=pilot, expect=expect, splits=splits, config=config, run=run,
+                  simulations=simulations, seed=seed)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
@@ -77,9 +80,9 @@ def plan(
         print(render.render_plan_text(result), end="")
 
 
-@app.command()
+@app.command("decide")
 @user_errors
-def decide(
+def decide_command(
     decision: DecisionArg,
     records: Annotated[Path, typer.Argument(
         help="Presentation records (JSONL/CSV, - for stdin) or a run store (SQLite).", show_default=False)],
@@ -96,13 +99,11 @@ def decide(
 ) -> None:
     """Ship, keep or inconclusive for a pre-registered decision. Exit 0 ship, 1 keep (a failed gate and missing
     calls included: the decision fails closed), 3 inconclusive, 2 bad input."""
-    from swapjudge.decision.verdict import InconclusiveVerdict, KeepVerdict
     from swapjudge.report import decision as render
-    from swapjudge.workflows.decide import decide as make_decision
-    from swapjudge.workflows.decide import is_store
+    from swapjudge.workflows.decide import decide, is_store
 
     ledger = None if is_store(records) else (store or Path(DEFAULT_STORE))
-    verdict = make_decision(records, decision, run=run, allow_missing=allow_missing, store=ledger)
+    verdict = decide(records, decision, run=run, allow_missing=allow_missing, store=ledger)
     if output is OutputFormat.json:
         dump_json(verdict.to_dict())
     elif output is OutputFormat.markdown:
@@ -114,7 +115,4 @@ def decide(
 
         write_atomic(html_out, render.render_html(verdict))
         stderr.print(f"wrote {display_path(html_out)}", highlight=False)
-    if verdict.verdict == "keep":
-        raise KeepVerdict(f"keep: {verdict.candidate} does not ship ({verdict.reasons[0]})")
-    if verdict.verdict == "inconclusive":
-        raise InconclusiveVerdict(f"inconclusive: the data do not decide yet ({verdict.reasons[-1]})")
+    conclude(verdict)

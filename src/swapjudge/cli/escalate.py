@@ -61,7 +61,7 @@ def escalate_command(
     Each threshold is chosen by fixed-sequence testing on labelled calibration pairs so that the judge's agreement
     with the labels on the pairs it settles is at least 1 - alpha with probability at least 1 - delta."""
     from swapjudge.reading.textfiles import write_atomic
-    from swapjudge.report.escalate import summary_lines, to_markdown
+    from swapjudge.report.escalate import escalation_markdown, summary_lines
     from swapjudge.workflows.escalate import escalate, thresholds_document
 
     result = escalate(str(records), judges=judge, alpha=alpha, delta=delta, labels=labels, split=split, seed=seed,
@@ -71,7 +71,7 @@ def escalate_command(
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
-        print(to_markdown(result), end="")
+        print(escalation_markdown(result), end="")
     else:
         console = wide_console()
         for line in summary_lines(result):

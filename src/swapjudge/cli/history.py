@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from swapjudge.cli.app import OutputFormat, app, dump_json, stdout, user_errors, wide_console
+from swapjudge.cli.app import (
+    OutputFormat,
+    app,
+    conclude,
+    dump_json,
+    stdout,
+    user_errors,
+    wide_console,
+)
 from swapjudge.defaults import ADAPTIVE_THRESHOLDS as THRESHOLDS
 from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import SwapjudgeError
@@ -359,7 +367,6 @@ def anchors_command(
 ) -> None:
     """Anchored pointwise scoring: score the exemplars and the pinned reference set, report the score
     distribution and scale compression, and flag the run (exit 1) when the anchors moved beyond the tolerance."""
-    from swapjudge.drift.anchors import enforce_anchor_check
     from swapjudge.reading.textfiles import write_atomic
     from swapjudge.report.wording import p_equals
     from swapjudge.workflows.history import anchors
@@ -394,4 +401,4 @@ def anchors_command(
             print(f"# Anchored scoring\n\n```\n{text}\n```\n", end="")
         else:
             stdout.print(text, highlight=False, markup=False)
-    enforce_anchor_check(res.flagged, res.check.reasons if res.check is not None else ())
+    conclude(res)

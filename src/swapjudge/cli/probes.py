@@ -21,6 +21,7 @@ from swapjudge.cli.app import (
     SystemAOpt,
     SystemBOpt,
     app,
+    conclude,
     dump_json,
     flag_group,
     stderr,
@@ -49,9 +50,9 @@ def _emit(output: OutputFormat, payload: object, tables: list[Table]) -> None:
         probe_tables.print_tables(stdout, tables)
 
 
-@app.command()
+@app.command("segments")
 @user_errors
-def segments(
+def segments_command(
     records: RecordsArg,
     by: Annotated[str, typer.Option("--by", help="Record field to break the analysis down by (e.g. task); it "
                                                  "must be the same on both calls of a pair.")],
@@ -71,13 +72,13 @@ def segments(
     """The analysis broken down by a record field: swap-consistency, flip direction and win rate per segment,
     with intervals. Position preference concentrates on close, hard items; one overall figure can hide it."""
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probe import segments as segment_records
+    from swapjudge.workflows.probe import segments
 
-    result = segment_records(records, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
+    result = segments(records, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                              min_consistency=min_consistency, confidence=confidence, allow_unpaired=allow_unpaired,
                              engine=engine.value)
     _emit(output, result.to_dict(), probe_tables.segments_tables(result))
-    result.raise_for_gate()
+    conclude(result)
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def probe_length(
     difference, P(prefer longer), a length-matched slice. Swapping cannot remove this effect."""
     from swapjudge.probes.length import LengthOptions
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probe import AlpacaSideFiles, raise_for_length_gates
+    from swapjudge.workflows.probe import AlpacaSideFiles, length_ending
     from swapjudge.workflows.probe import length as length_records
 
     options = LengthOptions(unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
@@ -157,7 +158,7 @@ def probe_length(
                              allow_unpaired=allow_unpaired)
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.length_tables(results))
-    raise_for_length_gates(results, pair_given=a is not None and b is not None)
+    conclude(length_ending(results, pair_given=a is not None and b is not None))
 
 
 @probe_app.command("repeat")

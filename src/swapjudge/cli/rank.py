@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from swapjudge.cli.app import OutputFormat, RecordsArg, app, dump_json, user_errors, wide_console
+from swapjudge.cli.app import (
+    OutputFormat,
+    RecordsArg,
+    app,
+    conclude,
+    dump_json,
+    user_errors,
+    wide_console,
+)
 from swapjudge.core.choices import (
     DEFAULT_MIN_CONSISTENCY,
     DEFAULT_ROUNDS,
@@ -18,9 +26,9 @@ from swapjudge.core.choices import (
 )
 
 
-@app.command()
+@app.command("rank")
 @user_errors
-def rank(
+def rank_command(
     records: RecordsArg,
     judge: Annotated[str | None, typer.Option("--judge", help="Rank by this judge's verdicts.")] = None,
     model: Annotated[Model, typer.Option("--model", help="Tie model fitted.")] = Model.rao_kupper,
@@ -63,12 +71,14 @@ def rank(
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
     from swapjudge.report import rank as render
-    from swapjudge.workflows.rank import rank as rank_judge
+    from swapjudge.workflows.rank import rank
 
     controls = [c.strip() for c in (control or "").split(",") if c.strip()]
-    result = rank_judge(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
+    result = rank(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                         confidence=confidence, interval=interval, min_consistency=min_consistency,
                         order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value)
+    conclude(result)  # a withheld ranking has nothing to show but why
+    assert result.ranking is not None
     if output is OutputFormat.json:
         dump_json(result.to_dict())
         return

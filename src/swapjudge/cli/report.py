@@ -16,6 +16,7 @@ from swapjudge.cli.app import (
     SystemAOpt,
     SystemBOpt,
     app,
+    conclude,
     display_path,
     stderr,
     user_errors,
@@ -85,4 +86,4 @@ def report_command(
 
         write_atomic(markdown_out, render_report(inputs))
         stderr.print(f"wrote {display_path(markdown_out)}", highlight=False, markup=False)
-    inputs.raise_for_gate()
+    conclude(inputs)

@@ -21,7 +21,6 @@ from swapjudge.cli.app import (
     stderr,
     user_errors,
 )
-from swapjudge.errors import SwapjudgeError
 
 review_app = typer.Typer(name="review", help="Human review: the queue of unsettled pairs, blind review sheets, the "
                          "live review page and its votes.",
@@ -181,51 +180,34 @@ def serve_command(
     """Serve a blind review page: each reviewer opens their link and votes with the keyboard (1, 2, t tie,
     b both bad, u undo, ? keys). Prints one `NAME: URL` line per reviewer; every vote is committed to the store
     before it is acknowledged. Export the votes with `swapjudge review export`."""
-    try:
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError:
-        raise SwapjudgeError("the review server needs the review extra: pip install 'swapjudge[review]'") from None
-    from swapjudge.review.serve import bind, is_loopback, run_server, url_host
-    from swapjudge.review.web import LOOPBACK_HOSTS, create_app
-    from swapjudge.workflows.review import open_review
+    from swapjudge.workflows.review import serve_review
 
-    review = open_review(pairs, store, reviewers, reshow=reshow, seed=seed, sample=sample, queue=queue, judge=judge,
-                         judge_records=judge_records, overlap=overlap, a=a, b=b, design=design, budget=budget,
-                         pi_min=pi_min)
-    opened, resumed, context = review.store, review.resumed, review.judge
-    names = opened.reviewers
-    loopback = is_loopback(host)
-    app = create_app(opened, judge=context, allowed_hosts=LOOPBACK_HOSTS if loopback else ["*"])
-    sock = bind(host, port)
-    base = f"http://{url_host(host)}:{sock.getsockname()[1]}"
+    server = serve_review(pairs, store, reviewers, host=host, port=port, reshow=reshow, seed=seed, sample=sample,
+                          queue=queue, judge=judge, judge_records=judge_records, overlap=overlap, a=a, b=b,
+                          design=design, budget=budget, pi_min=pi_min)
+    opened, context = server.review.store, server.review.judge
     summary = opened.summary()
-    _say(f"{'resumed' if resumed else 'created'} {display_path(store)}: {summary['tasks']:,} tasks for "
-         f"{len(names)} reviewer(s), {summary['votes']:,} votes so far (seed {opened.meta('seed')})")
+    _say(f"{'resumed' if server.review.resumed else 'created'} {display_path(store)}: {summary['tasks']:,} tasks "
+         f"for {len(opened.reviewers)} reviewer(s), {summary['votes']:,} votes so far (seed {opened.meta('seed')})")
     drawn = opened.draws() if design is not None else None
     if drawn is not None and drawn["drawn"]:
         _say(f"{drawn['design']} design: {drawn['drawn']:,} items drawn for the sample (budget {budget:g}), each "
              f"with its probability pi ({drawn['pi_min']:.3g} to {drawn['pi_max']:.3g}), recorded with every vote")
-    if not loopback:
+    if not server.loopback:
         _say(f"warning: listening on {host}: the page can be reached from the network by anyone who has a link; "
              "send each link to its reviewer only")
-    for principal, token in opened.tokens():
-        if principal.role == "reviewer":
-            print(f"{principal.name}: {base}/?token={token}", flush=True)
-    owner = next(token for p, token in opened.tokens() if p.role == "owner")
-    _say(f"status page (owner only): {base}/status?token={owner}")
+    for name, link in server.links():
+        print(f"{name}: {link}", flush=True)
+    _say(f"status page (owner only): {server.status_link()}")
     if context is not None:
         _say(f"on the status page, a = {context.a} and b = {context.b} (the page shows no system name)")
     _say("press Ctrl-C to stop; starting again with the same --store resumes where it stopped")
-    try:
-        run_server(app, sock)
-    finally:
-        opened.close()
+    server.serve()
 
 
 @review_app.command("export")
 @user_errors
-def export_command(
+def review_export_command(
     store: Annotated[Path, typer.Option("--store", help="The review store of `swapjudge review serve`.",
                                         show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write (`-`: stdout).",

@@ -14,8 +14,10 @@ from rich.table import Table
 from swapjudge.cli.app import (
     OutputFormat,
     app,
+    conclude,
     display_path,
     dump_json,
+    end,
     markdown_table,
     shown_path,
     stderr,
@@ -25,6 +27,7 @@ from swapjudge.cli.app import (
 )
 from swapjudge.defaults import DEFAULT_STORE
 from swapjudge.errors import InputError
+from swapjudge.outcome import Conclusion
 
 if TYPE_CHECKING:
     from swapjudge.runner.check import CheckResult
@@ -198,7 +201,7 @@ def run_command(
             f"interrupted: every finished call is stored in {shown_path(result.store_path)}. Resume with: {rerun}",
             highlight=False,
         )
-        raise typer.Exit(130)
+        end(Conclusion.interrupted)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
@@ -222,7 +225,7 @@ def run_command(
             f"command again to retry only those: {rerun}",
             highlight=False,
         )
-        raise typer.Exit(2)
+        end(Conclusion.bad_input)
     if result.stats["unparsed_stored"]:
         again = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, retry_unparsed=True,
                                engine=engine)
@@ -231,7 +234,7 @@ def run_command(
             f"for exactly those: {again}",
             highlight=False,
         )
-    result.raise_for_gate()
+    conclude(result)
 
 
 @app.command("runs")
@@ -294,7 +297,7 @@ class ExportFormat(enum.StrEnum):
 
 @app.command("export")
 @user_errors
-def export_command(
+def run_export_command(
     run_id: Annotated[int | None, typer.Argument(help="Run id (see `swapjudge runs`).", show_default=False)] = None,
     latest: Annotated[bool, typer.Option("--latest", help="Export the latest run.")] = False,
     out: Annotated[

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
-from swapjudge.cli.app import OutputFormat, dump_json, stderr, wide_console
+from swapjudge.cli.app import OutputFormat, conclude, dump_json, end, stderr, wide_console
+from swapjudge.outcome import Conclusion
 
 if TYPE_CHECKING:
     from swapjudge.config import LoadedConfig
@@ -31,9 +30,9 @@ def cascade_command(loaded: LoadedConfig, config: Path, *, dry_run: bool, store:
         stderr.print("\n".join(cascade_lines(result)), highlight=False, markup=False)
         stderr.print(f"interrupted: every finished call is stored. Resume with: swapjudge run {config}",
                      highlight=False, markup=False)
-        raise typer.Exit(130)
+        end(Conclusion.interrupted)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     else:
         wide_console().print("\n".join(cascade_lines(result)), highlight=False, markup=False)
-    result.raise_for_gate()
+    conclude(result)

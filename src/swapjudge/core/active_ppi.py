@@ -117,7 +117,7 @@ def corrected_mean(y: npt.ArrayLike, f_labelled: npt.ArrayLike, f_unlabelled: np
 
 
 @dataclass(frozen=True)
-class Design:
+class SamplingDesign:
     """Inclusion probabilities of a sampling design over items, with what made them."""
 
     design: str
@@ -163,7 +163,7 @@ def pair_uncertainty(confidence: PairConfidence) -> FloatArray:
 
 
 def inclusion_probabilities(uncertainty: npt.ArrayLike, budget: float, *, design: str = ACTIVE,
-                            pi_min: float | None = None) -> Design:
+                            pi_min: float | None = None) -> SamplingDesign:
     """pi proportional to sqrt(u), clipped to [pi_min, 1] and scaled so that the pi add up to `budget`.
 
     `uncertainty`: u >= 0 per item (larger where the judge is less sure). `design` uniform ignores u
@@ -186,7 +186,7 @@ def inclusion_probabilities(uncertainty: npt.ArrayLike, budget: float, *, design
         raise ValueError(f"pi_min must be in (0, budget / items = {rate:.4g}], got {floor}")
     root = np.sqrt(u)
     if design == UNIFORM or not np.any(root > 0) or np.allclose(root, root[0]):
-        return Design(UNIFORM if design == UNIFORM else ACTIVE, tuple([rate] * n), float(budget), floor)
+        return SamplingDesign(UNIFORM if design == UNIFORM else ACTIVE, tuple([rate] * n), float(budget), floor)
 
     root = np.maximum(root, 1e-9 * float(root.max()))  # a u of 0 still reaches the budget when scaled far enough
 
@@ -200,10 +200,10 @@ def inclusion_probabilities(uncertainty: npt.ArrayLike, budget: float, *, design
         mid = 0.5 * (low + high)
         low, high = (mid, high) if total(mid) < budget else (low, mid)
     pi = np.clip(high * root, floor, 1.0)
-    return Design(ACTIVE, tuple(float(p) for p in pi), float(budget), floor)
+    return SamplingDesign(ACTIVE, tuple(float(p) for p in pi), float(budget), floor)
 
 
-def draw(design: Design, rng: np.random.Generator) -> npt.NDArray[np.bool_]:
+def draw(design: SamplingDesign, rng: np.random.Generator) -> npt.NDArray[np.bool_]:
     """One Poisson draw of the design: item i labelled with probability pi_i, independently."""
     return rng.random(len(design.pi)) < np.asarray(design.pi)
 

@@ -37,7 +37,6 @@ from swapjudge.core.policy import (
     TiePolicy,
     WinRate,
     decision,
-    enforce_gates,
     gate,
     two_order_decision,
     win_rate,
@@ -58,6 +57,7 @@ from swapjudge.core.swap import (
     verdict_split,
 )
 from swapjudge.errors import ArgumentError, SwapjudgeError
+from swapjudge.outcome import Concluded, Ending, gates_ending
 from swapjudge.reading.pairs import (
     FIRST,
     MISSING,
@@ -154,7 +154,7 @@ class JudgeAnalysis(Displayable):
 
 
 @dataclass(frozen=True)
-class Analyses(Displayable):
+class Analyses(Displayable, Concluded):
     """One `JudgeAnalysis` per judge, in judge-name order. Index by position or by judge name."""
 
     judges: tuple[JudgeAnalysis, ...]
@@ -183,9 +183,9 @@ class Analyses(Displayable):
         nothing)."""
         return bool(self.judges) and all(a.gate.passed for a in self.judges)
 
-    def raise_for_gate(self) -> None:
-        """`GateError` (exit 1 at the CLI) naming each judge below its gate; nothing when every judge passed."""
-        enforce_gates((a.judge, a.gate) for a in self.judges)
+    def ending(self) -> Ending:
+        """Failed, one line per judge below its gate (exit 1 at the CLI, by `raise_for_gate()`); ok otherwise."""
+        return gates_ending((a.judge, a.gate) for a in self.judges)
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's JSON: one judge's object, or `{"judges": [...]}` for several."""
@@ -246,7 +246,7 @@ def with_holm(results: list[JudgeAnalysis]) -> list[JudgeAnalysis]:
             for r, p in zip(results, adjusted, strict=True)]
 
 
-def _choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str, str] | None:
+def choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str, str] | None:
     """The two systems to compare: as given, or the only two there are."""
     for name in (a, b):
         if name is not None and name not in systems:
@@ -269,7 +269,7 @@ def _choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str,
 def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | None, b: str | None,
                    policy: TiePolicy, min_consistency: float, confidence: float) -> JudgeAnalysis:
     systems = pairs.systems
-    chosen = _choose_pair(systems, a, b)
+    chosen = choose_pair(systems, a, b)
     if chosen:
         lo, hi = sorted(chosen)
         pairs = PairTable(pairs.frame.filter((pl.col("x") == lo) & (pl.col("y") == hi)))

@@ -62,7 +62,7 @@ def agreement_flags(verdict: npt.ArrayLike, label: npt.ArrayLike) -> npt.NDArray
 
 
 @dataclass(frozen=True)
-class Calibration:
+class TierCalibration:
     """One judge's fixed-sequence test on the calibration pairs that reached it."""
 
     judge: str
@@ -122,7 +122,7 @@ def prefix_design_effects(flags: npt.ArrayLike, clusters: npt.ArrayLike, ends: n
 
 
 def fixed_sequence(confidence: npt.ArrayLike, agree: npt.ArrayLike, *, alpha: float, delta: float,
-                   clusters: npt.ArrayLike | None = None, judge: str = "") -> Calibration:
+                   clusters: npt.ArrayLike | None = None, judge: str = "") -> TierCalibration:
     """The threshold of one judge: `confidence` of each calibration pair reaching it (NaN: never settled),
     `agree` whether its verdict agrees with its label, `clusters` each pair's item (None: all independent)."""
     confidence = np.asarray(confidence, dtype=np.float64)
@@ -156,9 +156,9 @@ def fixed_sequence(confidence: npt.ArrayLike, agree: npt.ArrayLike, *, alpha: fl
     passed = int(failed[0]) if failed.size else int(bound_arr.size)
     tested = min(passed + 1, int(bound_arr.size))
     if passed == 0:
-        return Calibration(judge, None, int(confidence.size), 0, 0, None, tested, independent, curve)
+        return TierCalibration(judge, None, int(confidence.size), 0, 0, None, tested, independent, curve)
     i = passed - 1
-    return Calibration(judge, float(lams[i]), int(confidence.size), int(ns[i]), int(ks[i]), float(bound_arr[i]),
+    return TierCalibration(judge, float(lams[i]), int(confidence.size), int(ns[i]), int(ks[i]), float(bound_arr[i]),
                        tested, independent, curve)
 
 
@@ -177,14 +177,14 @@ def route(confidences: list[npt.NDArray[np.float64]], thresholds: list[float | N
 
 def calibrate_cascade(confidences: list[npt.NDArray[np.float64]], verdicts: list[npt.NDArray[np.int8]],
                       label: npt.ArrayLike, *, judges: list[str], alpha: float, delta: float,
-                      clusters: npt.ArrayLike | None = None) -> list[Calibration]:
+                      clusters: npt.ArrayLike | None = None) -> list[TierCalibration]:
     """Each judge's threshold, in cascade order, on the calibration pairs the judges before it left unsettled.
     The arrays are aligned on the labelled calibration pairs (NaN confidence where a judge cannot settle a pair
     or has no record of it)."""
     label = np.asarray(label)
     groups = None if clusters is None else np.asarray(clusters)
     reaching = np.ones(label.shape[0], dtype=bool)
-    out: list[Calibration] = []
+    out: list[TierCalibration] = []
     for judge, conf, verdict in zip(judges, confidences, verdicts, strict=True):
         agree = agreement_flags(verdict, label)
         cal = fixed_sequence(conf[reaching], agree[reaching], alpha=alpha, delta=delta, judge=judge,
@@ -216,12 +216,12 @@ def guarantee_text(alpha: float, delta: float, tiers: int) -> str:
 
 
 @dataclass(frozen=True)
-class Tier:
+class CascadeTier:
     """One judge of the cascade: its calibration and what it settled where the thresholds were applied."""
 
     judge: str
     measure: str  # the confidence measure of its pairs (core.confidence.MEASURES)
-    calibration: Calibration | None  # None: thresholds read from a file
+    calibration: TierCalibration | None  # None: thresholds read from a file
     threshold: float | None
     reached: int  # pairs (of the applied set) that reached this judge
     settled: int
@@ -250,7 +250,7 @@ class Escalation:
     realized agreement), or "records" (thresholds read from a file). `realized`: agreement of every settled
     labelled test pair with its label, its interval clustered by item."""
 
-    tiers: tuple[Tier, ...]
+    tiers: tuple[CascadeTier, ...]
     alpha: float
     delta: float
     applied_to: str

@@ -18,8 +18,8 @@ from swapjudge.core.accuracy import Accuracy, AccuracyCounts, accuracy_of_counts
 from swapjudge.core.analysis import (
     SINGLE_ORDER_NOTE,
     JudgeAnalysis,
-    _choose_pair,
     adaptive_view_of_counts,
+    choose_pair,
     with_holm,
 )
 from swapjudge.core.debias import debias_of_counts
@@ -281,7 +281,7 @@ def analyze_source(source: PairSource, *, judge: str | None = None, a: str | Non
     for name in judges:
         systems = source.systems(name)
         ja, jb = registered_pair if registered_pair and set(registered_pair) <= set(systems) else (a, b)
-        chosen = _choose_pair(systems, ja, jb)
+        chosen = choose_pair(systems, ja, jb)
         counts = source.counts(name, chosen)
         result = analysis_of_counts(name, systems, counts, chosen, policy, min_consistency, confidence)
         threshold = one_value(source.thresholds(name))

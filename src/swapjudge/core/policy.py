@@ -7,7 +7,6 @@ fixed before the run, says what a split is worth. Every interval is over pairs, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,6 @@ from swapjudge.core.stats import (
     tally_mean_interval,
     tally_proportion_interval,
 )
-from swapjudge.errors import GateError
 
 if TYPE_CHECKING:  # numpy is imported where it is used, so `calc` starts without it
     import numpy as np
@@ -228,15 +226,6 @@ def gate(rate: float | None, minimum: float = DEFAULT_MIN_CONSISTENCY, low: floa
                                     "the judge cannot tell these answers apart reliably; no win rate reported",
                     uncertain)
     return Gate(minimum, True, None, uncertain)
-
-
-def enforce_gates(judged: Iterable[tuple[str | None, Gate | None]]) -> None:
-    """End a command whose gate failed: `GateError` (exit 1) naming each judge below its gate and why. Called
-    after the result is rendered, so what was measured is shown and only the withheld rates are missing."""
-    failed = [f"gate: {judge or '(unnamed judge)'}: {g.reason}" for judge, g in judged
-              if g is not None and not g.passed]
-    if failed:
-        raise GateError("\n".join(failed))
 
 
 def _side(rate: float | None) -> int:

@@ -30,11 +30,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.errors import SwapjudgeError
+from swapjudge.yamlfile import read_yaml, where
 
 Hypothesis = Literal["superior", "non_inferior"]
 Monitoring = Literal["fixed", "sequential"]
@@ -103,29 +103,6 @@ class DecisionFile(BaseModel):
 KEYS = tuple(DecisionFile.model_fields)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """YAML where a key given twice in one mapping is an error, not "the last one wins"."""
-
-
-def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            first = seen.get(key)
-        except TypeError:  # an unhashable key: validation names it
-            continue
-        if first is not None:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key `{key}` is given twice (first on line {first + 1}); give it once",
-                key_node.start_mark)
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
-
-
 def _closest(word: str) -> str:
     match = difflib.get_close_matches(word, KEYS, n=1, cutoff=0.6)
     return f"; did you mean `{match[0]}`?" if match else ""
@@ -148,26 +125,14 @@ def parse_decision(data: Any, *, source: str = "decision") -> DecisionFile:
             msg = "not a key of a decision file" + _closest(key)
         elif first["type"] == "missing":
             msg = "missing (every decision names its candidate and incumbent)"
-        where = f"key `{key}`: " if key else ""
-        raise DecisionFileError(f"{source}: {where}{msg}") from None
+        named = f"key `{key}`: " if key else ""
+        raise DecisionFileError(f"{where(source, data, [key] if key else [])}: {named}{msg}") from None
 
 
 def read_decision(path: str | Path) -> DecisionFile:
     """A decision file from YAML; errors name the file, the line (YAML) or the key."""
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8-sig")
-    except OSError as err:
-        raise DecisionFileError(f"{source}: cannot read the decision file: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise DecisionFileError(f"{source}: the decision file is not UTF-8 text") from None
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "invalid YAML"
-        raise DecisionFileError(f"{source}{where}: {problem}") from None
+    data = read_yaml(source, what="the decision file", error=DecisionFileError)
     if data is None:
         raise DecisionFileError(f"{source}: the decision file is empty")
     return parse_decision(data, source=str(source))

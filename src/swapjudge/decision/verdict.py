@@ -17,23 +17,11 @@ from swapjudge.core.display import Displayable
 from swapjudge.core.policy import Gate
 from swapjudge.core.swap import Consistency, FlipDirection
 from swapjudge.decision.bounds import Bound
-from swapjudge.errors import GateError
+from swapjudge.outcome import Concluded, Conclusion, Ending
 
 SHIP, KEEP, INCONCLUSIVE = "ship", "keep", "inconclusive"
-EXIT_CODES = {SHIP: 0, KEEP: 1, INCONCLUSIVE: 3}
-
-
-class KeepVerdict(GateError):
-    """The candidate does not ship (exit 1): raised by the CLI after the verdict is printed. A verdict, not a
-    fault of the input, so the CLI prints it as it is (as it does a failed gate)."""
-
-    exit_code = 1
-
-
-class InconclusiveVerdict(GateError):
-    """The data do not decide yet (exit 3): raised by the CLI after the verdict is printed, and printed as it is."""
-
-    exit_code = 3
+# the one reading of a verdict's word: its outcome (and so its exit code: 0 ship, 1 keep, 3 inconclusive)
+OUTCOMES = {SHIP: Conclusion.ok, KEEP: Conclusion.failed, INCONCLUSIVE: Conclusion.inconclusive}
 
 
 def pct(value: float) -> str:
@@ -62,7 +50,7 @@ class Counts:
 
 
 @dataclass(frozen=True)
-class Verdict(Displayable):
+class Verdict(Displayable, Concluded):
     """The decision's result. `verdict` is "ship", "keep" or "inconclusive"; `headline` the one line; `reasons`
     why, in the order the rule applied them; `bound` the candidate's win rate over items with its bounds (None
     when the gate or missing calls stop the decision before any rate is read)."""
@@ -96,8 +84,22 @@ class Verdict(Displayable):
     human: dict[str, Any] | None = None  # the people's labels the verdict rests on (a decision's `human` block)
 
     @property
+    def outcome(self) -> Conclusion:
+        """ship: ok, keep: failed, inconclusive: inconclusive."""
+        return OUTCOMES[self.verdict]
+
+    @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
+        return int(self.outcome)
+
+    def ending(self) -> Ending:
+        """Ship ends ok; keep (a failed gate and missing calls included) fails with its first reason; inconclusive
+        says what is still missing. `raise_for_gate()` raises the last two as `GateError` (exit 1 and 3)."""
+        if self.outcome is Conclusion.failed:
+            return Ending(Conclusion.failed, (f"keep: {self.candidate} does not ship ({self.reasons[0]})",))
+        if self.outcome is Conclusion.inconclusive:
+            return Ending(Conclusion.inconclusive, (f"inconclusive: the data do not decide yet ({self.reasons[-1]})",))
+        return Ending()
 
     @property
     def shipped(self) -> bool:

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.stats import Proportion, wilson
-from swapjudge.errors import GateError, SwapjudgeError
+from swapjudge.errors import SwapjudgeError
+from swapjudge.outcome import Conclusion, Ending
 
 DEFAULT_TOLERANCE = 0.5  # levels: a mean move of half a level on the reference set flags the run
 
@@ -205,9 +206,10 @@ def check_anchors(pinned: Mapping[str, int], current: Mapping[str, int], scale: 
     )
 
 
-def enforce_anchor_check(flagged: bool, reasons: Sequence[str]) -> None:
-    """An anchored run that moved beyond its tolerance (or whose exemplars missed their stated scores) ends the
-    command with exit 1 (`GateError`), after it is shown; nothing when it held."""
-    if flagged:
-        detail = "; ".join(reasons) or "an exemplar did not get its stated score"
-        raise GateError(f"anchor check: the run is flagged: {detail}")
+def anchor_ending(flagged: bool, reasons: Sequence[str]) -> Ending:
+    """An anchored run that moved beyond its tolerance (or whose exemplars missed their stated scores) fails (exit
+    1 at the CLI, after it is shown); ok when it held."""
+    if not flagged:
+        return Ending()
+    detail = "; ".join(reasons) or "an exemplar did not get its stated score"
+    return Ending(Conclusion.failed, (f"anchor check: the run is flagged: {detail}",))

@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _decide(args: argparse.Namespace) -> int:
     from swapjudge.errors import SwapjudgeError
+    from swapjudge.outcome import Conclusion
     from swapjudge.report.decision import render_markdown, render_text
     from swapjudge.workflows.decide import decide, is_store
 
@@ -101,7 +102,7 @@ def _decide(args: argparse.Namespace) -> int:
     markdown = render_markdown(verdict)
     print(render_text(verdict), end="")
     code = verdict.exit_code
-    if verdict.verdict == "inconclusive" and args.inconclusive == "pass":
+    if verdict.outcome is Conclusion.inconclusive and args.inconclusive == "pass":
         code = 0
         markdown += "\n_Inconclusive passes this step (`inconclusive: pass`)._\n"
     _append("GITHUB_STEP_SUMMARY", markdown + "\n")

@@ -31,13 +31,14 @@ def assert_ships(records: Any, decision: str | Path | Mapping[str, Any], *, run:
     """Decide, and fail the calling test unless the candidate ships (see the module docstring)."""
     if inconclusive not in INCONCLUSIVE_CHOICES:
         raise ValueError(f"inconclusive must be one of {', '.join(INCONCLUSIVE_CHOICES)}, got {inconclusive!r}")
+    from swapjudge.outcome import Conclusion
     from swapjudge.report.decision import render_text
     from swapjudge.workflows.decide import decide
 
     verdict = decide(records, decision, run=run, allow_missing=allow_missing, store=store)
-    if verdict.verdict == "keep":
+    if verdict.outcome is Conclusion.failed:
         pytest.fail(f"swapjudge: {verdict.candidate} does not ship (keep)\n\n{render_text(verdict)}", pytrace=False)
-    if verdict.verdict == "inconclusive":
+    if verdict.outcome is Conclusion.inconclusive:
         message = (f"swapjudge: inconclusive: the data do not decide whether {verdict.candidate} ships yet "
                    f"({verdict.reasons[-1]})\n\n{render_text(verdict)}")
         if inconclusive == "fail":

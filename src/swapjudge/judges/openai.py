@@ -120,5 +120,7 @@ class OpenAIJudge(ChatJudge):
         return label_probabilities(read.logprobs, parsed.span, request) if self.logprobs else None
 
 
-def from_config(cfg: JudgeConfig) -> OpenAIJudge:
-    return OpenAIJudge(cfg, PROVIDER.client(cfg))
+def from_config(cfg: JudgeConfig, *, wire_only: bool = False) -> OpenAIJudge:
+    """The judge of `cfg`, its client from the provider's one factory; `wire_only`: no client (no key read, no
+    connection), for an engine that sends the bodies itself and parses the replies (Ray)."""
+    return OpenAIJudge(cfg, None if wire_only else PROVIDER.client(cfg))

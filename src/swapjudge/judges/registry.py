@@ -66,11 +66,13 @@ def supports_structured(backend: str) -> bool:
     return bool(getattr(backend_module(backend), "SUPPORTS_STRUCTURED", False))
 
 
-def create_judge(cfg: JudgeConfig) -> Judge:
-    """Build the backend for a judge configuration whose paths are already resolved."""
+def create_judge(cfg: JudgeConfig, *, wire_only: bool = False) -> Judge:
+    """Build the backend for a judge configuration whose paths are already resolved: the one factory of every
+    judge. `wire_only`: the judge's wire format without a client (its request bodies and reply parser), for an
+    engine that sends the requests itself; only a backend whose `from_config` takes `wire_only` offers it."""
     module = backend_module(cfg.backend)
     factory = getattr(module, "from_config", None)
     if factory is None:
-        raise ConfigError(f"backend {cfg.backend!r} is built by swapjudge.runner.backend.create_judge, which reads "
+        raise ConfigError(f"backend {cfg.backend!r} is built by swapjudge.runner.backend.build_judge, which reads "
                           "its input")
-    return cast(Judge, factory(cfg))
+    return cast(Judge, factory(cfg, wire_only=True) if wire_only else factory(cfg))

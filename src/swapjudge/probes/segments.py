@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis, analyze, with_holm
-from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy, enforce_gates
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.errors import SwapjudgeError
+from swapjudge.outcome import Concluded, Ending, gates_ending
 from swapjudge.reading.records import RecordSet
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def small_segment_note(analysis: JudgeAnalysis) -> str:
 
 
 @dataclass(frozen=True)
-class SegmentedAnalysis:
+class SegmentedAnalysis(Concluded):
     """The whole file's analysis (`overall`) and one `Segment` per value of `by`, in value order."""
 
     by: str
@@ -64,9 +65,9 @@ class SegmentedAnalysis:
         return {"by": self.by, "overall": [a.to_dict() for a in self.overall],
                 "segments": [s.to_dict() for s in self.segments]}
 
-    def raise_for_gate(self) -> None:
-        """The whole file's gate decides (a segment's is shown, not enforced): `GateError` when a judge fails."""
-        enforce_gates((a.judge, a.gate) for a in self.overall)
+    def ending(self) -> Ending:
+        """The whole file's gate decides (a segment's is shown, not enforced): failed when a judge fails."""
+        return gates_ending((a.judge, a.gate) for a in self.overall)
 
 
 def segment_values(frame: pl.DataFrame, by: str) -> pl.Series:
@@ -166,7 +167,7 @@ def segment_analyses_of_source(source: StreamingSource, by: str, *, judge: str |
     `split=False`): the whole file analysed by `core.counted`, then each segment as the rows path analyses it
     (the compared pair settled on the whole file, the records between its two systems, the tie policy as given,
     the segment's own adaptive threshold)."""
-    from swapjudge.core.analysis import _choose_pair, adaptive_view_of_counts
+    from swapjudge.core.analysis import adaptive_view_of_counts, choose_pair
     from swapjudge.core.counted import analysis_of_counts, analyze_source, unswapped_of
     from swapjudge.reading.reduce import one_value
 
@@ -187,7 +188,7 @@ def segment_analyses_of_source(source: StreamingSource, by: str, *, judge: str |
                     continue
             systems = sorted({s for x, y in keys if x != y for s in (x, y)})
             pa, pb = pair if pair is not None and set(pair) <= seen else (None, None)
-            compared = _choose_pair(systems, pa, pb)
+            compared = choose_pair(systems, pa, pb)
             counts = source.counts(name, compared or pair, segment=value)
             found = analysis_of_counts(name, systems, counts, compared, policy, min_consistency, confidence)
             threshold = one_value(source.thresholds(name, segment=value, pair=pair))

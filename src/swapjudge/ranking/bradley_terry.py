@@ -718,14 +718,14 @@ def _bca_limits(boot: FloatArray, estimate: FloatArray, acceleration: FloatArray
 _SAME_SCORE = 1e-9  # systems with identical counts get scores equal up to rounding: the same rank
 
 
-def _rank_of(scores: FloatArray) -> npt.NDArray[np.int64]:
+def rank_of(scores: FloatArray) -> npt.NDArray[np.int64]:
     """Competition ranks, 1 = best, along the last axis (equal scores share the better rank)."""
     s = np.asarray(scores)
     ranks: npt.NDArray[np.int64] = (s[..., None, :] > s[..., :, None] + _SAME_SCORE).sum(axis=-1) + 1
     return ranks
 
 
-def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: int = DEFAULT_ROUNDS,
+def fit_ranking(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: int = DEFAULT_ROUNDS,
          seed: int | None = 0, confidence: float = 0.95, ridge: float = DEFAULT_RIDGE,
          interval: IntervalMethod | str = IntervalMethod.percentile) -> Ranking:
     """Fit `model`, bootstrap over items `rounds` times, and return the systems sorted by score.
@@ -762,7 +762,7 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
         # (measured: 12 ms instead of 0.3 ms per solve on a busy 2-core machine).
         with threadpool_limits(limits=1, user_api="blas"):
             draws = _bootstrap(model, cells, by_cell, point, ridge, rounds, np.random.default_rng(seed))
-        ranks = _rank_of(draws.scores)
+        ranks = rank_of(draws.scores)
         rank_low, rank_high = np.quantile(ranks, [alpha, 1.0 - alpha], axis=0, method="inverted_cdf")
         # Scores and the tie parameter (on its fitting scale) side by side, as the columns of one array.
         boot = np.column_stack([draws.scores, _tie_or_boundary(model, draws.tie)])
@@ -785,7 +785,7 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
     else:
         draws = BootstrapDraws(np.empty((0, n)), np.empty(0), 0, 0)
         low = high = np.full(n, math.nan)
-        rank_low = rank_high = _rank_of(point.scores)
+        rank_low = rank_high = rank_of(point.scores)
         tie_low = tie_high = math.nan
 
     # in the data itself a separated system's every resample is separated too: both limits would be the ridge's
@@ -800,7 +800,7 @@ def rank(data: Comparisons, model: Model | str = Model.rao_kupper, *, rounds: in
     losses = np.bincount(cells.lo, b, n) + np.bincount(cells.hi, a, n)
     ties = np.bincount(cells.lo, t, n) + np.bincount(cells.hi, t, n)
     pairs = _pairs_per_system(data)
-    point_rank = _rank_of(point.scores)
+    point_rank = rank_of(point.scores)
 
     order = sorted(range(n), key=lambda i: (point_rank[i], data.systems[i]))
     rows = tuple(

@@ -13,7 +13,7 @@ import polars as pl
 
 from swapjudge.core.policy import Gate, gate
 from swapjudge.core.swap import Consistency, consistency_of_pairs, consistency_of_tally
-from swapjudge.errors import GateError
+from swapjudge.outcome import Conclusion, Ending
 from swapjudge.reading.pairs import build_pairs
 from swapjudge.reading.reduce import PairCounts
 
@@ -36,12 +36,13 @@ class RankGate:
         """True when no ranking may be reported."""
         return self.enforced and not self.gate.passed
 
-    def raise_if_blocked(self, judge: str | None) -> None:
-        """A ranking the gate forbids ends the command with exit 1 before anything is fitted."""
-        if self.blocks:
-            reason = (self.gate.reason or "").removesuffix("; no win rate reported")
-            raise GateError(f"gate: judge {judge or '(unnamed)'}: {reason}; no ranking reported "
-                            "({min_consistency} 0 ranks anyway)", arguments=("min_consistency",))
+    def ending(self, judge: str | None) -> Ending:
+        """Failed when the gate forbids a ranking (nothing is fitted; exit 1 at the CLI); ok otherwise."""
+        if not self.blocks:
+            return Ending()
+        reason = (self.gate.reason or "").removesuffix("; no win rate reported")
+        return Ending(Conclusion.failed, (f"gate: judge {judge or '(unnamed)'}: {reason}; no ranking reported "
+                                       "({min_consistency} 0 ranks anyway)",), ("min_consistency",))
 
     def sentence(self) -> str:
         """The line printed above the table."""

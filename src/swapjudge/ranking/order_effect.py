@@ -33,7 +33,7 @@ from swapjudge.ranking.bradley_terry import (
     Model,
     Ranking,
     SystemScore,
-    _rank_of,
+    rank_of,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -399,9 +399,9 @@ def _ranking(data: Calls, n_items: int, point: _Fit, draws: FloatArray, low: Flo
     k = len(data.systems)
     scores = point.theta[:k]
     alpha = (1.0 - confidence) / 2.0
-    point_rank = _rank_of(scores)
+    point_rank = rank_of(scores)
     if rounds > 0:
-        ranks = _rank_of(draws[:, :k])
+        ranks = rank_of(draws[:, :k])
         rank_low, rank_high = np.quantile(ranks, [alpha, 1.0 - alpha], axis=0, method="inverted_cdf")
     else:
         rank_low = rank_high = point_rank

@@ -108,7 +108,7 @@ class RecordSet:
         return self.frame.height
 
 
-def _threshold(frame: pl.DataFrame) -> pl.Expr:
+def adaptive_threshold(frame: pl.DataFrame) -> pl.Expr:
     """Each record's registered adaptive threshold; null where absent or not a threshold in (0.5, 1]."""
     dtype = frame.schema.get(REGISTERED_ADAPTIVE)
     col = pl.col(REGISTERED_ADAPTIVE)
@@ -125,7 +125,7 @@ def registered_adaptive_swap(frame: pl.DataFrame) -> float | None:
     """The one adaptive threshold these records were registered with (None: none, or several disagree)."""
     if REGISTERED_ADAPTIVE not in frame.columns:
         return None
-    values = frame.select(_threshold(frame)).to_series().drop_nulls().unique().to_list()
+    values = frame.select(adaptive_threshold(frame)).to_series().drop_nulls().unique().to_list()
     return float(values[0]) if len(values) == 1 else None
 
 
@@ -139,7 +139,7 @@ def skipped_swaps(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _expected_single(frame: pl.DataFrame) -> pl.Series:
     """True for records that may stand alone: they carry an adaptive run's threshold and a verdict."""
-    return frame.select(_threshold(frame).is_not_null() & pl.col("verdict").is_not_null()).to_series()
+    return frame.select(adaptive_threshold(frame).is_not_null() & pl.col("verdict").is_not_null()).to_series()
 
 
 def registered_reshow(frame: pl.DataFrame) -> float | None:
@@ -155,7 +155,8 @@ def _single_by_design(frame: pl.DataFrame) -> pl.Series:
     (both carry a verdict)."""
     reshow = (pl.col(REGISTERED_RESHOW).cast(pl.Float64, strict=False).is_not_null()
               if REGISTERED_RESHOW in frame.columns else pl.lit(False))
-    return frame.select((_threshold(frame).is_not_null() | reshow) & pl.col("verdict").is_not_null()).to_series()
+    return frame.select((adaptive_threshold(frame).is_not_null() | reshow)
+                        & pl.col("verdict").is_not_null()).to_series()
 
 
 def select_judges(frame: pl.DataFrame, judge: str | None = None) -> list[str]:
@@ -352,7 +353,7 @@ def records_from_frame(raw: pl.DataFrame, *, source: str = "<DataFrame>", allow_
 def records_from_dicts(rows: Iterable[Mapping[str, Any]], *, source: str = "<records>",
                        allow_unpaired: bool = False) -> RecordSet:
     """Validate in-memory records (the runner, importers and tests use this); errors name the row number."""
-    parsed = [_parse_row(dict(row), source, i) for i, row in enumerate(rows, start=1)]
+    parsed = [parse_row(dict(row), source, i) for i, row in enumerate(rows, start=1)]
     return _checked(_frame_from_rows(parsed), source, allow_unpaired)
 
 
@@ -520,7 +521,7 @@ def _jsonl_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
     for number, obj in json_lines(text, path):
         if not isinstance(obj, dict):
             raise InputError("a record must be a JSON object", path=path, line=number)
-        yield _parse_row(obj, path, number)
+        yield parse_row(obj, path, number)
 
 
 def _csv_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
@@ -530,7 +531,7 @@ def _csv_rows(text: str, path: str) -> Iterable[dict[str, Any]]:
             cell = obj.get(name)
             if isinstance(cell, str):
                 obj[name] = _number_or_text(cell)
-        yield _parse_row(obj, path, number)
+        yield parse_row(obj, path, number)
 
 
 def _number_or_text(cell: str) -> float | str | None:
@@ -540,7 +541,7 @@ def _number_or_text(cell: str) -> float | str | None:
         return cell
 
 
-def _parse_row(obj: dict[str, Any], path: str, number: int) -> dict[str, Any]:
+def parse_row(obj: dict[str, Any], path: str, number: int) -> dict[str, Any]:
     """Check one record's fields; returns it normalised, with its line number under `_line`."""
     for name in REQUIRED:
         if name not in obj:

@@ -169,9 +169,9 @@ def _verdict_state(verdict: pl.Expr) -> pl.Expr:
 
 def _threshold_value(frame: pl.DataFrame) -> pl.Expr:
     """Each call's adaptive threshold when it is one in (0.5, 1], else null (as `reading.records` reads it)."""
-    from swapjudge.reading.records import REGISTERED_ADAPTIVE, _threshold
+    from swapjudge.reading.records import REGISTERED_ADAPTIVE, adaptive_threshold
 
-    return _threshold(frame) if REGISTERED_ADAPTIVE in frame.columns else pl.lit(None, dtype=pl.Float64)
+    return adaptive_threshold(frame) if REGISTERED_ADAPTIVE in frame.columns else pl.lit(None, dtype=pl.Float64)
 
 
 def _reshow_value(frame: pl.DataFrame) -> pl.Expr:

@@ -37,7 +37,7 @@ from swapjudge.reading.records import (
     REGISTERED_RESHOW,
     REQUIRED,
     STRENGTH,
-    _parse_row,
+    parse_row,
 )
 from swapjudge.reading.reduce import (
     ABSENT,
@@ -99,7 +99,7 @@ def should_stream(source: Any, engine: str = "auto") -> bool:
             raise SwapjudgeError("the streaming reduction needs DuckDB: pip install 'swapjudge[scale]'")
         if carries_strength(path):
             raise SwapjudgeError(f"{path}: graded verdicts (`strength`) are analysed in memory only, not yet by the "
-                                 "streaming engine: --engine memory (engine=\"memory\")")
+                                 "streaming engine: {engine} memory", arguments=("engine",))
         return True
     if not available():
         return False
@@ -165,7 +165,7 @@ def _json_value(raw: str, *, integer: bool = False, other: bool = False) -> str:
 
 
 def _json_calls(path: str, segment: str | None, missing: str) -> str:
-    """The SELECT reading a JSON Lines file as normalised calls, checked as `reading.records._parse_row` checks them
+    """The SELECT reading a JSON Lines file as normalised calls, checked as `reading.records.parse_row` checks them
     (`bad`: any field it would refuse; a missing `verdict` key reads as null here, so the keys are counted apart,
     `_key_count`). The fields whose JSON type decides (text, or an integer for ids) are read as JSON and each
     turned into its value at once, null when the type is refused; the others as text, which a wrong type cannot
@@ -789,7 +789,7 @@ class StreamingSource:
         # every record has a `verdict` key when the key's bytes occur once per record (`reading.records` counts so)
         keys = self._verdict_count.result() if self._verdict_count is not None else total
         if not bad and not is_parquet(self.path) and keys != total:
-            self._json_line_error()  # a record without a verdict key: `_parse_row` names it
+            self._json_line_error()  # a record without a verdict key: `parse_row` names it
         if bad:
             self._row_error()
         if dup:
@@ -848,7 +848,7 @@ class StreamingSource:
         path, line = self._place(ordinal)
         record = self._row_record(ordinal)
         try:
-            _parse_row(record, path, line if line is not None else ordinal)
+            parse_row(record, path, line if line is not None else ordinal)
         except InputError as err:
             if line is not None:
                 raise
@@ -906,7 +906,7 @@ class StreamingSource:
         for number, obj in _json_lines_streamed(self.path, json_lines):
             if not isinstance(obj, dict):
                 raise InputError("a record must be a JSON object", path=self.path, line=number)
-            _parse_row(obj, self.path, number)
+            parse_row(obj, self.path, number)
 
     # -- PairSource --------------------------------------------------------------------------------------------
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from swapjudge.core.cascade import Escalation, Tier
+from swapjudge.core.cascade import CascadeTier, Escalation
 
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def _threshold(tier: Tier) -> str:
+def _threshold(tier: CascadeTier) -> str:
     if tier.threshold is None:
         return "none (settles nothing, passes every pair on)"
     return f"{tier.threshold:.4g}"
 
 
-def _agreement(tier: Tier) -> str:
+def _agreement(tier: CascadeTier) -> str:
     a = tier.agreement
     if a is None or a.n == 0:
         return "no settled test pair" if a is not None else "no test set"
@@ -23,7 +23,7 @@ def _agreement(tier: Tier) -> str:
             f"(independent: {a.independence.units})")
 
 
-def _cost(tier: Tier) -> str:
+def _cost(tier: CascadeTier) -> str:
     if tier.cost_usd is None:
         return ""
     per = f", ${tier.cost_usd / tier.settled:.4g} per settled pair" if tier.settled else ""
@@ -74,7 +74,7 @@ def _tail(result: Escalation) -> list[str]:
     return lines
 
 
-def to_markdown(result: Escalation) -> str:
+def escalation_markdown(result: Escalation) -> str:
     rows = ["| judge | threshold | measure | reached | settled | agreement on test pairs |",
             "|---|---|---|---|---|---|"]
     for tier in result.tiers:

@@ -7,24 +7,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from swapjudge.report.html import CSS, _csp, _table, e, figure, svg_image
+from swapjudge.report.html import CSS, content_security_policy, e, figure, html_table, svg_image
 
 if TYPE_CHECKING:
-    from swapjudge.core.cascade import Calibration, Escalation
+    from swapjudge.core.cascade import Escalation, TierCalibration
 
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def curve_svg(cal: Calibration, alpha: float) -> str:
+def curve_svg(cal: TierCalibration, alpha: float) -> str:
     """Coverage (x) against risk (y) of one judge's calibration, the chosen threshold as a ring, alpha dashed."""
-    from swapjudge.report.plots import _figure, to_svg
+    from swapjudge.report.plots import new_figure, to_svg
 
     points = cal.to_dict()["curve"]
     xs = [p["coverage"] for p in points]
     ys = [p["risk"] for p in points]
-    fig = _figure(5.0, 3.2)
+    fig = new_figure(5.0, 3.2)
     ax = fig.add_subplot()
     ax.plot(xs, ys, marker="o", markersize=3, color="#0072B2", label="disagreement with the labels")
     ax.axhline(alpha, linestyle="--", color="#999999", label=f"alpha = {alpha:g}")
@@ -56,7 +56,7 @@ def _tier_section(index: int, result: Escalation) -> str:
             f"(upper bound {_pct(cal.bound)} at delta {result.delta:g}; independent: {e(cal.independent)}).</p>")
     rows = [(f"{p['threshold']:.4g}", f"{p['settled']:,}", _pct(p["coverage"]), _pct(p["risk"]))
             for p in cal.to_dict()["curve"]]
-    table = _table(["threshold", "settled", "coverage", "risk"], rows, numeric={0, 1, 2, 3})
+    table = html_table(["threshold", "settled", "coverage", "risk"], rows, numeric={0, 1, 2, 3})
     img = svg_image(curve_svg(cal, result.alpha), f"coverage-risk curve of {tier.judge}")
     return (f"{head}{text}<figure>{img}<figcaption>Coverage against the share of settled calibration pairs that "
             f"disagree with the labels, strictest threshold first.</figcaption></figure>"
@@ -68,7 +68,7 @@ def render_escalation_html(result: Escalation, *, title: str) -> str:
     return "".join([
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta http-equiv="Content-Security-Policy" content="{e(_csp())}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{e(content_security_policy())}">',
         f"<title>swapjudge escalate · {e(title)}</title><style>{CSS}</style></head><body>",
         f'<header><h1>Escalation cascade</h1><div class="sub">{e(title)} · coverage {_pct(result.coverage)} · '
         f"{e(result.guarantee)}</div></header>",

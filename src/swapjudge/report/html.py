@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from swapjudge import __version__
 from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
@@ -44,6 +43,7 @@ from swapjudge.report.wording import (
     pct,
     segment_gate_word,
 )
+from swapjudge.version import __version__
 from swapjudge.workflows.report import ReportInputs, ReportRanking, SegmentRow
 
 OUTCOME_WORDS = {
@@ -150,7 +150,7 @@ SCRIPT = """
 """
 
 
-def _csp() -> str:
+def content_security_policy() -> str:
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     return (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
             "base-uri 'none'; form-action 'none'")
@@ -183,7 +183,7 @@ def _card(key: str, body: str, sub: str = "", css: str = "") -> str:
             f'<div class="i">{sub}</div></div>')
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[int] | None = None) -> str:
+def html_table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[int] | None = None) -> str:
     """A table of pre-escaped cells; `numeric` columns are right-aligned."""
     numeric = numeric or set()
     head = "".join(f'<th class="n">{h}</th>' if i in numeric else f"<th>{h}</th>" for i, h in enumerate(header))
@@ -251,7 +251,7 @@ def _swap_section(a: JudgeAnalysis) -> str:
     if judged_once(a):  # pairs judged once by design: no swap outcome to count, nothing incomplete
         rows = [("pairs judged once", e(f"{o.total:,}"), "one order by design: no swap to measure"), *rows[4:]]
     out = ["<h3>What the swap shows</h3>", f"<p>{e(_capital(flip_sentence(a)))}.</p>",
-           _table(["measure", "value", ""], [(e(r[0]), r[1], r[2]) for r in rows], {1})]
+           html_table(["measure", "value", ""], [(e(r[0]), r[1], r[2]) for r in rows], {1})]
     out.append(f"<figure>{svg_image(plots.intervals_svg(a), 'headline proportions with intervals')}"
                "<figcaption>Estimates with their intervals. Consistency sits on its bands (red: high position "
                "sensitivity, yellow: moderate, green: low) with the gate in red; the flip share and first-slot rate "
@@ -303,7 +303,7 @@ def _win_rate_section(a: JudgeAnalysis) -> str:
            f"<p>Over {w.pairs:,} complete pairs: {w.a_wins:,} consistent wins of {e(w.a)}, {w.b_wins:,} of "
            f"{e(w.b)}, {w.splits:,} splits. Tie policy <b>{e(w.policy.value)}</b> "
            f"({e(POLICY_WORDS[w.policy])}). Intervals are over pairs, never over calls.</p>",
-           _table(["tie policy", "win rate", "interval"], rows, {1, 2})]
+           html_table(["tie policy", "win rate", "interval"], rows, {1, 2})]
     if w.arena_hard is not None:
         out.append(f'<p class="muted">{e(_capital(ARENA_HARD_NOTE))}.</p>')
     if a.decision is not None:
@@ -328,7 +328,7 @@ def _graded_section(a: JudgeAnalysis) -> str:
                      figure(f"graded.{name}_flips", count, f"{f.first:,} / {f.second:,}"), e(p)))
     out = [f"<h3>Graded verdicts ({g.pairs:,} graded pairs)</h3>",
            "<ul>" + "".join(f"<li>{e(_capital(t))}.</li>" for t in graded_sentences(g)) + "</ul>",
-           _table(["measure", "value", ""], [(e(r[0]), r[1], r[2]) for r in rows], {1})]
+           html_table(["measure", "value", ""], [(e(r[0]), r[1], r[2]) for r in rows], {1})]
     ct = g.cross_table
     if ct is not None:
         labels = ct.to_dict()["labels"]
@@ -336,7 +336,7 @@ def _graded_section(a: JudgeAnalysis) -> str:
         out.append(f"<p>Levels with {e(ct.a)} in slot 1 (rows) against {e(ct.b)} in slot 1 (columns), A being the "
                    "answer in slot 1: a consistent strong win sits at A&gt;&gt;B / B&gt;&gt;A, a strong flip on the "
                    "diagonal's corners.</p>")
-        out.append(_table(["", *(e(x) for x in labels)], body, {1, 2, 3, 4, 5}))
+        out.append(html_table(["", *(e(x) for x in labels)], body, {1, 2, 3, 4, 5}))
     return "".join(out)
 
 
@@ -358,7 +358,7 @@ def _accuracy_section(a: JudgeAnalysis) -> str:
             f"{acc['tie_pairs']:,} labelled tie)</h3>"
             "<p>The gap between the first two rows is position bias in correctness terms. A tie label is matched "
             "by a tie; the per-call interval treats items as independent.</p>"
-            + _table(["accuracy", "value", "interval"], rows, {1, 2}))
+            + html_table(["accuracy", "value", "interval"], rows, {1, 2}))
 
 
 def _identical_section(a: JudgeAnalysis) -> str:
@@ -373,7 +373,7 @@ def _identical_section(a: JudgeAnalysis) -> str:
              e(interval(i["first_share_low"], i["first_share_high"])) + f" · p = {e(p)}")]
     return ("<h3>Identical-answer probe</h3><p>The same text in both slots: any named winner is the judge choosing "
             "with no difference to see, and the slot it names shows its lean.</p>"
-            + _table(["measure", "value", "interval"], rows, {1, 2}))
+            + html_table(["measure", "value", "interval"], rows, {1, 2}))
 
 
 def _segments_section(field: str, segments: Sequence[SegmentRow]) -> str:
@@ -398,14 +398,14 @@ def _segments_section(field: str, segments: Sequence[SegmentRow]) -> str:
     return (f"<h3>By {e(field)}</h3>"
             f"<figure>{svg_image(plots.segments_svg(segments), f'consistency and win rate by {field}')}"
             "<figcaption>Each segment analysed on its own: points are estimates, bars intervals.</figcaption>"
-            "</figure>" + _table(header, rows, {1}))
+            "</figure>" + html_table(header, rows, {1}))
 
 
 def _plain_table(t: Table) -> str:
     """A probe table (already formatted cells) with its notes; every column after the first is numeric. Columns
     that are n/a in every row (accuracy without labels) are left out."""
     keep = [i for i in range(len(t.columns)) if i == 0 or not t.rows or any(row[i] != "n/a" for row in t.rows)]
-    out = _table([e(t.columns[i]) for i in keep], [[e(row[i]) for i in keep] for row in t.rows],
+    out = html_table([e(t.columns[i]) for i in keep], [[e(row[i]) for i in keep] for row in t.rows],
                  set(range(1, len(keep))))
     out = f'<div class="wide">{out}</div>'
     return out + "".join(f'<p class="muted">{prose(note)}</p>' for note in t.notes)
@@ -438,7 +438,7 @@ def _ranking_section(jr: ReportRanking) -> str:
             + "".join(f'<p class="muted lead">{e(line)}</p>' for line in lines[:3])
             + f'<figure class="forest">{svg_image(plots.ranking_svg(r), "forest plot of the ranking")}'
             f"<figcaption>{e(caption)}</figcaption></figure></div>"
-            + '<div class="wide">' + _table(["#", "system", "rank range", "score", e(level), "rating",
+            + '<div class="wide">' + html_table(["#", "system", "rank range", "score", e(level), "rating",
                                              "W / T / L", "pairs"], rows, {0, 2, 3, 4, 5, 6, 7}) + "</div>"
             + notes + "</section>")
 
@@ -609,7 +609,7 @@ def render_html(inputs: ReportInputs, *, max_pairs: int | None = 1000) -> str:
     return "".join([
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta http-equiv="Content-Security-Policy" content="{e(_csp())}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{e(content_security_policy())}">',
         f"<title>swapjudge report · {e(inputs.source.name)}</title>",
         f"<style>{CSS}</style><script>{SCRIPT}</script></head><body>",
         f'<header><h1>swapjudge report</h1><div class="sub">{e(inputs.source.name)} · generated '

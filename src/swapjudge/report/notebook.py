@@ -67,6 +67,24 @@ def ranking_markdown(ranking: Any) -> str:
     return str(render_markdown(ranking))
 
 
+def judge_ranking_html(result: Any) -> str:
+    """A judge's ranking with its gate; a withheld one: the failure in red, and nothing fitted."""
+    from swapjudge.report.rank import render_text
+
+    if result.ranking is None:
+        return f"<div class=\"swapjudge\" style=\"{FAILED_STYLE}\">{html.escape(result.to_dict()['withheld'])}</div>"
+    return ("<div class=\"swapjudge\">" + rich_html(render_text(result.ranking, judge=result.judge or None,
+                                                                outcome=result.outcome, gate=result.gate)) + "</div>")
+
+
+def judge_ranking_markdown(result: Any) -> str:
+    from swapjudge.report.rank import render_markdown
+
+    if result.ranking is None:
+        return f"**{result.to_dict()['withheld']}**\n"
+    return str(render_markdown(result.ranking, judge=result.judge or None, outcome=result.outcome, gate=result.gate))
+
+
 def calculation_html(calc: Any) -> str:
     from swapjudge.report.text import render_calculation
 
@@ -101,6 +119,7 @@ register_display("swapjudge.core.analysis.Analyses", html=lambda r: analysis_htm
 register_display("swapjudge.workflows.run.RunResult", html=run_html, markdown=run_markdown)
 register_display("swapjudge.core.calculator.Calculation", html=calculation_html, markdown=calculation_markdown)
 register_display("swapjudge.ranking.bradley_terry.Ranking", html=ranking_html, markdown=ranking_markdown)
+register_display("swapjudge.workflows.rank.JudgeRanking", html=judge_ranking_html, markdown=judge_ranking_markdown)
 register_display("swapjudge.decision.verdict.Verdict", html=decision_report.render_html_fragment,
                  markdown=decision_report.render_markdown)
 register_display("swapjudge.decision.power.Plan", html=decision_report.render_plan_html,

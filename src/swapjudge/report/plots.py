@@ -24,7 +24,7 @@ SLOT1, SLOT2, TIE_GREY, NONE_GREY = "#E69F00", "#0072B2", "#999999", "#dddddd"
 BAND_COLOURS = (("high", 0.0, 0.75, "#f4cccc"), ("moderate", 0.75, 0.90, "#fff2cc"), ("low", 0.90, 1.0, "#d9ead3"))
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     """A pyplot-free Figure (no global state, no GUI); a clear error when the [report] extra is missing."""
     try:
         import matplotlib
@@ -50,7 +50,7 @@ def cross_table_svg(ct: CrossTable) -> str:
     """The 2x2 (3x3 with ties, 4x4 with missing verdicts) cross-table as an annotated heat map."""
     shown = [i for i in range(4) if i < 2 or any(ct.counts[i]) or any(row[i] for row in ct.counts)]
     counts = [[ct.counts[r][c] for c in shown] for r in shown]
-    fig = _figure(1.3 + 1.15 * len(shown), 1.0 + 0.95 * len(shown))
+    fig = new_figure(1.3 + 1.15 * len(shown), 1.0 + 0.95 * len(shown))
     ax = fig.add_subplot()
     image = ax.imshow(counts, cmap="Blues", vmin=0, vmax=max(1, max(max(r) for r in counts)))
     peak = max(1, max(max(r) for r in counts))
@@ -89,7 +89,7 @@ def _short(name: str, limit: int = 28) -> str:
 
 def split_svg(v: VerdictSplit) -> str:
     """The calls' first/second/tie/none split as one stacked bar."""
-    fig = _figure(7.0, 1.35)
+    fig = new_figure(7.0, 1.35)
     ax = fig.add_subplot()
     left = 0
     total = max(1, v.calls)
@@ -125,7 +125,7 @@ def intervals_svg(analysis: JudgeAnalysis) -> str:
     if w is not None and not analysis.withheld:
         h = w.headline
         rows.append((f"{_short(w.a, 20)} win rate ({w.policy.value})", h.value, h.low, h.high, 0.5))
-    fig = _figure(7.0, 0.9 + 0.5 * len(rows))
+    fig = new_figure(7.0, 0.9 + 0.5 * len(rows))
     ax = fig.add_subplot()
     if c is not None:
         for _name, lo, hi, colour in BAND_COLOURS:
@@ -160,7 +160,7 @@ def segments_svg(rows: Sequence[SegmentRow]) -> str:
     segments = [x for _, x in rows]
     with_rates = any(a.win_rate is not None and not a.withheld for a in segments)
     labels = [_segment_label(value, a) for value, a in rows]
-    fig = _figure(8.0 if with_rates else 6.0, 1.0 + 0.32 * len(segments))
+    fig = new_figure(8.0 if with_rates else 6.0, 1.0 + 0.32 * len(segments))
     axes: list[Any] = list(fig.subplots(1, 2 if with_rates else 1, sharey=True, squeeze=False)[0])
     ys = list(range(len(segments)))
     cons_ax = axes[0]
@@ -211,7 +211,7 @@ def ranking_svg(ranking: Ranking) -> str:
     from swapjudge.ranking.bradley_terry import ELO_CENTRE, ELO_PER_UNIT
 
     rows = ranking.rows
-    fig = _figure(7.5, 1.1 + 0.24 * len(rows))
+    fig = new_figure(7.5, 1.1 + 0.24 * len(rows))
     ax = fig.add_subplot()
     ys = list(range(len(rows)))
     ax.axvline(0, color="#666666", lw=1, ls=":")

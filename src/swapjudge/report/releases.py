@@ -7,7 +7,7 @@ from typing import Any
 
 from swapjudge.drift.releases import ReleaseReport, ReleaseStep
 from swapjudge.report.html import CSS, e, svg_image
-from swapjudge.report.plots import SLOT1, SLOT2, _figure, to_svg
+from swapjudge.report.plots import SLOT1, SLOT2, new_figure, to_svg
 
 
 def _points(steps: tuple[ReleaseStep, ...]) -> tuple[list[str], list[float], list[float], list[float]]:
@@ -27,7 +27,7 @@ def _points(steps: tuple[ReleaseStep, ...]) -> tuple[list[str], list[float], lis
 def chains_svg(report: ReleaseReport) -> str:
     """Left: each release's win rate against the previous release and against the pinned baseline (95% intervals).
     Right: mean answer length per release."""
-    fig = _figure(8.6, 3.2)
+    fig = new_figure(8.6, 3.2)
     left, right = fig.subplots(1, 2, width_ratios=(3, 2))
     order = [p.release for p in report.properties]
     where = {name: i for i, name in enumerate(order)}

@@ -108,8 +108,8 @@ def _pair_of(it: PairItem, a: str | None, b: str | None, source: str | None) -> 
     elif len(it.answers) == 2:
         x, y = list(it.answers)
     else:
-        raise InputError(f"item {it.item!r} has {len(it.answers)} answers: name the two systems with --a and --b",
-                         path=source, line=it.line, field="answers")
+        raise InputError(f"item {it.item!r} has {len(it.answers)} answers: name the two systems with {a} and {b}",
+                         path=source, line=it.line, field="answers", arguments=("a", "b"))
     return (x, y) if x < y else (y, x)
 
 

@@ -32,7 +32,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as err:
         sock.close()
         raise SwapjudgeError(f"cannot listen on {host}:{port}: {err.strerror} (is another server using the "
-                             "port? --port 0 picks a free one)") from None
+                             "port? {port} 0 picks a free one)", arguments=("port",)) from None
     sock.listen(128)
     sock.set_inheritable(True)
     return sock

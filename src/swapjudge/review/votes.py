@@ -22,6 +22,7 @@ from typing import Any
 
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 from swapjudge.review.assign import ReviewPlan
+from swapjudge.store.connection import connect
 
 SCHEMA_VERSION = "1"
 CHOICES = ("1", "2", "tie", "both_bad")
@@ -111,11 +112,9 @@ class VoteResult:
 
 def _connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     try:
-        if readonly:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                                 timeout=BUSY_TIMEOUT_S, check_same_thread=False)
-        else:
-            db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        db = connect(path, read_only=readonly, timeout_s=BUSY_TIMEOUT_S, check_same_thread=False,
+                     factory=sqlite3.Connection)
+        if not readonly:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")  # a vote is a person's work: survive a power cut, not just a kill
         db.execute("PRAGMA foreign_keys=ON")

@@ -10,8 +10,7 @@ from typing import Any, cast
 from swapjudge.config import JudgeConfig, LoadedConfig
 from swapjudge.errors import ConfigError
 from swapjudge.judges.base import Judge, Verdict
-from swapjudge.judges.registry import check_options, supports_structured
-from swapjudge.judges.registry import create_judge as create_backend
+from swapjudge.judges.registry import check_options, create_judge, supports_structured
 from swapjudge.judges.replay import ReplayJudge, ReplayKey
 
 
@@ -58,14 +57,14 @@ def replay_verdicts(path: str | Path, judge: str | None
             for row in frame.iter_rows(named=True)}
 
 
-def create_judge(cfg: JudgeConfig) -> Judge:
+def build_judge(cfg: JudgeConfig) -> Judge:
     """Build the backend for a judge configuration whose paths are already resolved."""
     if cfg.backend == "replay":
         assert cfg.path is not None
         return ReplayJudge(name=cfg.judge_name, verdicts=replay_verdicts(cfg.path, cfg.extra().get("replay_judge")))
-    return create_backend(cfg)
+    return create_judge(cfg)
 
 
 def open_judge(loaded: LoadedConfig) -> Judge:
     """The configured judge, ready to call (close it with `aclose`)."""
-    return create_judge(resolved_judge_config(loaded))
+    return build_judge(resolved_judge_config(loaded))

@@ -36,13 +36,13 @@ from swapjudge.store.connection import StoreError, StoreFullError
 AfterCall = Callable[[PlannedCall], Awaitable[None]]
 
 
-def _stored(call: PlannedCall, **outcome: Any) -> CallRecord:
+def stored_call(call: PlannedCall, **outcome: Any) -> CallRecord:
     """The stored record of a planned call: its identity (round, item, slots, order, label, prompt) and `outcome`."""
     return CallRecord(item=call.item, first=call.first, second=call.second, order_index=call.order_index,
                       round=call.round, label=call.label, prompt_hash=call.request.prompt_hash, **outcome)
 
 
-def _record_from_reply(
+def record_from_reply(
     call: PlannedCall,
     reply: JudgeReply | None,
     *,
@@ -52,7 +52,7 @@ def _record_from_reply(
     price: Price | None,
 ) -> CallRecord:
     if reply is None:
-        return _stored(call, verdict=None, source=source, error=error, attempts=attempts)
+        return stored_call(call, verdict=None, source=source, error=error, attempts=attempts)
     cost = reply.cost_usd
     if cost is None:
         cost = call_cost(
@@ -62,7 +62,7 @@ def _record_from_reply(
             cached_input_tokens=reply.cached_input_tokens,
             cache_write_tokens=reply.cache_write_tokens,
         )
-    return _stored(
+    return stored_call(
         call,
         verdict=reply.verdict,
         source=source,
@@ -112,10 +112,10 @@ async def _process(
     )
     if error is not None:
         error = redact(error)  # an echoed header in an error body must not reach the store
-    records = [_record_from_reply(head, reply, error=error, attempts=attempts, source="api", price=ctx.price)]
+    records = [record_from_reply(head, reply, error=error, attempts=attempts, source="api", price=ctx.price)]
     # Other calls of this run with the very same prompt reuse the reply (never paid twice).
     records += [
-        _record_from_reply(c, reply, error=error, attempts=0, source="cache", price=ctx.price) for c in group[1:]
+        record_from_reply(c, reply, error=error, attempts=0, source="cache", price=ctx.price) for c in group[1:]
     ]
     try:
         await record_paid(ctx.store, ctx.run_id, records, judge_hash=ctx.judge_hash, control=ctx.control)
@@ -144,7 +144,7 @@ async def _process(
 
 
 def cached_record(call: PlannedCall, cached: Any) -> CallRecord:
-    return _stored(
+    return stored_call(
         call,
         verdict=cached.verdict,
         source="cache",
@@ -161,8 +161,8 @@ def cached_record(call: PlannedCall, cached: Any) -> CallRecord:
 
 
 def identical_record(call: PlannedCall) -> CallRecord:
-    return _stored(call, verdict="tie", source="identical", raw="(identical answers: no call made, counted as a tie)",
-                   cost_usd=0.0)
+    return stored_call(call, verdict="tie", source="identical",
+                       raw="(identical answers: no call made, counted as a tie)", cost_usd=0.0)
 
 async def record_paid(store: Store, run_id: int, records: list[CallRecord], *, judge_hash: str,
                       control: Control) -> None:

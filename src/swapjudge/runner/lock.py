@@ -81,7 +81,7 @@ class RunLock:
                     handle.close()
                     raise RunLockedError(
                         f"this run is already being judged by {owner.describe()} (lock {self.path}); "
-                        "run again when it ends, or give --wait to wait for it"
+                        "run again when it ends, or give {wait} to wait for it", arguments=("wait",)
                     ) from None
                 if not announced and on_wait is not None:
                     on_wait(owner)

@@ -25,7 +25,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
@@ -33,10 +33,11 @@ from swapjudge.config import LoadedConfig, Price, RayConfig
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.openai import PROVIDER as OPENAI
 from swapjudge.judges.openai import OpenAIJudge
+from swapjudge.judges.registry import create_judge
 from swapjudge.redact import redact
 from swapjudge.runner import ray_workers as workers
 from swapjudge.runner.backend import resolved_judge_config
-from swapjudge.runner.execute import _record_from_reply, _stored, record_paid
+from swapjudge.runner.execute import record_from_reply, record_paid, stored_call
 from swapjudge.runner.outcome import RunStats
 from swapjudge.runner.plan import PlannedCall
 from swapjudge.runner.pricing import price_for
@@ -165,7 +166,8 @@ class _Driver:
     def __init__(self, loaded: LoadedConfig, groups: Sequence[Sequence[PlannedCall]], stats: RunStats) -> None:
         jc = loaded.config.judge
         self.loaded, self.groups, self.stats = loaded, groups, stats
-        self.bodies = OpenAIJudge(resolved_judge_config(loaded), None)  # the wire format alone: bodies, parser
+        # the wire format alone (bodies, parser), from the one judge factory: no client, no key read
+        self.bodies = cast(OpenAIJudge, create_judge(resolved_judge_config(loaded), wire_only=True))
         self.engine = f"ray:{loaded.config.ray.processor}"
         self.price: Price | None = (loaded.config.prices.get(jc.model or "") if loaded.config.ray.processor == "vllm"
                                     else price_for(jc.model, loaded.config.prices, backend=jc.backend))
@@ -200,11 +202,11 @@ class _Driver:
         self.done += len(group)
         if error is not None:
             self.stats.failed += len(group)
-            return [_stored(c, verdict=None, source="api", error=redact(error), attempts=1) for c in group]
+            return [stored_call(c, verdict=None, source="api", error=redact(error), attempts=1) for c in group]
         reply = self.bodies.reply_from_body(body, head.request)
         reply.settings["engine"] = self.engine  # a fresh dict per reply: provenance of the call
-        records = [_record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
-        records += [_record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
+        records = [record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
+        records += [record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
                     for c in group[1:]]
         if records[0].error is not None:
             self.stats.failed += len(group)

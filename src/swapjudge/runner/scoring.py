@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swapjudge.config import JudgeConfig, text_hash
@@ -36,6 +35,7 @@ from swapjudge.drift.anchors import (
     Level,
     Scale,
     ScoreDistribution,
+    anchor_ending,
     check_anchors,
     parse_score,
     render_rubric,
@@ -44,10 +44,12 @@ from swapjudge.drift.anchors import (
 from swapjudge.errors import ConfigError, InputError, SwapjudgeError
 from swapjudge.judges.base import Completer, FatalJudgeError
 from swapjudge.judges.prompts import boundary_code, framed
-from swapjudge.runner.backend import create_judge
+from swapjudge.outcome import Concluded, Ending
+from swapjudge.runner.backend import build_judge
 from swapjudge.runner.plan import CHARS_PER_TOKEN
 from swapjudge.runner.ratelimit import RateLimiter
 from swapjudge.runner.retry import Abandoned, Control, Pacing, RetryPolicy, call_with_retries
+from swapjudge.yamlfile import read_yaml, where
 
 
 class ExemplarConfig(BaseModel):
@@ -90,7 +92,7 @@ class Scored:
 
 
 @dataclass(frozen=True)
-class AnchorsRun:
+class AnchorsRun(Concluded):
     rubric_hash: str
     scores: dict[str, int | None]  # reference item -> score (None: unparsable reply)
     raw: dict[str, str]
@@ -106,6 +108,10 @@ class AnchorsRun:
         bad_exemplar = any(s is None or s != stated for stated, s in self.exemplars.values())
         return bool(self.check.flagged if self.check is not None else bad_exemplar)
 
+    def ending(self) -> Ending:
+        """Failed (exit 1 at the CLI, by `raise_for_gate()`) when the run is flagged; ok when it held."""
+        return anchor_ending(self.flagged, self.check.reasons if self.check is not None else ())
+
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run_id, "store": self.store, "rubric_hash": self.rubric_hash, "scores": self.scores,
                 "unparsed": self.unparsed,
@@ -116,18 +122,14 @@ class AnchorsRun:
 
 def load_anchors_config(path: str | Path) -> tuple[AnchorsConfig, Path]:
     source = Path(path)
-    try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"{source}: cannot read the configuration: {err.strerror}") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"{source}: invalid YAML") from None
+    data = read_yaml(source, what="the configuration", error=ConfigError)
     try:
         cfg = AnchorsConfig.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ConfigError(f"{source}: key `{key}`: {str(first['msg']).removeprefix('Value error, ')}") from None
+        raise ConfigError(f"{where(source, data, first['loc'])}: key `{key}`: "
+                          f"{str(first['msg']).removeprefix('Value error, ')}") from None
     if cfg.judge.backend not in SCORING_BACKENDS:
         raise ConfigError(f"{source}: key `judge.backend`: backend {cfg.judge.backend!r} cannot score one answer "
                           f"(it replays pairwise verdicts); anchored scoring runs through "
@@ -177,7 +179,7 @@ async def score_items(judge: JudgeConfig, rubric: str, items: list[ScoreItem], s
     if judge.backend not in SCORING_BACKENDS:
         raise ConfigError(f"key `judge.backend`: backend {judge.backend!r} cannot score one answer; anchored "
                           f"scoring runs through {', '.join(SCORING_BACKENDS)}")
-    scorer = create_judge(judge)
+    scorer = build_judge(judge)
     assert isinstance(scorer, Completer), scorer
     system = scoring_system(rubric)
     levels = [str(s) for s in scale.scores]

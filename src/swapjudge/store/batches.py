@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from swapjudge.store.schema import StoreFile, _now
+from swapjudge.store.schema import StoreFile, utc_now
 
 CallKey = tuple[int, str, str, str]  # (round, item, first, second)
 
@@ -49,7 +49,7 @@ class BatchLedger(StoreFile):
             db.execute(
                 "INSERT INTO batch_submissions (key, run_id, provider, wave, requests, planned_at, status, counts,"
                 " updated_at) VALUES (?,?,?,?,?,?, 'planned', '{}', ?)",
-                (key, run_id, provider, wave, len({cid for cid, _ in rows}), planned_at, _now()),
+                (key, run_id, provider, wave, len({cid for cid, _ in rows}), planned_at, utc_now()),
             )
             db.executemany("INSERT INTO batch_requests VALUES (?,?,?,?,?,?, 'open')",
                            [(key, cid, *call) for cid, call in rows])
@@ -60,7 +60,7 @@ class BatchLedger(StoreFile):
             raise ValueError(f"unknown submission field(s): {sorted(set(fields) - allowed)}")
         values = [json.dumps(v, sort_keys=True) if k == "counts" else v for k, v in fields.items()]
         sets = ", ".join(f"{k}=?" for k in fields)
-        self._db.execute(f"UPDATE batch_submissions SET {sets}, updated_at=? WHERE key=?", (*values, _now(), key))
+        self._db.execute(f"UPDATE batch_submissions SET {sets}, updated_at=? WHERE key=?", (*values, utc_now(), key))
 
     def submissions(self, run_id: int | None = None, statuses: Iterable[str] | None = None) -> list[Submission]:
         sql = ("SELECT key, run_id, provider, wave, requests, planned_at, file_id, batch_id, status, provider_status,"

@@ -184,17 +184,33 @@ def damaged(path: Path, detail: str, db: sqlite3.Connection | None) -> StoreDama
                              "what is readable with `sqlite3 FILE .recover`")
 
 
-def connect(path: Path, *, read_only: bool = False, immutable: bool = False, timeout_s: float) -> StoreConnection:
-    """A connection to the store at `path` (autocommit: the store opens its own transactions). `read_only` opens
-    it so that nothing is written; `immutable` also tells SQLite that no other process writes the file (a file
-    on a read-only file system, with no write-ahead log to read)."""
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
+
+
+def is_sqlite_file(path: str | Path) -> bool:
+    """Whether the file at `path` is an SQLite database (a run store or a review store) rather than a records
+    file: the one test every command uses. False for anything unreadable, which the reader that follows names."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def connect(path: Path, *, read_only: bool = False, immutable: bool = False, timeout_s: float,
+            check_same_thread: bool = True, factory: type[sqlite3.Connection] = StoreConnection) -> Any:
+    """A connection to the SQLite file at `path` (autocommit: the store opens its own transactions), the one
+    place a database is opened. `read_only` opens it so that nothing is written; `immutable` also tells SQLite
+    that no other process writes the file (a file on a read-only file system, with no write-ahead log to read).
+    `factory`: `StoreConnection` (a run store: every failure a one-line `StoreError`), or `sqlite3.Connection` for
+    a store that names its own errors (the review store)."""
     if read_only or immutable:
         mode = "immutable=1" if immutable else "mode=ro"
         target: str | Path = f"{path.resolve().as_uri()}?{mode}"
     else:
         target = path
     db = sqlite3.connect(target, isolation_level=None, timeout=timeout_s, uri=read_only or immutable,
-                         factory=StoreConnection)
-    assert isinstance(db, StoreConnection)
-    db.path = path
+                         check_same_thread=check_same_thread, factory=factory)
+    if isinstance(db, StoreConnection):
+        db.path = path
     return db

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from swapjudge.store.schema import StoreFile, _now
+from swapjudge.store.schema import StoreFile, utc_now
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def record_decision(store: StoreFile, *, key: str, decision_hash: str, decision:
     cur = store._db.execute(
         "INSERT INTO decisions (decided_at, decision_key, decision_hash, decision_json, source, run_id, verdict,"
         " items, result_json) VALUES (?,?,?,?,?,?,?,?,?)",
-        (_now(), key, decision_hash, json.dumps(decision, sort_keys=True), source, run_id, verdict, items,
+        (utc_now(), key, decision_hash, json.dumps(decision, sort_keys=True), source, run_id, verdict, items,
          json.dumps(result, sort_keys=True, allow_nan=False)))
     return int(cur.lastrowid or 0)
 

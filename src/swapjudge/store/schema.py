@@ -22,6 +22,7 @@ from typing import Any, Self
 from swapjudge.errors import SwapjudgeError
 from swapjudge.redact import unicode_safe
 from swapjudge.store.connection import (
+    SQLITE_MAGIC,
     StoreConnection,
     StoreDamagedError,
     StoreError,
@@ -195,7 +196,7 @@ _SCHEMA = _SCHEMA_TEMPLATE.format(calls_columns=_CALL_COLUMNS.format(verdict_che
                                   superseded_columns=_CALL_COLUMNS.format(verdict_check=""))
 
 
-def _now() -> str:
+def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -281,7 +282,7 @@ def _safe_tree(value: Any) -> Any:
     return value
 
 
-def _dumps(value: Any) -> str | None:
+def json_or_none(value: Any) -> str | None:
     """A value as the JSON text the store keeps; a lone surrogate in it is replaced rather than kept as an escape
     (`\\udced`) that would come back as a text no file can hold. Escaped surrogates are rare (emoji), so the
     value is walked only when its JSON shows one."""
@@ -291,7 +292,6 @@ def _dumps(value: Any) -> str | None:
     return json.dumps(_safe_tree(value), sort_keys=True) if "\\ud" in text else text
 
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class StoreFile:
@@ -321,7 +321,7 @@ class StoreFile:
             # SQLite would open it read-only without a word, and the first write would fail
             raise StoreReadOnlyError(f"{self.path}: store is read-only (its file or folder cannot be written); a "
                                      "command that writes needs a writable store: copy it to a writable place, or "
-                                     "give --store another path")
+                                     "give {store} another path", arguments=("store",))
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
             db: sqlite3.Connection | None = None

@@ -1,5 +1,5 @@
 """The store's write path: registering runs, committing calls (each in its own transaction) and the reply cache.
-Every text goes in valid UTF-8 (the connection replaces lone surrogates; `_dumps` those inside JSON)."""
+Every text goes in valid UTF-8 (the connection replaces lone surrogates; `json_or_none` those inside JSON)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from swapjudge.store.schema import (
     PROVENANCE_COLUMNS,
     CallRecord,
     StoreFile,
-    _dumps,
-    _now,
+    json_or_none,
+    utc_now,
 )
 
 
@@ -50,13 +50,13 @@ class StoreWriter(StoreFile):
                 config_hash,
                 judge_hash,
                 judge,
-                _dumps(config),
+                json_or_none(config),
                 config_path,
                 pairs_digest,
                 seed,
                 orders,
                 total_calls,
-                _now(),
+                utc_now(),
                 *(prov.get(c) for c in PROVENANCE_COLUMNS),
             ),
         )
@@ -74,14 +74,14 @@ class StoreWriter(StoreFile):
             hashes = [r[0] for r in db.execute(f"SELECT prompt_hash FROM calls WHERE {where}", (run_id,))]
             columns = ", ".join(r[1] for r in db.execute("PRAGMA table_info(calls)") if r[1] != "strength")
             db.execute(f"INSERT INTO superseded_calls ({columns}, superseded_at, strength) "
-                       f"SELECT {columns}, ?, strength FROM calls WHERE {where}", (_now(), run_id))
+                       f"SELECT {columns}, ?, strength FROM calls WHERE {where}", (utc_now(), run_id))
             db.execute(f"DELETE FROM calls WHERE {where}", (run_id,))
             db.executemany("DELETE FROM cache WHERE judge_hash=? AND prompt_hash=?",
                            [(judge_hash, h) for h in hashes if h])
         return len(hashes)
 
     def finish_run(self, run_id: int, status: str) -> None:
-        self._db.execute("UPDATE runs SET status=?, ended_at=? WHERE id=?", (status, _now(), run_id))
+        self._db.execute("UPDATE runs SET status=?, ended_at=? WHERE id=?", (status, utc_now(), run_id))
 
     def record_anchor_run(self, *, setup: dict[str, Any], result: dict[str, Any], flagged: bool,
                           scores: Iterable[tuple[str, bool, int | None, str | None, dict[str, float] | None]]
@@ -94,14 +94,14 @@ class StoreWriter(StoreFile):
                 "INSERT INTO anchor_runs (started_at, config_path, judge, judge_hash, judge_model, rubric_text,"
                 " rubric_hash, reference_hash, pinned_path, tolerance, flagged, result_json)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (_now(), setup.get("config_path"), setup["judge"], setup["judge_hash"], setup.get("judge_model"),
+                (utc_now(), setup.get("config_path"), setup["judge"], setup["judge_hash"], setup.get("judge_model"),
                  setup["rubric_text"], setup["rubric_hash"], setup["reference_hash"], setup.get("pinned_path"),
-                 float(setup["tolerance"]), int(flagged), _dumps(result)),
+                 float(setup["tolerance"]), int(flagged), json_or_none(result)),
             )
             assert cur.lastrowid is not None
             run_id = int(cur.lastrowid)
             db.executemany("INSERT INTO anchor_scores VALUES (?,?,?,?,?,?)",
-                           [(run_id, item, int(ex), score, raw, _dumps(probs))
+                           [(run_id, item, int(ex), score, raw, json_or_none(probs))
                             for item, ex, score, raw, probs in scores])
         return run_id
 
@@ -123,11 +123,11 @@ class StoreWriter(StoreFile):
             c.latency_s,
             c.cost_usd,
             c.error,
-            _dumps(c.probabilities),
-            _dumps(c.settings),
+            json_or_none(c.probabilities),
+            json_or_none(c.settings),
             c.attempts,
             c.source,
-            now or _now(),
+            now or utc_now(),
             c.strength,
         )
 
@@ -154,11 +154,11 @@ class StoreWriter(StoreFile):
     def _record_calls(self, run_id: int, calls: Iterable[CallRecord], judge_hash: str | None) -> None:
         db = self._db
         calls = list(calls)
-        now = _now()  # one timestamp per transaction; a batch commits thousands of rows at once
+        now = utc_now()  # one timestamp per transaction; a batch commits thousands of rows at once
         rows = [self._call_row(run_id, c, now) for c in calls]
         cache_rows = [
             (judge_hash, c.prompt_hash, c.verdict, c.raw, c.input_tokens, c.output_tokens, c.cached_input_tokens,
-             c.latency_s, c.cost_usd, _dumps(c.probabilities), _dumps(c.settings), now, c.strength)
+             c.latency_s, c.cost_usd, json_or_none(c.probabilities), json_or_none(c.settings), now, c.strength)
             for c in calls
             if judge_hash is not None and c.error is None and c.prompt_hash and c.source == "api"
         ]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.display import Displayable
 from swapjudge.errors import ConfigError, InputError, SwapjudgeError
+from swapjudge.outcome import Concluded, Conclusion, Ending
 from swapjudge.probes.judge_card import CARD_KIND, JudgeCard, RepeatCheck, SubsetCard, SubsetInfo, per_pair_rows
 
 if TYPE_CHECKING:
@@ -140,22 +141,14 @@ def _read_config(config: str | Path | Mapping[str, Any] | LoadedConfig) -> Loade
         loaded = parse_config({**dict(config), "pairs": placeholder}, source=Path.cwd() / "(configuration)")
         check_judge_options(loaded)
         return loaded
-    import yaml
+    from swapjudge.yamlfile import read_yaml
 
     source = Path(config)
-    try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"{source}: cannot read the configuration: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{source}: the configuration is not UTF-8 text") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}{where}: {getattr(err, 'problem', None) or 'invalid YAML'}") from None
+    data = read_yaml(source, what="the configuration", error=ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the configuration must be a mapping of keys to values")
-    loaded = parse_config({**data, "pairs": placeholder}, source=source)
+    data["pairs"] = placeholder  # the suite's (a fresh mapping, which keeps its keys' lines)
+    loaded = parse_config(data, source=source)
     assert isinstance(loaded.config.pairs, PairsConfig)
     check_judge_options(loaded)
     return loaded
@@ -259,12 +252,27 @@ def _subset_card(info: SubsetInfo, rows: list[dict[str, Any]], loaded: LoadedCon
 
 
 @dataclass(frozen=True)
-class CardRun(Displayable):
+class CardRun(Displayable, Concluded):
     """`swapjudge card`: the run and, once every call is in, the card (None while batches are waiting or after an
     interruption: the same command resumes)."""
 
     run: RunResult
     card: JudgeCard | None
+
+    def ending(self) -> Ending:
+        """Interrupted (exit 130) when the run was stopped; failed (exit 1) when the judge is below the
+        self-consistency gate on the whole suite; ok otherwise (batches still waiting included: nothing is judged
+        yet)."""
+        if self.card is None:
+            if self.run.interrupted:
+                return Ending(Conclusion.interrupted, (f"interrupted: every finished call is stored in "
+                                                    f"{self.run.store_path}; the same command resumes",))
+            return Ending()
+        if not self.card.passed:
+            gate = self.card.overall.analysis.gate
+            return Ending(Conclusion.failed, (f"gate: {gate.reason or 'below the self-consistency gate'} "
+                                           "(the whole suite)",))
+        return Ending()
 
     def to_dict(self) -> dict[str, Any]:
         from swapjudge.core.documents import json_document
@@ -283,10 +291,10 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
     it again resumes the run and reuses every stored reply; the probes' calls are made again."""
     from rich.console import Console
 
-    from swapjudge import __version__
     from swapjudge.core import arguments
     from swapjudge.store.analysis import run_records
-    from swapjudge.workflows.run import config_argument, open_store, run
+    from swapjudge.version import __version__
+    from swapjudge.workflows.run import config_argument, open_run_store, run
 
     config = config_argument(config)
     suite = arguments.path(suite, "suite", optional=False, what="a suite's name (default, quick) or a pairs file's "
@@ -302,7 +310,7 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
                  batch_wait=batch_wait, retry_unparsed=retry_unparsed)
     if result.interrupted or result.waiting:
         return CardRun(result, None)
-    with open_store(result.store_path) as st:
+    with open_run_store(result.store_path) as st:
         records = [{k: r[k] for k in CORE_FIELDS if k in r} for r in run_records(st, result.run_id)
                    if r.get("source") != "inferred"]
         info = st.run(result.run_id)

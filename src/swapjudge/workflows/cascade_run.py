@@ -19,7 +19,8 @@ import numpy as np
 
 from swapjudge.core.cascade_rate import CascadeWinRate, cascade_win_rate
 from swapjudge.core.display import Displayable
-from swapjudge.errors import ConfigError, GateError
+from swapjudge.errors import ConfigError
+from swapjudge.outcome import OK, Concluded, Conclusion, Ending
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,7 +52,7 @@ class CascadeTierRun:
 
 
 @dataclass(frozen=True)
-class CascadeRunResult(Displayable):
+class CascadeRunResult(Concluded, Displayable):
     """A live cascade run: its tiers in order, and every pair settled, voted on by people, or left unsettled.
 
     `interrupted` (or `incomplete`: a tier with failed calls) stops the cascade at that tier: the same command
@@ -81,12 +82,13 @@ class CascadeRunResult(Displayable):
     def passed(self) -> bool:
         return not self.interrupted and self.incomplete is None
 
-    def raise_for_gate(self) -> None:
-        """`GateError` when the cascade did not reach its end (interrupted, failed calls): nothing is concluded
-        on part of the data."""
-        if not self.passed:
-            raise GateError(f"the cascade stopped early: {self.incomplete or 'the run was interrupted'}; run the "
-                            "same configuration again to finish it")
+    def ending(self) -> Ending:
+        """Failed when the cascade did not reach its end (interrupted, failed calls): nothing is concluded on part
+        of the data."""
+        if self.passed:
+            return OK
+        return Ending(Conclusion.failed, (f"the cascade stopped early: {self.incomplete or 'the run was interrupted'};"
+                                          " run the same configuration again to finish it",))
 
     def to_dict(self) -> dict[str, Any]:
         return {"cascade": {
@@ -154,7 +156,7 @@ def run_cascade(config: str | Path | LoadedConfig | Any, *, store: str | Path | 
     from swapjudge.runner.session import run as run_session
     from swapjudge.store.analysis import run_record_set
     from swapjudge.workflows.escalate import configuration_of
-    from swapjudge.workflows.run import open_store
+    from swapjudge.workflows.run import open_run_store
 
     cascade = loaded.config.cascade
     if cascade is None:
@@ -191,7 +193,7 @@ def run_cascade(config: str | Path | LoadedConfig | Any, *, store: str | Path | 
                 tiers.append(CascadeTierRun(name, run_id, lams[index], "", len(only) if only is not None else 0,
                                             0, resumed, stats, None))
                 continue
-        with open_store(path) as st:
+        with open_run_store(path) as st:
             frame = run_record_set(st, run_id).frame
             cost = st.run(run_id).cost_usd
         pairs, conf = records_confidence(frame)
@@ -252,14 +254,14 @@ def _done_run(tier: LoadedConfig, path: Path, only: frozenset[PairKey] | None) -
     """The finished run of this tier on these pairs, when the store holds one: a cascade run again reads it
     instead of judging again (an unfinished one is resumed by the runner)."""
     from swapjudge.runner.session import prepare, restrict_to
-    from swapjudge.workflows.run import open_store
+    from swapjudge.workflows.run import open_run_store
 
     if not path.exists():
         return None
     pairs, plan = prepare(tier)
     if only is not None:
         pairs, plan = restrict_to(pairs, plan, only)
-    with open_store(path) as st:
+    with open_run_store(path) as st:
         run_id = st.latest_run_of(tier.config_hash, pairs.digest)
         if run_id is None or st.run(run_id).status != "done":
             return None

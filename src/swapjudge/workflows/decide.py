@@ -38,8 +38,8 @@ from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.reading.codes import MISSING, Outcome
 from swapjudge.reading.pairs import PairTable, build_pairs
 from swapjudge.reading.records import RecordSet
+from swapjudge.store.connection import is_sqlite_file
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 _NEEDED_STREAMS = 200  # streams behind an inconclusive verdict's "items needed" (a sequential design)
 
 
@@ -60,12 +60,8 @@ class _Source:
 
 
 def is_store(path: str | Path) -> bool:
-    """Whether a path is a SQLite file (a run store) rather than a records file."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == SQLITE_HEADER
-    except OSError:
-        return False
+    """Whether a path is a SQLite file (a run store) rather than a records file: `store.connection.is_sqlite_file`."""
+    return is_sqlite_file(path)
 
 
 def _store_source(path: Path, run: int | None) -> tuple[RecordSet, dict[str, Any]]:
@@ -171,7 +167,7 @@ def _needed(scores: ItemScores, spec: DecisionFile) -> tuple[int | None, int | N
     return analytic_items(design, spec.bar, spec.alpha, spec.power, side=side), None
 
 
-def _decision_argument(value: Any) -> Any:
+def decision_argument(value: Any) -> Any:
     return arguments.mapping_or_path(value, "decision", (DecisionFile,),
                                      "a decision file's path, a mapping of its keys, or a DecisionFile")
 
@@ -186,7 +182,7 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
     `store`: the run store whose decisions ledger records this verdict (a store given as `records` is used
     itself); None with records from a file: nothing is recorded."""
     records = arguments.records_source(records, "records")
-    decision = _decision_argument(decision)
+    decision = decision_argument(decision)
     run = arguments.integer(run, "run", minimum=1, optional=True)
     allow_missing = arguments.integer(allow_missing, "allow_missing")
     store = arguments.path(store, "store", what="a run store's path")
@@ -308,6 +304,19 @@ def _record(verdict: Verdict, ledger: Path, key: str, run_id: int | None) -> Ver
     return verdict
 
 
+def plan_source_rules(pilot: Any, expect: float | None, splits: float | None) -> None:
+    """What a plan is made from, the one rule (the CLI's flags included): a pilot, or an expected win rate with the
+    expected share of split pairs; never both."""
+    if pilot is None and expect is None:
+        raise PlanError("give {pilot} (records or a run store), or {expect} (a win rate) with {splits} (a share)",
+                        arguments=("pilot", "expect", "splits"))
+    if pilot is not None and (expect is not None or splits is not None):
+        raise PlanError("give {pilot} or {expect} with {splits}, not both", arguments=("pilot", "expect", "splits"))
+    if pilot is None and splits is None:
+        raise PlanError("{expect} needs {splits} (the expected share of split pairs; 0 for none)",
+                        arguments=("expect", "splits"))
+
+
 def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any = None,
          expect: float | None = None, splits: float | None = None, config: str | Path | None = None,
          run: int | None = None, simulations: int = DEFAULT_SIMULATIONS, seed: int = 0) -> Plan:
@@ -315,7 +324,7 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
     or from expected rates (`expect`: the candidate's win rate under the registered tie policy; `splits`: the
     share of split pairs); the power promised is simulated again at those items. `config`: a run configuration
     whose dry-run pricing gives the cost of the planned calls."""
-    decision = _decision_argument(decision)
+    decision = decision_argument(decision)
     pilot = arguments.records_source(pilot, "pilot", optional=True)
     expect = arguments.share(expect, "expect", optional=True)
     splits = arguments.share(splits, "splits", optional=True)
@@ -324,9 +333,7 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
     simulations = arguments.integer(simulations, "simulations")
     seed = arguments.integer(seed, "seed", minimum=0)
     spec, _ = load_decision(decision)
-    if (pilot is None) == (expect is None):
-        raise PlanError("give either {pilot} or an expected win rate ({expect}, with {splits}), not both",
-                        arguments=("pilot", "expect", "splits"))
+    plan_source_rules(pilot, expect, splits)
     if simulations < 100:
         raise PlanError(f"{{simulations}} must be at least 100, got {simulations}", arguments=("simulations",))
     pairs_per_item = 1.0
@@ -342,10 +349,7 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
         notes.append(f"planned from the pilot's {scores.n + scores.unscored:,} items ({source.label}): its item "
                      f"scores resampled, win rate {pct(design.rate)}")
     else:
-        if splits is None:
-            raise PlanError("an expected win rate needs the expected share of split pairs too ({splits})",
-                            arguments=("splits",))
-        assert expect is not None
+        assert expect is not None and splits is not None
         design = expected_design(expect, splits, spec.tie_policy)
     result = plan_items(design, bar=spec.bar, alpha=spec.alpha, power=spec.power, monitoring=spec.monitoring,
                         hypothesis=spec.hypothesis, tie_policy=str(spec.tie_policy), simulations=simulations,

@@ -24,9 +24,9 @@ from swapjudge.core.cascade import (
     LABEL_X,
     LABEL_Y,
     UNSETTLED,
-    Calibration,
+    CascadeTier,
     Escalation,
-    Tier,
+    TierCalibration,
     agreement_flags,
     calibrate_cascade,
     realized_agreement,
@@ -200,7 +200,7 @@ def escalate(source: str | Path | Any, *, judges: Sequence[str], alpha: float = 
     labelled = relation != LABEL_NONE
     saved = None if thresholds is None else (thresholds if isinstance(thresholds, Mapping)
                                              else read_thresholds(thresholds))
-    calibrations: list[Calibration | None]
+    calibrations: list[TierCalibration | None]
     if saved is not None:
         where = "thresholds" if isinstance(thresholds, Mapping) else str(thresholds)
         lams = _saved_thresholds(saved, judges, frame, judged, where)
@@ -256,7 +256,7 @@ def escalate(source: str | Path | Any, *, judges: Sequence[str], alpha: float = 
     for t, (judge, j) in enumerate(zip(judges, judged, strict=True)):
         mine = tier == t
         scored = mine & test_a
-        tiers.append(Tier(
+        tiers.append(CascadeTier(
             judge=judge, measure=j.conf.measure_name, calibration=calibrations[t], threshold=lams[t],
             reached=int(reaching.sum()), settled=int(mine.sum()),
             agreement=realized_agreement(agree[scored], items_a[scored], confidence) if test_a.any() else None,

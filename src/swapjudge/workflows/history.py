@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.errors import ArgumentError, SwapjudgeError
-from swapjudge.workflows.run import load_run_config, open_store
+from swapjudge.workflows.run import load_run_config, open_run_store
 
 if TYPE_CHECKING:
     from swapjudge.drift.adaptive_replay import AdaptiveAnalysis
@@ -23,7 +23,7 @@ def history(store: str | Path | None = None) -> tuple[list[HistoryEntry], list[d
     scoring runs."""
     from swapjudge.drift.history import history as run_history
 
-    with open_store(store) as st:
+    with open_run_store(store) as st:
         return run_history(st), st.anchor_runs()
 
 
@@ -31,7 +31,7 @@ def compare(run_a: int, run_b: int, *, store: str | Path | None = None) -> RunCo
     """What changed between two runs and how the judge's behaviour moved, paired on what both judged."""
     from swapjudge.drift.history import compare_runs
 
-    with open_store(store) as st:
+    with open_run_store(store) as st:
         return compare_runs(st, run_a, run_b)
 
 
@@ -57,7 +57,7 @@ def releases(config: str | Path, *, store: str | Path | None = None, run_id: int
         raise SwapjudgeError(f"{config}: not a release plan (set `pairs.releases: [v1, v2, ...]`)")
     pairs = load_pairs(loaded.pairs_path)
     path = loaded.store_path(store)
-    with open_store(path) as st:
+    with open_run_store(path) as st:
         if run_id is None:
             mine = [r for r in st.runs() if r.config_hash == loaded.config_hash and r.pairs_digest == pairs.digest]
             if not mine:
@@ -76,7 +76,7 @@ def adaptive(run_id: int, thresholds: Sequence[float], *, store: str | Path | No
 
     if not thresholds or any(not 0 < t <= 1 for t in thresholds):
         raise ArgumentError("{thresholds}: give numbers in (0, 1], e.g. 0.7,0.9", "thresholds")
-    with open_store(store) as st:
+    with open_run_store(store) as st:
         st.run(run_id)
         result = adaptive_offline(st.calls(run_id), list(thresholds))
     if result.pairs == 0:

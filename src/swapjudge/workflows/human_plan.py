@@ -41,9 +41,9 @@ def human_plan(decision: Any, *, pilot: str | Path | Any, human: str | Path | An
     from swapjudge.decision.file import load_decision
     from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_pi, item_scores
     from swapjudge.reading.records import load_records, select_judges
-    from swapjudge.workflows.decide import _decision_argument
+    from swapjudge.workflows.decide import decision_argument
 
-    spec, _ = load_decision(_decision_argument(decision))
+    spec, _ = load_decision(decision_argument(decision))
     a, b = spec.candidate, spec.incumbent
     level = 1.0 - 2.0 * spec.alpha if confidence is None else float(confidence)
     judged = load_records(pilot, allow_unpaired=True)

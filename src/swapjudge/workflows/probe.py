@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
+from swapjudge.outcome import Ending, gates_ending
 from swapjudge.reading.records import load_records
 
 if TYPE_CHECKING:
@@ -126,12 +127,10 @@ def length(source: str | Path | Any, *, pairs: str | Path | None = None, judge: 
     return with_holm(results)
 
 
-def raise_for_length_gates(results: Sequence[LengthProbe], pair_given: bool) -> None:
-    """The win rates asked for (`--a/--b`) were withheld, as `analyze` withholds them: exit 1."""
-    from swapjudge.core.policy import enforce_gates
-
-    if pair_given:
-        enforce_gates((r.judge, r.gate) for r in results)
+def length_ending(results: Sequence[LengthProbe], pair_given: bool) -> Ending:
+    """Failed (exit 1 at the CLI) when the win rates asked for (a pair's `a`, `b`) were withheld by the gate, as
+    `analyze` withholds them; ok otherwise."""
+    return gates_ending((r.judge, r.gate) for r in results) if pair_given else Ending()
 
 
 def repeat(source: str | Path | Any, *, judge: str | None = None, seed: int = 0, confidence: float = 0.95,

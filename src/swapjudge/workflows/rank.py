@@ -23,7 +23,9 @@ from swapjudge.core.choices import (
     OutcomeSource,
     ReadEngine,
 )
+from swapjudge.core.display import Displayable
 from swapjudge.errors import ArgumentError, InputError
+from swapjudge.outcome import Concluded, Ending
 from swapjudge.reading.records import load_records
 
 if TYPE_CHECKING:
@@ -33,18 +35,44 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class JudgeRanking:
+class JudgeRanking(Displayable, Concluded):
     """One judge's ranking, the gate it passed and what a battle was. `adjusted` is the single-call fit with a
-    first-slot term and style covariates, when asked for (its `ranking` is then the adjusted one)."""
+    first-slot term and style covariates, when asked for (its `ranking` is then the adjusted one).
+
+    A judge the gate blocks gets no ranking: `ranking` is None (nothing is fitted), `ending()` fails with the
+    reason, and `raise_for_gate()` raises it as `GateError`, as every result with a gate does."""
 
     judge: str
     outcome: str
     gate: RankGate
-    ranking: Ranking
+    ranking: Ranking | None
     adjusted: AdjustedRanking | None = None
 
+    @property
+    def withheld(self) -> bool:
+        """True when the gate withheld the ranking."""
+        return self.ranking is None
+
+    @property
+    def rows(self) -> tuple[Any, ...]:
+        """The ranked systems, best first (none when withheld)."""
+        return () if self.ranking is None else self.ranking.rows
+
+    def to_frame(self, backend: str = "polars") -> Any:
+        """One row per system (`Ranking.to_frame`); an empty frame when the ranking was withheld."""
+        from swapjudge.core.documents import frame
+
+        return frame([], backend) if self.ranking is None else self.ranking.to_frame(backend)
+
+    def ending(self) -> Ending:
+        """Failed (exit 1 at the CLI) when the ranking was withheld by the gate; ok otherwise."""
+        return self.gate.ending(self.judge) if self.ranking is None else Ending()
+
     def to_dict(self) -> dict[str, Any]:
-        """`swapjudge rank --format json`."""
+        """`swapjudge rank --format json` (a withheld ranking: the gate and `withheld`, no `systems`)."""
+        if self.ranking is None:
+            return {"judge": self.judge, "outcome": self.outcome, **self.gate.to_dict(),
+                    "withheld": self.ending().error().template}
         fitted = self.adjusted.to_dict() if self.adjusted is not None else self.ranking.to_dict()
         return {"judge": self.judge, "outcome": self.outcome, **self.gate.to_dict(), **fitted}
 
@@ -57,7 +85,8 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
          engine: ReadEngine | str = ReadEngine.auto) -> JudgeRanking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
 
-    A judge below `min_consistency` (over all its complete pairs) gets no ranking: `GateError`. With
+    A judge below `min_consistency` (over all its complete pairs) gets no ranking: the result comes back withheld
+    (`ranking` None, nothing fitted) and its `raise_for_gate()` raises `GateError`, as `analyze`'s does. With
     `order_effect` (a first-slot term fitted with the strengths, the honest choice for single-order data) or
     `control` (style covariates such as `length`, `markdown`) the fit is on single calls. `outcome="graded"`
     (graded verdicts) counts each graded pair's order-averaged graded score s as s of a win and 1 - s of a
@@ -66,7 +95,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     "streaming" always does (it refuses graded verdicts and the single-call fits, which need the rows), "memory"
     reads the records whole."""
     from swapjudge.ranking.battles import choose_judge, comparisons_from_records
-    from swapjudge.ranking.bradley_terry import rank as fit_ranking
+    from swapjudge.ranking.bradley_terry import fit_ranking
     from swapjudge.ranking.gate import rank_gate
 
     source = arguments.records_source(source, "source")
@@ -97,7 +126,8 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     if adjusted:
         return _rank_calls(loaded, name, judge, order_effect, controls, pairs, bootstrap, seed, confidence,
                            checked)
-    checked.raise_if_blocked(name)
+    if checked.blocks:
+        return JudgeRanking(name, source_kind.value, checked, None)
     data = comparisons_from_records(loaded, judge=judge, outcome=source_kind)
     if len(data.systems) < 2:
         raise InputError("fewer than two systems to rank", path=loaded.source)
@@ -130,7 +160,7 @@ def _rank_counted(source: Any, judge: str | None, model: Model, outcome: Outcome
                   confidence: float, interval: IntervalMethod, min_consistency: float) -> JudgeRanking:
     """The ranking from the streaming reduction's counts: the same judge, gate, errors and figures."""
     from swapjudge.ranking.battles import judge_of
-    from swapjudge.ranking.bradley_terry import rank as fit_ranking
+    from swapjudge.ranking.bradley_terry import fit_ranking
     from swapjudge.ranking.counted_battles import comparisons_of_counts
     from swapjudge.ranking.gate import rank_gate_of_counts
     from swapjudge.reading.streaming import open_source
@@ -140,7 +170,8 @@ def _rank_counted(source: Any, judge: str | None, model: Model, outcome: Outcome
         chosen = judge_of(judges, judge, reduced.source)
         name = judge if judge is not None else (judges[0] if judges else "")
         checked = rank_gate_of_counts(reduced.counts(chosen), min_consistency, confidence)
-        checked.raise_if_blocked(name)
+        if checked.blocks:
+            return JudgeRanking(name, outcome.value, checked, None)
         systems = reduced.systems(chosen)
         verdicts = reduced.pair_verdicts(chosen, systems)
     # DuckDB is closed (its memory given back) before the counts become comparisons and are fitted
@@ -167,7 +198,7 @@ def _rank_calls(loaded: Any, name: str, judge: str | None, order_effect: bool, c
     # With an order effect on single-order data the fitted first-slot term stands in for the swap the data lack:
     # there is no consistency to gate on, and the ranking says so. Checked after the inputs, so a malformed
     # request is said as such whatever the judge.
-    if not (order_effect and checked.consistency is None):
-        checked.raise_if_blocked(name)
+    if checked.blocks and not (order_effect and checked.consistency is None):
+        return JudgeRanking(name, OutcomeSource.calls.value, checked, None)
     result = fit_adjusted(data, order_effect=order_effect, rounds=rounds, seed=seed, confidence=confidence)
     return JudgeRanking(name, OutcomeSource.calls.value, checked, result.ranking, result)

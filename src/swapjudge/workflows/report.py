@@ -21,7 +21,7 @@ from swapjudge.probes.length import with_holm as length_with_holm
 from swapjudge.probes.panel import PanelResult, panel
 from swapjudge.probes.segments import segment_analyses
 from swapjudge.ranking.battles import comparisons_from_records
-from swapjudge.ranking.bradley_terry import Model, rank
+from swapjudge.ranking.bradley_terry import Model, fit_ranking
 from swapjudge.reading.pairs import Outcome, build_pairs
 from swapjudge.reading.records import load_records, select_judges
 from swapjudge.reading.sidefiles import texts_from_records
@@ -187,7 +187,7 @@ def judge_ranking(source: ReportSource, judge: str, rounds: int, seed: int, mode
         return None
     if len(data.systems) <= 2:
         return None
-    return ReportRanking(judge or None, rank(data, model, rounds=rounds, seed=seed, confidence=confidence))
+    return ReportRanking(judge or None, fit_ranking(data, model, rounds=rounds, seed=seed, confidence=confidence))
 
 
 def answer_lengths(frame: pl.DataFrame, unit: LengthUnit = LengthUnit.chars) -> dict[tuple[str, str], float]:

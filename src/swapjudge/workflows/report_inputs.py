@@ -12,7 +12,8 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis
-from swapjudge.core.policy import TiePolicy, enforce_gates
+from swapjudge.core.policy import TiePolicy
+from swapjudge.outcome import Concluded, Ending, gates_ending
 from swapjudge.probes.calibrate import SPLIT_VALUE, Calibration, calibrate
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
@@ -58,7 +59,7 @@ class ReportRanking:
 
 
 @dataclass(frozen=True)
-class ReportInputs:
+class ReportInputs(Concluded):
     """The analyses (one per judge), per-segment analyses, the review queue and the settings behind them.
     `queue` holds every unsettled pair, or (`queue_counts` given: their number by outcome) only the first of
     them; `left_out` says which sections a report read by the streaming engine leaves out, and why."""
@@ -107,9 +108,9 @@ class ReportInputs:
     def length_for(self, analysis: JudgeAnalysis) -> LengthProbe | None:
         return next((p for p in self.lengths if p.judge == analysis.judge), None)
 
-    def raise_for_gate(self) -> None:
-        """`GateError` (exit 1 at the CLI, after the report is written) naming each judge below its gate."""
-        enforce_gates((x.judge, x.gate) for x in self.analyses)
+    def ending(self) -> Ending:
+        """Failed (exit 1 at the CLI, after the report is written), one line per judge below its gate."""
+        return gates_ending((x.judge, x.gate) for x in self.analyses)
 
     @property
     def policy_mismatch(self) -> str | None:

@@ -145,6 +145,65 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
     return LiveReview(opened, resumed, context)
 
 
+@dataclass
+class ServedReview:
+    """The live review page, built and listening (not yet serving): its store, the address reviewers open, the
+    links (one secret token each) and the app. `serve()` runs it until Ctrl-C, then closes the store."""
+
+    review: LiveReview
+    app: Any
+    sock: Any  # the bound socket.socket
+    host: str
+    base: str  # http://HOST:PORT
+
+    @property
+    def loopback(self) -> bool:
+        from swapjudge.review.serve import is_loopback
+
+        return is_loopback(self.host)
+
+    def links(self) -> list[tuple[str, str]]:
+        """(reviewer, URL) for each reviewer, in the store's order."""
+        return [(p.name, f"{self.base}/?token={token}") for p, token in self.review.store.tokens()
+                if p.role == "reviewer"]
+
+    def status_link(self) -> str:
+        """The owner's status page."""
+        owner = next(token for p, token in self.review.store.tokens() if p.role == "owner")
+        return f"{self.base}/status?token={owner}"
+
+    def serve(self) -> None:
+        from swapjudge.review.serve import run_server
+
+        try:
+            run_server(self.app, self.sock)
+        finally:
+            self.review.store.close()
+
+
+def serve_review(pairs: str | Path, store: str | Path, reviewers: str | list[str], *, host: str = "127.0.0.1",
+                 port: int = 8765, **options: Any) -> ServedReview:
+    """Open the review (`open_review`, with its `options`) and bind its page on `host`:`port` (0: any free port),
+    open to loopback hosts only unless `host` is another address. Needs the review extra."""
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise SwapjudgeError("the review server needs the review extra: pip install 'swapjudge[review]'") from None
+    from swapjudge.review.serve import bind, is_loopback, url_host
+    from swapjudge.review.web import LOOPBACK_HOSTS, create_app
+
+    review = open_review(pairs, store, reviewers, **options)
+    try:
+        loopback = is_loopback(host)
+        app = create_app(review.store, judge=review.judge, allowed_hosts=LOOPBACK_HOSTS if loopback else ["*"])
+        sock = bind(host, port)
+    except BaseException:
+        review.store.close()
+        raise
+    return ServedReview(review, app, sock, host, f"http://{url_host(host)}:{sock.getsockname()[1]}")
+
+
 def export_votes(store: str | Path, output: str | Path, *, format: str = "records",
                  origin: str = "all") -> tuple[int, int]:
     """Write the store's live votes (see `swapjudge.review.export.export_review`); (votes, reviewers who voted)."""

@@ -17,7 +17,8 @@ from swapjudge.core.analysis import Analyses
 from swapjudge.core.display import Displayable
 from swapjudge.core.documents import json_document
 from swapjudge.defaults import DEFAULT_STORE
-from swapjudge.errors import GateError, SwapjudgeError
+from swapjudge.errors import SwapjudgeError
+from swapjudge.outcome import Concluded, Conclusion, Ending
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RunResult(Displayable):
+class RunResult(Displayable, Concluded):
     """A finished (or interrupted, or still waiting) run and the analysis of what it stored.
 
     `waiting` counts the requests still in provider batches (or offline batch files): their pairs are incomplete,
@@ -65,15 +66,16 @@ class RunResult(Displayable):
         """True when the run is in (nothing waiting, not interrupted) and every judge passed its gate."""
         return not self.waiting and not self.interrupted and bool(self.analyses.judges) and self.analyses.passed
 
-    def raise_for_gate(self) -> None:
-        """`GateError` (exit 1 at the CLI) naming each judge below its gate, or saying that the run is not in yet
-        (requests waiting, or interrupted): no gate passes on part of the data. Nothing when `passed`."""
+    def ending(self) -> Ending:
+        """Failed (exit 1 at the CLI, by `raise_for_gate()`) naming each judge below its gate, or saying that the
+        run is not in yet (requests waiting, or interrupted): no gate passes on part of the data. Ok when
+        `passed`."""
         if self.waiting or self.interrupted:
             why = (f"{self.waiting:,} request(s) still waiting in {self.batches_waiting:,} batch(es)" if self.waiting
                    else "the run was interrupted")
-            raise GateError(f"run {self.run_id}: {why}: no gate passes on part of the data; run the same "
-                            "configuration again to finish it")
-        self.analyses.raise_for_gate()
+            return Ending(Conclusion.failed, (f"run {self.run_id}: {why}: no gate passes on part of the data; run "
+                                           "the same configuration again to finish it",))
+        return self.analyses.ending()
 
     def to_dict(self) -> dict[str, Any]:
         """`swapjudge run --format json`: the analysis, plus the run under `run`."""
@@ -136,7 +138,7 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     outcome = run_session(loaded, store_path=store, console=console, progress=progress,
                           handle_sigint=handle_sigint, wait=wait, retry_unparsed=retry_unparsed,
                           batch_wait=batch_wait)
-    with open_store(outcome.store_path, read_only=True) as st:
+    with open_run_store(outcome.store_path, read_only=True) as st:
         # calls still in a batch are pairs without two verdicts: incomplete, not left out
         waiting = _waiting_records(st, outcome.run_id) if outcome.batch_waiting else None
         stored = waiting is not None or any(True for _ in st.calls(outcome.run_id))
@@ -184,7 +186,7 @@ def dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *,
     loaded = load_run_config(config)
     if loaded.config.cascade is not None:  # priced judge by judge: not one plain run
         raise SwapjudgeError("{config} has a `cascade:`: price it with swapjudge.workflows.cascade_run"
-                             ".dry_run_cascade (as `swapjudge run --dry-run` does)", arguments=("config",))
+                             ".dry_run_cascade", arguments=("config",))
     return estimate(loaded, store_path=store)
 
 
@@ -203,16 +205,16 @@ def config_argument(config: Any) -> Any:
                                      "path, a mapping of its keys, or a LoadedConfig")
 
 
-def open_store(path: str | Path | None, *, read_only: bool = True) -> Store:
+def open_run_store(path: str | Path | None, *, read_only: bool = True) -> Store:
     """An existing run store (default ./swapjudge.db); a missing one is an error, never created. Opened with the
     runner's provenance rules, so an old store's runs get their provenance filled in; read-only unless told
     otherwise (a store on a read-only file system is read as well)."""
-    from swapjudge.runner.provenance import open_store as open_with_provenance
+    from swapjudge.runner.provenance import open_store
 
     where = Path(path) if path is not None else Path.cwd() / DEFAULT_STORE
     if not where.exists():
-        raise SwapjudgeError(f"{where}: no run store here (give --store PATH)")
-    return open_with_provenance(where, read_only=read_only)
+        raise SwapjudgeError(f"{where}: no run store here (give {{store}} PATH)", arguments=("store",))
+    return open_store(where, read_only=read_only)
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ class StoreCheck:
 def check_store(store: str | Path | None = None) -> StoreCheck:
     """The whole store checked (`PRAGMA integrity_check`: every page, and every index against its table, which
     the quicker check run when an error surfaces does not compare), read-only."""
-    with open_store(store) as st:
+    with open_run_store(store) as st:
         return StoreCheck(st.path, tuple(st.check(full=True)))
 
 
@@ -255,7 +257,7 @@ class StoredRuns:
 
 
 def list_runs(store: str | Path | None = None) -> StoredRuns:
-    with open_store(store) as st:
+    with open_run_store(store) as st:
         infos = st.runs()
         submissions = st.submissions()
     by_run: dict[int, list[Submission]] = {}
@@ -271,8 +273,8 @@ def export_records(store: str | Path | None = None, run_id: int | None = None, *
     from swapjudge.store.analysis import run_records
 
     if (run_id is None) == (not latest):
-        raise SwapjudgeError("give a run id or --latest (one of them)")
-    with open_store(store) as st:
+        raise SwapjudgeError("give a run id or {latest} (one of them)", arguments=("latest",))
+    with open_run_store(store) as st:
         rid = st.latest_run().id if latest else run_id
         assert rid is not None
         return rid, run_records(st, rid)

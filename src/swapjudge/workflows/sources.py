@@ -19,11 +19,11 @@ import polars as pl
 from swapjudge.errors import InputError
 from swapjudge.reading.records import RecordSet, load_records
 from swapjudge.reading.textfiles import is_stdio, read_stdin
+from swapjudge.store.connection import SQLITE_MAGIC, is_sqlite_file
 
 # Optional per-call text columns: the answers shown in slot 1 and slot 2, and the task. A records file may carry
 # them directly; otherwise `review.attach_texts` adds them from a pairs file.
 TEXT_COLUMNS = ("first_text", "second_text", "prompt")
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True)
@@ -68,13 +68,8 @@ class StreamedSource:
 
 
 def is_run_store(path: Path) -> bool:
-    """Whether the file is a run store (an SQLite database); False for anything unreadable, which the reader that
-    follows names."""
-    try:
-        with path.open("rb") as handle:
-            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
-        return False
+    """Whether the file is a run store (an SQLite database): `store.connection.is_sqlite_file`."""
+    return is_sqlite_file(path)
 
 
 def load_source(path: str | Path, *, allow_unpaired: bool = False, run: int | None = None) -> ReportSource:
@@ -85,14 +80,9 @@ def load_source(path: str | Path, *, allow_unpaired: bool = False, run: int | No
             raise InputError("a run store cannot be read from stdin: give its path", path="<stdin>")
         records = load_records(path, allow_unpaired=allow_unpaired)
         return ReportSource(records, "<stdin>", records_provenance(records.frame))
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(SQLITE_MAGIC))
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", path=str(path)) from None
-    if head == SQLITE_MAGIC:
+    if not path.exists():
+        raise InputError("no such file", path=str(path))
+    if is_sqlite_file(path):  # anything unreadable is named by the records reader below
         return _store_source(path, run, allow_unpaired)
     if run is not None:
         raise InputError("{run} applies to a run store, and this is a records file", path=str(path),

@@ -22,7 +22,7 @@ import polars as pl
 
 from swapjudge.core.policy import TiePolicy
 from swapjudge.errors import InputError
-from swapjudge.ranking.bradley_terry import Model, rank
+from swapjudge.ranking.bradley_terry import Model, fit_ranking
 from swapjudge.reading.pairs import classify
 from swapjudge.reading.records import choose_judges
 from swapjudge.reading.reduce import positional
@@ -152,7 +152,8 @@ def counted_rankings(reduced: StreamingSource, judges: list[str], passed: dict[s
         except InputError:  # no pair complete in both orders: nothing to rank
             continue
         if len(data.systems) > 2:
-            out.append(ReportRanking(name or None, rank(data, model, rounds=rounds, seed=seed, confidence=confidence)))
+            out.append(ReportRanking(name or None, fit_ranking(data, model, rounds=rounds, seed=seed,
+                                                               confidence=confidence)))
         del data
     return tuple(out)
 

@@ -36,7 +36,7 @@ from swapjudge.judges.batch import WAIT, BatchJudge, BatchProvider, ResultLine
 from swapjudge.redact import redact
 from swapjudge.runner.backend import resolved_judge_config
 from swapjudge.runner.batch.common import fault_point, key_of, split
-from swapjudge.runner.execute import _record_from_reply, _stored
+from swapjudge.runner.execute import record_from_reply, stored_call
 from swapjudge.runner.outcome import RunStats
 from swapjudge.runner.plan import PlannedCall
 from swapjudge.runner.pricing import batch_price, price_for
@@ -212,8 +212,8 @@ class _Run:
         assert res.body is not None
         reply = self.bodies.reply_from_body(res.body, head.request)
         reply.settings["batch"] = self.provider.name  # a fresh dict per reply: provenance of the call
-        records = [_record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
-        records += [_record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
+        records = [record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
+        records += [record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
                     for c in calls[1:]]
         return records
 
@@ -434,7 +434,7 @@ def _give_up(run: _Run, retry: Sequence[tuple[str, str, str]], plan: dict[CallKe
             again += calls
             continue
         reasons[why] += 1
-        failed += [_stored(c, verdict=None, source="api", error=redact(f"{why} (failed in {n} batches)"),
+        failed += [stored_call(c, verdict=None, source="api", error=redact(f"{why} (failed in {n} batches)"),
                            attempts=n) for c in calls]
     if failed:
         store.record_calls(run_id, failed)
