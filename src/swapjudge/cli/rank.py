@@ -61,8 +61,10 @@ def rank(
                          "not for --outcome graded, --order-effect or --control, which need the records and which "
                          "auto reads whole), memory (read whole). The figures are the same.")] = ReadEngine.auto,
 ) -> None:
-    """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
+    """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges.
+    Listwise (best-of-N) records are ranked by a Plackett-Luce fit with slot effects instead."""
     from swapjudge.report import rank as render
+    from swapjudge.workflows.rank import JudgeRanking
     from swapjudge.workflows.rank import rank as rank_judge
 
     controls = [c.strip() for c in (control or "").split(",") if c.strip()]
@@ -71,6 +73,12 @@ def rank(
                         order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
+        return
+    if not isinstance(result, JudgeRanking):  # listwise (best-of-N) records
+        from swapjudge.report import listwise
+
+        render = listwise.render_markdown if output is OutputFormat.markdown else listwise.render_text
+        wide_console(160).print(render(listwise.ranking_lines(result)), end="", highlight=False, markup=False)
         return
     name = result.judge or None
     # Piped output has no terminal to fit: print the table whole rather than at rich's default 80 columns.
