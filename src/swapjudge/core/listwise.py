@@ -18,6 +18,7 @@ accounts for whatever the calls of an item share.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,7 +46,9 @@ class SlotTest:
     method: str = "hotelling_t2_items"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"statistic": self.statistic, "p_value": self.p_value,
+        infinite = self.statistic is not None and math.isinf(self.statistic)
+        return {"statistic": None if infinite else self.statistic, "p_value": self.p_value,
+                "note": "every item deviates the same way: F is infinite" if infinite else None,
                 "df": None if self.df is None else list(self.df), "items": self.items, "design": self.design,
                 "method": self.method}
 

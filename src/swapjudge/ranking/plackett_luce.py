@@ -136,13 +136,24 @@ def _design(data: ChoiceData, slots: bool) -> np.ndarray:
     return x
 
 
-def _penalty_matrix(s: int, k: int, ridge: float) -> np.ndarray:
-    """ridge * (the centring of the system log-worths)' (centring): the prior on centred theta, in free params."""
-    full = np.zeros((s, s - 1))
-    full[1:, :] = np.eye(s - 1)
-    centred = full - full.mean(axis=0)
+def _centring(m: int) -> np.ndarray:
+    """The map from m - 1 free parameters (the first fixed at 0) to the m centred values."""
+    full = np.zeros((m, m - 1))
+    full[1:, :] = np.eye(m - 1)
+    return full - full.mean(axis=0)
+
+
+def _penalty_matrix(s: int, n: int, slots: bool, ridge: float) -> np.ndarray:
+    """The Gaussian prior's precision in the free parameters: `ridge` on each centred system log-worth and on
+    each centred slot pull (finite even when a system is never picked or a slot always is)."""
+    blocks = [_centring(s)] + ([_centring(n)] if slots else [])
+    k = sum(b.shape[1] for b in blocks)
     p = np.zeros((k, k))
-    p[: s - 1, : s - 1] = ridge * centred.T @ centred
+    at = 0
+    for b in blocks:
+        size = b.shape[1]
+        p[at: at + size, at: at + size] = ridge * b.T @ b
+        at += size
     return p
 
 
@@ -213,7 +224,7 @@ def fit_plackett_luce(calls: Sequence[ListwiseCall], *, rounds: int = 200, seed:
                       use_ranking: bool = True) -> PlackettLuce:
     """Fit strengths (and slot effects) to one judge's listwise calls; `rounds` item-bootstrap rounds give
     percentile intervals at `confidence` (0: none). `ridge` is the weight of a Gaussian prior on the centred
-    log-worths (0: the plain maximum likelihood, infinite for a system never picked)."""
+    log-worths and slot pulls (0: the plain maximum likelihood, infinite for a system never picked)."""
     if not 0 < confidence < 1:
         raise ArgumentError(f"{{confidence}} must be between 0 and 1, got {confidence}", "confidence")
     if rounds < 0:
@@ -241,7 +252,7 @@ def fit_plackett_luce(calls: Sequence[ListwiseCall], *, rounds: int = 200, seed:
             x = _design(data, False)
             note = ("the systems were not rotated over the slots enough to tell a slot's pull from a system's "
                     "strength: strengths fitted without slot effects, and they carry any pull of the order shown")
-    penalty = _penalty_matrix(s, x.shape[2], ridge)
+    penalty = _penalty_matrix(s, n, use_slots, ridge)
     beta = _newton(x, mask, data.chosen, data.weights, penalty)
     theta, gamma = _centred(beta, s, n, use_slots)
     thetas = np.empty((rounds, s))

@@ -20,9 +20,10 @@ def _interval(m: MeanInterval) -> str:
 
 
 def _p(p: float | None) -> str:
+    """`p = 0.0123`, or `p < 0.0001`."""
     if p is None:
-        return "n/a"
-    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+        return "p n/a"
+    return "p < 0.0001" if p < 0.0001 else f"p = {p:.4f}"
 
 
 def _signed(value: float | None) -> str:
@@ -71,7 +72,7 @@ def analysis_lines(result: ListwiseAnalysis) -> list[str]:
         verdict = ("a slot is preferred (p < 0.05)" if t.p_value < 0.05 else
                    "no slot preference detected at this sample size (not evidence that there is none)")
         out.append(f"slot test (Hotelling T² over {t.items} items, {design}): F = {stat} on ({df[0]}, {df[1]}) df, "
-                   f"p = {_p(t.p_value)}: {verdict}")
+                   f"{_p(t.p_value)}: {verdict}")
     c = a.consistency
     out.append(f"winner consistency (items whose calls all picked the same system; Wilson over items, items "
                f"independent): {_pct(c.rate)} ({_pct(c.low)} – {_pct(c.high)}), {c.consistent} of {c.items} items"
