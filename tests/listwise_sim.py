@@ -15,8 +15,9 @@ def latin_orders(rng: np.random.Generator, n: int) -> list[list[int]]:
     return [[int(base[(r + j) % n]) for j in range(n)] for r in range(n)]
 
 
-def simulate(rng: np.random.Generator, theta: Sequence[float], *, items: int = 200, gamma: Sequence[float] | None = None,
-             lift: float = 0.0, item_sd: float = 0.0, judge: str = "sim", label: bool = False,
+def simulate(rng: np.random.Generator, theta: Sequence[float], *, items: int = 200,
+             gamma: Sequence[float] | None = None, lift: float = 0.0, item_sd: float = 0.0, judge: str = "sim",
+             label: bool = False,
              rotations: str = "latin") -> list[ListwiseCall]:
     """Calls of a judge that picks by Luce's model on theta + the slot's gamma (+ an item's own normal noise of
     `item_sd` per system, shared by its rotations), and with probability `lift` picks slot 1 whatever it shows.

@@ -54,7 +54,8 @@ def test_a_consistent_judge_passes_and_ranks(tmp_path: Path) -> None:
     assert ranked.exit_code == 0
     fitted = json.loads(ranked.stdout)
     assert fitted["outcome"] == "listwise" and list(fitted["strengths"]) == ["s0", "s1", "s2", "s3"]
-    assert fitted["strengths"] == lw["strengths"] or fitted["strengths"]["s0"]["value"] == lw["strengths"]["s0"]["value"]
+    # the same fit: the same point estimates (the intervals differ with the rounds)
+    assert fitted["strengths"]["s0"]["value"] == lw["strengths"]["s0"]["value"]
     markdown = invoke("analyze", str(path), "--format", "markdown")
     assert markdown.exit_code == 0 and markdown.stdout.startswith("### judge: strong")
 

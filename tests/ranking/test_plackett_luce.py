@@ -36,7 +36,8 @@ def test_picks_match_statsmodels_conditional_logit() -> None:
             x.append(row)
             y.append(float(slot + 1 == call.pick))
             groups.append(g)
-    params = ConditionalLogit(np.array(y), np.array(x), groups=np.array(groups)).fit(disp=0, method="newton", maxiter=200).params
+    model = ConditionalLogit(np.array(y), np.array(x), groups=np.array(groups))
+    params = model.fit(disp=0, method="newton", maxiter=200).params
     theirs_theta = centred(np.concatenate([[0.0], params[:3]]))
     theirs_gamma = centred(np.concatenate([[0.0], params[3:]]))
     ours_theta = np.array([fit.strengths[f"s{k}"].value for k in range(4)])
@@ -109,7 +110,8 @@ def _coverage(runs: int, rounds: int, seed: int) -> float:
     covered = total = 0
     truth = centred(THETA)
     for _ in range(runs):
-        fit = fit_plackett_luce(simulate(rng, THETA, gamma=GAMMA, items=200), rounds=rounds, seed=int(rng.integers(1 << 30)))
+        calls = simulate(rng, THETA, gamma=GAMMA, items=200)
+        fit = fit_plackett_luce(calls, rounds=rounds, seed=int(rng.integers(1 << 30)))
         for k in range(4):
             e = fit.strengths[f"s{k}"]
             covered += e.low <= truth[k] <= e.high

@@ -32,7 +32,8 @@ def test_reads_the_fields(tmp_path: Path) -> None:
     assert third.item == "7" and third.judge == "" and third.n == 4
     assert loaded.judges == ["", "j"]
     # a ranking without a pick gives its first slot as the pick
-    assert load_listwise([{"item": "q", "slots": ["a", "b", "c"], "pick": None, "ranking": [3, 1, 2]}]).calls[0].pick == 3
+    ranked = load_listwise([{"item": "q", "slots": ["a", "b", "c"], "pick": None, "ranking": [3, 1, 2]}])
+    assert ranked.calls[0].pick == 3
 
 
 def test_detected_beside_pairwise(tmp_path: Path) -> None:
