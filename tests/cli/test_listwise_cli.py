@@ -70,3 +70,14 @@ def test_bad_records_exit_2_on_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1 and "bad.jsonl:2: field `pick`" in lines[0]
     flags = invoke("analyze", str(path), "--a", "a")
     assert flags.exit_code == 2 and "--a" in flags.output
+
+
+def test_report_shows_the_n_way_figures(tmp_path: Path) -> None:
+    path = write(tmp_path / "first.jsonl", always_first(items=20))
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    done = invoke("report", str(path), "--html", str(html), "--markdown", str(md), "--rank-bootstrap", "20")
+    assert done.exit_code == 1  # written, then the failed gate
+    page = html.read_text(encoding="utf-8")
+    assert "slot 1: 100.0%" in page and "winner consistency" in page and "withheld" in page
+    assert "<script" not in page
+    assert md.read_text(encoding="utf-8").startswith("### judge: first")

@@ -113,6 +113,30 @@ def render_text(lines: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_html(blocks: list[list[str]], title: str = "Best-of-N judge report") -> str:
+    """A self-contained HTML page of each judge's lines (every text escaped; no script, no outside resource)."""
+    from html import escape
+
+    parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>",
+             "<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;line-height:1.4}"
+             "li{margin:.1rem 0}</style></head><body>", f"<h1>{escape(title)}</h1>"]
+    for lines in blocks:
+        parts.append(f"<h2>{escape(lines[0])}</h2>")
+        items: list[str] = []
+        for line in lines[1:]:
+            if line.startswith("  "):
+                items.append(f"<li>{escape(line.strip())}</li>")
+                continue
+            if items:
+                parts.append("<ul>" + "".join(items) + "</ul>")
+                items = []
+            parts.append(f"<p>{escape(line)}</p>")
+        if items:
+            parts.append("<ul>" + "".join(items) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
 def render_markdown(lines: list[str]) -> str:
     """The same lines as Markdown: the first as a heading, indented ones as list items."""
     out = []
