@@ -138,13 +138,11 @@ def render_html(blocks: list[list[str]], title: str = "Best-of-N judge report") 
 
 
 def render_markdown(lines: list[str]) -> str:
-    """The same lines as Markdown: the first as a heading, indented ones as list items."""
-    out = []
-    for i, line in enumerate(lines):
-        if i == 0:
-            out.append(f"### {line}\n")
-        elif line.startswith("  "):
-            out.append(f"- {line.strip()}")
+    """The same lines as Markdown: the first as a heading, the others as paragraphs, indented ones as list items."""
+    blocks: list[str] = [f"### {lines[0]}"]
+    for line in lines[1:]:
+        if line.startswith("  ") and blocks[-1].startswith("- "):
+            blocks[-1] += f"\n- {line.strip()}"
         else:
-            out.append(f"\n{line}\n")
-    return "\n".join(out) + "\n"
+            blocks.append(f"- {line.strip()}" if line.startswith("  ") else line)
+    return "\n\n".join(blocks) + "\n\n"
