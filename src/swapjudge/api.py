@@ -51,9 +51,11 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     Gated as `analyze` is: a judge whose swap-consistency is below `min_consistency` gets no ranking
     (`GateError`); `min_consistency=0` ranks anyway. `engine` reads a file as `--engine` does: "auto" reduces a
     Parquet file or a large JSON Lines file to counts with the streaming engine, "memory" reads every record,
-    "streaming" always reduces (the same figures either way)."""
+    "streaming" always reduces (the same figures either way). Listwise (best-of-N) records give the
+    Plackett-Luce fit with slot effects (`ranking.plackett_luce.PlackettLuce`) instead."""
+    from swapjudge.workflows.rank import JudgeRanking
     from swapjudge.workflows.rank import rank as rank_judge
 
-    return rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
-                      confidence=confidence, interval=interval, min_consistency=min_consistency,
-                      engine=engine).ranking
+    ranked = rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
+                        confidence=confidence, interval=interval, min_consistency=min_consistency, engine=engine)
+    return ranked.ranking if isinstance(ranked, JudgeRanking) else ranked.fit  # type: ignore[return-value]

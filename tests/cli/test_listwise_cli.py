@@ -81,3 +81,14 @@ def test_report_shows_the_n_way_figures(tmp_path: Path) -> None:
     assert "slot 1: 100.0%" in page and "winner consistency" in page and "withheld" in page
     assert "<script" not in page
     assert md.read_text(encoding="utf-8").startswith("### judge: first")
+
+
+def test_python_api(tmp_path: Path) -> None:
+    import swapjudge as sj
+
+    calls = simulate(np.random.default_rng(0), [3.0, 0.0, -1.0, -2.0], items=40, judge="strong")
+    rows = [c.to_dict() for c in calls]
+    result = sj.analyze(rows)
+    assert result.passed and result["strong"].audit.consistency.items == 40
+    fit = sj.rank(rows, bootstrap=20)
+    assert fit.order()[0] == "s0" and fit.slot_effects is not None
