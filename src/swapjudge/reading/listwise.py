@@ -21,6 +21,7 @@ MIN_SLOTS = 3
 LISTWISE_FIELDS = ("slots", "pick")
 # the pairwise record's own fields: a record holding them is not a listwise one
 PAIRWISE_FIELDS = ("first", "second", "verdict")
+HEAD_BYTES = 4 << 20  # the most `is_listwise` reads of a file to find its first record
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,10 @@ def is_listwise(source: Any) -> bool:
         if is_stdio(path) or path.suffix.lower() in (".parquet", ".pq", ".csv", ".tsv") or not path.is_file():
             return False
         with path.open("rb") as handle:
-            head = b""
-            for raw in handle:
-                if raw.strip():
-                    head = raw
-                    break
+            start = handle.read(HEAD_BYTES)  # the first record is all it reads: never a whole store or file
+        if start.startswith(b"SQLite format 3"):
+            return False
+        head = next((line for line in start.split(b"\n") if line.strip()), b"")
         try:
             return _looks_listwise(json.loads(head.decode("utf-8-sig")))
         except ValueError:
