@@ -125,8 +125,10 @@ def test_bootstrap_intervals_cover_quick() -> None:
 
 @pytest.mark.slow
 def test_bootstrap_intervals_cover_the_truth() -> None:
-    # 200 runs x 4 systems; the Monte Carlo standard error of the coverage is about 0.8 points
-    assert 0.93 <= _coverage(200, 300, 8) <= 0.97
+    # 150 runs x 4 systems, 500 rounds each: the Monte Carlo standard error of the coverage is about 0.9 points,
+    # so the band is the 93-97% widened by half a point on each side (bench/bench_listwise.py measures
+    # it over more runs)
+    assert 0.925 <= _coverage(150, 500, 8) <= 0.975
 
 
 def test_no_rotation_means_no_slot_effects() -> None:
