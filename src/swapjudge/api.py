@@ -58,4 +58,4 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
 
     ranked = rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                         confidence=confidence, interval=interval, min_consistency=min_consistency, engine=engine)
-    return ranked.ranking if isinstance(ranked, JudgeRanking) else ranked.fit  # type: ignore[return-value]
+    return ranked.ranking if isinstance(ranked, JudgeRanking) else ranked.fit

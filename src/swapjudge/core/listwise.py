@@ -150,7 +150,7 @@ def slot_test(calls: Sequence[ListwiseCall], n: int) -> SlotTest:
     d = np.zeros((m, n))
     for i, cs in enumerate(used):
         for c in cs:
-            d[i, c.pick - 1] += 1  # type: ignore[operator]
+            d[i, (c.pick or 0) - 1] += 1  # every call here has a pick
         d[i] -= len(cs) / n
     d = d[:, : n - 1]  # the last slot's deviation is minus the sum of the others
     mean = d.mean(axis=0)
@@ -204,15 +204,15 @@ def accuracy(calls: Sequence[ListwiseCall], n: int, confidence: float = 0.95) ->
         return None
     by_slot = []
     for slot in range(n):
-        here = [c for c in labelled if c.slots.index(c.label) == slot]  # type: ignore[arg-type]
+        here = [c for c in labelled if c.slots.index(c.label or "") == slot]
         flags = np.array([c.picked == c.label for c in here], dtype=float)
         clusters = np.array([c.item for c in here], dtype=object)
         by_slot.append(proportion_interval(flags, confidence, clusters if here else None))
     scores, right = [], 0
     for cs in _by_item(labelled).values():
-        places = defaultdict(int)
+        places: dict[int, int] = defaultdict(int)
         for c in cs:
-            places[c.slots.index(c.label)] += 1  # type: ignore[arg-type]
+            places[c.slots.index(c.label or "")] += 1
         if len(places) != n or len(set(places.values())) != 1:
             continue
         hits = [c.picked == c.label for c in cs]

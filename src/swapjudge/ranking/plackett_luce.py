@@ -140,7 +140,8 @@ def _centring(m: int) -> np.ndarray:
     """The map from m - 1 free parameters (the first fixed at 0) to the m centred values."""
     full = np.zeros((m, m - 1))
     full[1:, :] = np.eye(m - 1)
-    return full - full.mean(axis=0)
+    centred: np.ndarray = full - full.mean(axis=0)
+    return centred
 
 
 def _penalty_matrix(s: int, n: int, slots: bool, ridge: float) -> np.ndarray:
@@ -285,9 +286,3 @@ def fit_plackett_luce(calls: Sequence[ListwiseCall], *, rounds: int = 200, seed:
     return PlackettLuce(strengths, slots_out, "plackett_luce" if data.uses_ranking else "luce", data.calls,
                         data.counts.shape[0], rounds, confidence, note)
 
-
-def pick_probabilities(theta: Sequence[float], gamma: Sequence[float], order: Sequence[int]) -> np.ndarray:
-    """The model's pick probability of each slot when systems `order` (indices into theta) fill the slots."""
-    eta = np.asarray([theta[i] for i in order]) + np.asarray(gamma)[: len(order)]
-    p = np.exp(eta - eta.max())
-    return p / p.sum()

@@ -203,13 +203,13 @@ def _call(row: Any, number: int, fail: Any) -> ListwiseCall:
         raise fail("must be a list of the systems in the order shown, slot 1 first", "slots")
     slots: list[str] = []
     for index, value in enumerate(slots_in, start=1):
-        name = _text(value)
-        if not name:
+        shown = _text(value)
+        if not shown:
             raise fail(f"slot {index} must name a system (a non-empty string)", "slots")
-        if name in slots:
-            raise fail(f"{name!r} is in slot {slots.index(name) + 1} and slot {index}: each system is shown once",
+        if shown in slots:
+            raise fail(f"{shown!r} is in slot {slots.index(shown) + 1} and slot {index}: each system is shown once",
                        "slots")
-        slots.append(name)
+        slots.append(shown)
     n = len(slots)
     if n < MIN_SLOTS:
         raise fail(f"has {n} answer{'s' if n != 1 else ''}: a listwise call shows at least {MIN_SLOTS} "
