@@ -27,6 +27,7 @@ from swapjudge.workflows.run import dry_run, run
 
 if TYPE_CHECKING:
     from swapjudge.reading.records import RecordSet
+    from swapjudge.workflows.listwise import ListwiseRanking
     from swapjudge.workflows.rank import JudgeRanking
 
 __all__ = ["analyze", "dry_run", "load_records", "rank", "run"]
@@ -45,7 +46,8 @@ def load_records(source: str | Path | Any, *, allow_unpaired: bool = False, extr
 def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
          outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
          confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
-         min_consistency: float = DEFAULT_MIN_CONSISTENCY, engine: ReadEngine | str = ReadEngine.auto) -> JudgeRanking:
+         min_consistency: float = DEFAULT_MIN_CONSISTENCY,
+         engine: ReadEngine | str = ReadEngine.auto) -> JudgeRanking | ListwiseRanking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`): the
     judge's `JudgeRanking` (its `ranking`, `rows`, `to_frame()`, the `gate`).
 
@@ -54,7 +56,8 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     `raise_for_gate()` raises `GateError`, as `analyze`'s does; `min_consistency=0` ranks anyway. `engine` reads a
     file as `--engine` does: "auto" reduces a
     Parquet file or a large JSON Lines file to counts with the streaming engine, "memory" reads every record,
-    "streaming" always reduces (the same figures either way)."""
+    "streaming" always reduces (the same figures either way). Listwise (best-of-N) records give a
+    `ListwiseRanking` instead: the Plackett-Luce fit with slot effects (`fit`), withheld the same way."""
     from swapjudge.workflows.rank import rank as rank_judge
 
     return rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,

@@ -73,7 +73,12 @@ def analyze_command(
     engine: EngineOpt = ReadEngine.auto,
 ) -> None:
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
-    tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
+    tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present.
+
+    Listwise (best-of-N) records are detected by their `slots` field: each slot's pick share, a test that no
+    slot is preferred, winner consistency over an item's rotations and its gate, accuracy by the slot the
+    better answer sat in, and Plackett-Luce strengths with slot effects (item bootstrap)."""
+    from swapjudge.core.analysis import Analyses
     from swapjudge.report import markdown, text
     from swapjudge.workflows.analyze import analyze
 
@@ -81,6 +86,12 @@ def analyze_command(
                           confidence=confidence, allow_unpaired=allow_unpaired, engine=engine.value)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
+    elif not isinstance(result, Analyses):  # listwise (best-of-N) records
+        from swapjudge.report import listwise
+
+        render = listwise.render_markdown if output is OutputFormat.markdown else listwise.render_text
+        for one in result:
+            wide_console().print(render(listwise.analysis_lines(one)), end="", highlight=False, markup=False)
     elif output is OutputFormat.markdown:
         print(markdown.render_analyses(list(result)), end="")
     else:

@@ -69,19 +69,27 @@ def rank_command(
                          "not for --outcome graded, --order-effect or --control, which need the records and which "
                          "auto reads whole), memory (read whole). The figures are the same.")] = ReadEngine.auto,
 ) -> None:
-    """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges."""
+    """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges.
+    Listwise (best-of-N) records are ranked by a Plackett-Luce fit with slot effects instead."""
     from swapjudge.report import rank as render
-    from swapjudge.workflows.rank import rank
+    from swapjudge.workflows.rank import JudgeRanking, rank
 
     controls = [c.strip() for c in (control or "").split(",") if c.strip()]
     result = rank(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
-                        confidence=confidence, interval=interval, min_consistency=min_consistency,
-                        order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value)
+                  confidence=confidence, interval=interval, min_consistency=min_consistency,
+                  order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value)
     conclude(result)  # a withheld ranking has nothing to show but why
-    assert result.ranking is not None
     if output is OutputFormat.json:
         dump_json(result.to_dict())
         return
+    if not isinstance(result, JudgeRanking):  # listwise (best-of-N) records
+        from swapjudge.report import listwise
+
+        lines = listwise.ranking_lines(result)
+        text = listwise.render_markdown(lines) if output is OutputFormat.markdown else listwise.render_text(lines)
+        wide_console(160).print(text, end="", highlight=False, markup=False)
+        return
+    assert result.ranking is not None
     name = result.judge or None
     # Piped output has no terminal to fit: print the table whole rather than at rich's default 80 columns.
     console = wide_console(160)

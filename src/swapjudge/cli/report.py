@@ -72,6 +72,13 @@ def report_command(
 
     if html_out is None and markdown_out is None:
         raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")
+    from swapjudge.reading.listwise import is_listwise
+
+    if run is None and is_listwise(source):  # best-of-N records: the N-way figures
+        _listwise_report(source, html_out, markdown_out, judge=judge,
+                         min_consistency=DEFAULT_MIN_CONSISTENCY if min_consistency is None else min_consistency,
+                         confidence=confidence, rounds=rank_bootstrap, seed=rank_seed)
+        return
     inputs = report(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired, human=human, judge=judge, a=a,
                     b=b, tie_policy=tie_policy, min_consistency=min_consistency, confidence=confidence,
                     segment=segment, rank_rounds=rank_bootstrap, rank_seed=rank_seed, engine=engine,
@@ -87,3 +94,23 @@ def report_command(
         write_atomic(markdown_out, render_report(inputs))
         stderr.print(f"wrote {display_path(markdown_out)}", highlight=False, markup=False)
     conclude(inputs)
+
+
+def _listwise_report(source: Path, html_out: Path | None, markdown_out: Path | None, *, judge: str | None,
+                     min_consistency: float, confidence: float, rounds: int, seed: int) -> None:
+    """The report of listwise records: each judge's slot shares, slot test, winner consistency, gate, accuracy,
+    strengths and slot effects; exits 1 after writing when a judge fails the gate."""
+    from swapjudge.reading.textfiles import write_atomic
+    from swapjudge.report import listwise
+    from swapjudge.workflows.listwise import analyze_listwise
+
+    result = analyze_listwise(source, judge=judge, min_consistency=min_consistency, confidence=confidence,
+                              bootstrap=rounds, seed=seed)
+    blocks = [listwise.analysis_lines(one) for one in result]
+    if html_out is not None:
+        write_atomic(html_out, listwise.render_html(blocks))
+        stderr.print(f"wrote {display_path(html_out)}", highlight=False, markup=False)
+    if markdown_out is not None:
+        write_atomic(markdown_out, "".join(listwise.render_markdown(lines) for lines in blocks))
+        stderr.print(f"wrote {display_path(markdown_out)}", highlight=False, markup=False)
+    conclude(result)

@@ -168,9 +168,14 @@ def run_command(
     """Judge the configured pairs in both orders, store every call, print the analysis. Running the same
     command again resumes an unfinished run and makes only the missing calls; replies are cached. With
     `cascade:` in the configuration, each later judge is asked only about the pairs the judges before it left
-    unsettled, and the win rate is over all pairs, the unsettled ones from all lost to all won."""
+    unsettled, and the win rate is over all pairs, the unsettled ones from all lost to all won. With
+    `protocol: listwise`, one call shows all N answers, their order rotated over the slots."""
+    from swapjudge.runner.listwise_run import is_listwise_config
     from swapjudge.workflows import run as runs
 
+    if is_listwise_config(config):  # best of N: rotated slot orders, one listwise record per call
+        _run_listwise(config, output)
+        return
     loaded = runs.load_run_config(config)
     if loaded.config.cascade is not None and not check:
         from swapjudge.cli.run_cascade import cascade_command
@@ -234,6 +239,25 @@ def run_command(
             f"for exactly those: {again}",
             highlight=False,
         )
+    conclude(result)
+
+
+def _run_listwise(config: Path, output: OutputFormat) -> None:
+    """`protocol: listwise`: judge, then analyse the records file as `analyze` does, ending a failed gate."""
+    from swapjudge.report import listwise
+    from swapjudge.runner.listwise_run import run_listwise
+    from swapjudge.workflows.listwise import analyze_listwise
+
+    done = run_listwise(config)
+    stderr.print(f"{done.made} listwise call(s) made, {done.resumed} already in {shown_path(done.output)}, "
+                 f"{done.unparsed} without a usable pick", highlight=False, markup=False)
+    result = analyze_listwise(done.output, min_consistency=done.min_consistency)
+    if output is OutputFormat.json:
+        dump_json(result.to_dict())
+    else:
+        render = listwise.render_markdown if output is OutputFormat.markdown else listwise.render_text
+        for one in result:
+            wide_console().print(render(listwise.analysis_lines(one)), end="", highlight=False, markup=False)
     conclude(result)
 
 

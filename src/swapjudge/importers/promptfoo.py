@@ -40,7 +40,7 @@ GRADER_FAILURES = ("Could not extract JSON", "Invalid select-best verdict", "llm
                    "Error", "No output")
 
 
-def _load(imp: FileImport) -> list[dict[str, Any]]:
+def load_promptfoo_results(imp: FileImport) -> list[dict[str, Any]]:
     try:
         data = json.loads(imp.path.read_text(encoding="utf-8"))
     except OSError as err:
@@ -65,7 +65,7 @@ def _component(result: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def _select_best(result: dict[str, Any]) -> dict[str, Any] | None:
+def select_best_component(result: dict[str, Any]) -> dict[str, Any] | None:
     return _component(result, SELECT_BEST)
 
 
@@ -95,20 +95,20 @@ def _read_rubric(imp: FileImport, where: str, results: list[dict[str, Any]], jud
         else:
             verdict = "first" if comp["pass"] else "second"
         imp.add(make_record(
-            item=_item(test, vars_, test_index), first=ids[0], second=ids[1], verdict=verdict,
-            judge=judge_name if judge_name is not None else _judge(result), raw=reason or None,
+            item=promptfoo_item_id(test, vars_, test_index), first=ids[0], second=ids[1], verdict=verdict,
+            judge=judge_name if judge_name is not None else grader_name(result), raw=reason or None,
             test_index=test_index, description=test.get("description"), _where=where,
         ))
 
 
-def _judge(result: dict[str, Any]) -> str:
+def grader_name(result: dict[str, Any]) -> str:
     provider = ((result.get("testCase") or {}).get("options") or {}).get("provider")
     if isinstance(provider, dict):
         return str(provider.get("label") or provider.get("id") or DEFAULT_JUDGE)
     return str(provider) if isinstance(provider, str) and provider else DEFAULT_JUDGE
 
 
-def _name(result: dict[str, Any], by_provider: bool) -> str:
+def system_name(result: dict[str, Any], by_provider: bool) -> str:
     if by_provider:
         provider = result.get("provider") or {}
         return str(provider.get("label") or provider.get("id") or "")
@@ -116,7 +116,7 @@ def _name(result: dict[str, Any], by_provider: bool) -> str:
     return str(prompt.get("label") or result.get("promptId") or result.get("promptIdx"))
 
 
-def _item(test: dict[str, Any], vars_: dict[str, Any], index: Any) -> str:
+def promptfoo_item_id(test: dict[str, Any], vars_: dict[str, Any], index: Any) -> str:
     if vars_.get("item") not in (None, ""):
         return str(vars_["item"])
     return str(test.get("description") or f"test{index}")
@@ -124,12 +124,12 @@ def _item(test: dict[str, Any], vars_: dict[str, Any], index: Any) -> str:
 
 def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
     groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    for result in _load(imp):
+    for result in load_promptfoo_results(imp):
         groups[result.get("testIdx")].append(result)
     for test_index, results in groups.items():
         imp.rows += 1
         where = f"{imp.path}[test {test_index}]"
-        graded = [(r, _select_best(r)) for r in results]
+        graded = [(r, select_best_component(r)) for r in results]
         if not any(comp is not None for _r, comp in graded):
             if any(_component(r, LLM_RUBRIC) is not None for r in results):
                 _read_rubric(imp, where, results, judge_name, test_index)
@@ -149,7 +149,7 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
         else:
             by_provider = (r1.get("provider") or {}).get("id") != (r2.get("provider") or {}).get("id") or \
                 (r1.get("provider") or {}).get("label") != (r2.get("provider") or {}).get("label")
-            first, second = _name(r1, by_provider), _name(r2, by_provider)
+            first, second = system_name(r1, by_provider), system_name(r2, by_provider)
         if first == second:
             imp.flag(where, "error", f"both outputs are named {first!r}; give vars first_id and second_id")
             continue
@@ -167,8 +167,8 @@ def read_file(imp: FileImport, *, judge_name: str | None = None) -> None:
             verdict = None
             imp.flag(where, "null_verdict", f"no single output selected ({reason or 'grader gave no verdict'})")
         imp.add(make_record(
-            item=_item(test, vars_, test_index), first=first, second=second, verdict=verdict,
-            judge=judge_name if judge_name is not None else _judge(r1), raw=reason or None,
+            item=promptfoo_item_id(test, vars_, test_index), first=first, second=second, verdict=verdict,
+            judge=judge_name if judge_name is not None else grader_name(r1), raw=reason or None,
             test_index=test_index, description=test.get("description"), _where=where,
         ))
 

@@ -139,7 +139,7 @@ _VOWELS = "aeiou"
 CODE_SYLLABLES = 4  # 70**4 = 24M codes; uniqueness comes from the re-derivation below, not from their number
 
 
-def _code_word(digest: bytes) -> str:
+def code_word(digest: bytes) -> str:
     """A pronounceable word (consonant-vowel syllables) from a hash: few tokens for any tokenizer."""
     n = int.from_bytes(digest[:8], "big")
     syllables = []
@@ -174,7 +174,7 @@ def boundary_code(task: str, first: str, second: str) -> str:
     payload = json.dumps([task, sorted((first, second))], ensure_ascii=False)
     seen = tuple(comparable(t) for t in (task, first, second))
     for attempt in range(1000):
-        code = _code_word(hashlib.sha256(f"{attempt}:{payload}".encode()).digest())
+        code = code_word(hashlib.sha256(f"{attempt}:{payload}".encode()).digest())
         if not any(code in t for t in seen):  # codes are plain lowercase Latin: their comparable form
             return code
     raise RuntimeError("no free boundary code")  # pragma: no cover - needs ~1000 planted collisions

@@ -15,6 +15,8 @@ from swapjudge.core import arguments
 from swapjudge.core.analysis import Analyses
 from swapjudge.core.analysis import analyze as analyse_records
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
+from swapjudge.errors import ArgumentError
+from swapjudge.reading.listwise import is_listwise
 from swapjudge.reading.records import load_records
 
 
@@ -38,6 +40,14 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     confidence = arguments.confidence(confidence)
     allow_unpaired = arguments.flag(allow_unpaired, "allow_unpaired")
     engine = arguments.choice(engine, "engine", ReadEngine).value
+    if is_listwise(source):  # best-of-N records: the N-way audit and the Plackett-Luce fit
+        from swapjudge.workflows.listwise import analyze_listwise
+
+        if a is not None or b is not None or tie_policy is not None:
+            raise ArgumentError("listwise records are not compared two by two: {a}, {b} and {tie_policy} do not "
+                                "apply", "a", "b", "tie_policy")
+        return analyze_listwise(source, judge=judge, min_consistency=min_consistency,  # type: ignore[return-value]
+                                confidence=confidence)
     if should_stream(source, engine):
         from swapjudge.core.counted import analyze_source
 

@@ -26,6 +26,7 @@ from swapjudge.core.choices import (
 from swapjudge.core.display import Displayable
 from swapjudge.errors import ArgumentError, InputError
 from swapjudge.outcome import Concluded, Ending
+from swapjudge.reading.listwise import is_listwise
 from swapjudge.reading.records import load_records
 
 if TYPE_CHECKING:
@@ -93,7 +94,8 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     loss and fits plain Bradley-Terry on those weighted outcomes (`model` is not used). `engine`: "auto" reduces
     Parquet and large JSON Lines files to counts when DuckDB is installed (the `scale` extra) and ranks from them,
     "streaming" always does (it refuses graded verdicts and the single-call fits, which need the rows), "memory"
-    reads the records whole."""
+    reads the records whole. Listwise (best-of-N) records are ranked by the Plackett-Luce fit with slot effects
+    (`workflows.listwise.rank_listwise`, a `ListwiseRanking`)."""
     from swapjudge.ranking.battles import choose_judge, comparisons_from_records
     from swapjudge.ranking.bradley_terry import fit_ranking
     from swapjudge.ranking.gate import rank_gate
@@ -113,6 +115,15 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     if len(set(controls)) != len(controls):
         raise ArgumentError("{control} names a covariate twice", "control")
     read = arguments.choice(engine, "engine", ReadEngine)
+    if is_listwise(source):  # best-of-N records: the Plackett-Luce fit with slot effects
+        from swapjudge.workflows.listwise import rank_listwise
+
+        if order_effect or controls or source_kind is not OutcomeSource.swap:
+            raise ArgumentError("listwise records are ranked by the Plackett-Luce fit with slot effects: "
+                                "{order_effect}, {control} and {outcome} do not apply",
+                                "order_effect", "control", "outcome")
+        return rank_listwise(source, judge=judge, bootstrap=bootstrap, seed=seed,  # type: ignore[return-value]
+                             confidence=confidence, min_consistency=min_consistency)
     adjusted = order_effect or bool(controls)
     if adjusted and source_kind is OutcomeSource.graded:
         raise ArgumentError("{outcome} graded ranks graded pairs; {order_effect} and {control} fit single calls",
