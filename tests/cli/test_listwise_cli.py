@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from listwise_sim import always_first, simulate
@@ -90,5 +91,11 @@ def test_python_api(tmp_path: Path) -> None:
     rows = [c.to_dict() for c in calls]
     result = sj.analyze(rows)
     assert result.passed and result["strong"].audit.consistency.items == 40
-    fit = sj.rank(rows, bootstrap=20)
-    assert fit.order()[0] == "s0" and fit.slot_effects is not None
+    ranked = sj.rank(rows, bootstrap=20)
+    assert not ranked.withheld and ranked.fit is not None
+    assert ranked.fit.order()[0] == "s0" and ranked.fit.slot_effects is not None
+    always_first = [{**row, "pick": 1} for row in rows]  # below the gate: withheld, raised only when asked
+    withheld = sj.rank(always_first, bootstrap=20)
+    assert withheld.withheld and withheld.fit is None and withheld.to_dict()["strengths"] is None
+    with pytest.raises(sj.GateError):
+        withheld.raise_for_gate()
