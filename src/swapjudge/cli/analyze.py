@@ -73,7 +73,7 @@ def analyze(
 ) -> None:
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
     tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present."""
-    from swapjudge.report import markdown, text
+    from swapjudge.report import text
     from swapjudge.workflows.analyze import analyze as run_analysis
 
     result = run_analysis(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
@@ -81,6 +81,8 @@ def analyze(
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
+        from swapjudge.report import markdown  # imported for this format only: text output needs none of it
+
         print(markdown.render_analyses(list(result)), end="")
     else:
         text.print_analyses(wide_console(), list(result))
