@@ -124,9 +124,11 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[floa
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stdout
 
 
-def line(label: str, result: tuple[float, float, float, str], floor: float | None = None) -> str:
+def line(label: str, result: tuple[float, float, float, str], floor: float | None = None,
+         checking: float | None = None) -> str:
     wall, cpu, rss, _ = result
     ratio = "" if floor is None else f"  {wall / floor:4.2f}x the floor"
+    ratio += "" if checking is None else f", {wall / checking:4.2f}x the checking floor"
     return f"  {label:<36} {wall:8.2f} s wall {cpu:8.2f} s cpu {rss:8.0f} MiB peak{ratio}"
 
 
@@ -166,9 +168,8 @@ def compare(path: Path, polars: bool, env: dict[str, str], cli: str,
     for label, result in runs.items():
         walls = [r[0] for r in every[label]]
         spread = f"  (walls {min(walls):.2f}-{max(walls):.2f} s over {len(walls)} runs)" if len(walls) > 1 else ""
-        print(line(label, result, None if label.endswith("floor") else floor) + spread)
-        if not label.endswith("floor"):
-            print(f"  {'':<36} {result[0] / checking:4.2f}x the checking floor")
+        floors = (None, None) if label.endswith("floor") else (floor, checking)
+        print(line(label, result, *floors) + spread)
     return runs
 
 
