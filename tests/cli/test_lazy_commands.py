@@ -86,3 +86,17 @@ def test_a_misspelled_command_still_gets_the_suggestion():
     out = subprocess.run([sys.executable, "-m", "swapjudge", "analyse"], capture_output=True, text=True, env=ENV)
     assert out.returncode == 2
     assert "analyze" in out.stderr
+
+
+def test_version_starts_without_any_command():
+    code = """
+import sys
+from swapjudge.cli import main
+try:
+    main()
+except SystemExit as e:
+    print('EXIT', e.code, sorted(m for m in sys.modules if m.startswith('swapjudge.cli.')), file=sys.stderr)
+"""
+    out = _python(code, "--version")
+    assert out.stdout.startswith("swapjudge ")
+    assert "EXIT 0 ['swapjudge.cli.app', 'swapjudge.cli.terminal']" in out.stderr, out.stderr

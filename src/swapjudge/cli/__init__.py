@@ -2,7 +2,7 @@
 
 `swapjudge CMD` imports only the module that defines CMD: typer builds a validator for every parameter of every
 command it knows, so knowing all 30 commands to run one would cost more than the command's own work. `from
-swapjudge.cli import app`, `--help`, `--version` and a name no module claims get every command.
+swapjudge.cli import app`, `--help` and a name no module claims get every command; `--version` gets none.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def __getattr__(name: str) -> Any:
 def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else None
     module = COMMANDS.get(command) if command is not None else None
+    if command == "--version":
+        load_commands(())()  # the eager --version option answers before any command is looked at
     load_commands((module,) if module is not None else COMMAND_MODULES)()
 
 
