@@ -1,7 +1,7 @@
 """Command-line interface: thin wrappers that parse arguments, call the library and render.
 
-`swapjudge CMD` imports only the module that defines CMD: typer builds a validator for every parameter of every
-command it knows, so knowing all 30 commands to run one would cost more than the command's own work. `from
+`swapjudge CMD` imports only the module that defines CMD: the other eleven command modules, and what they import
+at their top, are no part of CMD's work (typer builds an option's validator only when a command parses it). `from
 swapjudge.cli import app`, `--help` and a name no module claims get every command; `--version` gets none.
 """
 
