@@ -8,6 +8,8 @@ fresh process, side by side:
 - `swapjudge analyze FILE --format json` (the streaming engine: DuckDB within SWAPJUDGE_MEMORY_LIMIT);
 - the floor in DuckDB: read the file and count the verdicts per judge, item and slots
   (`GROUP BY judge, item, first, second`), under the same memory limit;
+- the checking floor in DuckDB: the same counts with what swapjudge checks on the way (each field's JSON type, a
+  missing or unknown verdict, each pair judged once in each order), under the same memory limit;
 - the floor in polars: the same counts with `scan_parquet(...).group_by(...).collect(engine="streaming")`
   (it holds every group in memory, so it is skipped above --polars-up-to records).
 
@@ -15,8 +17,9 @@ and the same for one JSON Lines file (--jsonl records), where the polars floor r
 issue's measurement did. `--report` adds `swapjudge report FILE --engine streaming --html --markdown` (every
 judge's analysis, ranking with the report's 200 bootstrap rounds, and review queue), and `--report-memory` the
 same report with `--engine memory`. Each line prints wall seconds, CPU seconds (user + system, every thread) and the
-process's peak RSS from `os.wait4`; the ratio is swapjudge's wall time over the faster floor's. This machine's
-run-to-run spread is wide, so `--repeat N` runs every command N times, taking turns, and prints the median run.
+process's peak RSS from `os.wait4`; the first ratio is swapjudge's wall time over the faster bare floor's,
+the second over the checking floor's. This machine's run-to-run spread is wide, so `--repeat N` runs every command
+N times, taking turns, and prints the median run.
 The children run with bytecode caching on and swapjudge compiled first, as an installed package starts (the
 floors' duckdb and polars come with their bytecode from pip); PYTHONDONTWRITEBYTECODE in the environment is dropped.
 
@@ -51,6 +54,32 @@ def duckdb_floor_query(path: str) -> str:
                  count(*) FILTER (WHERE verdict = 'second') AS s, count(*) FILTER (WHERE verdict = 'tie') AS t,
                  count(*) FILTER (WHERE verdict IS NULL) AS u
           FROM {source} GROUP BY judge, item, first, second)"""
+
+
+def duckdb_checking_floor_query(path: str) -> str:
+    """The checking floor: the bare floor's counts plus what swapjudge checks on the way, in one DuckDB query:
+    every field's JSON type (judge, item, first, second are strings; a verdict is a string or absent), a missing
+    or unknown verdict, and the one-pair structure (each judge, item and pair of systems judged once in each
+    order). Its last column counts the pairs that break a rule (0 on the generated files)."""
+    quoted = "'" + path.replace("'", "''") + "'"
+    names = ("judge", "item", "first", "second", "verdict")
+    if path.endswith(".parquet"):
+        source = f"SELECT {', '.join(names)}, true AS typed FROM read_parquet({quoted})"  # Parquet carries types
+    else:
+        columns = ", ".join(f"'{n}': 'JSON'" for n in names)
+        texts = ", ".join(f"json_extract_string({n}, '$') AS {n}" for n in names)
+        typed = " AND ".join(f"json_type({n}) = 'VARCHAR'" for n in names[:4])
+        source = (f"SELECT {texts}, {typed} AND (verdict IS NULL OR json_type(verdict) = 'VARCHAR') AS typed "
+                  f"FROM read_json({quoted}, format='newline_delimited', columns={{{columns}}})")
+    return f"""
+        SELECT count(*), sum(f), sum(s), sum(t), sum(u),
+               count(*) FILTER (WHERE NOT typed OR unknown > 0 OR n_xf <> 1 OR n_yf <> 1) FROM (
+          SELECT judge, item, least(first, second) AS x, greatest(first, second) AS y, bool_and(typed) AS typed,
+                 count(*) FILTER (WHERE first < second) AS n_xf, count(*) FILTER (WHERE first > second) AS n_yf,
+                 count(*) FILTER (WHERE verdict = 'first') AS f, count(*) FILTER (WHERE verdict = 'second') AS s,
+                 count(*) FILTER (WHERE verdict = 'tie') AS t, count(*) FILTER (WHERE verdict IS NULL) AS u,
+                 count(*) FILTER (WHERE verdict NOT IN ('first', 'second', 'tie')) AS unknown
+          FROM ({source}) GROUP BY judge, item, least(first, second), greatest(first, second))"""
 
 
 # the floor's process: DuckDB with the reduction's settings, running the query it is given
@@ -95,9 +124,11 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[floa
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stdout
 
 
-def line(label: str, result: tuple[float, float, float, str], floor: float | None = None) -> str:
+def line(label: str, result: tuple[float, float, float, str], floor: float | None = None,
+         checking: float | None = None) -> str:
     wall, cpu, rss, _ = result
     ratio = "" if floor is None else f"  {wall / floor:4.2f}x the floor"
+    ratio += "" if checking is None else f", {wall / checking:4.2f}x the checking floor"
     return f"  {label:<36} {wall:8.2f} s wall {cpu:8.2f} s cpu {rss:8.0f} MiB peak{ratio}"
 
 
@@ -118,7 +149,9 @@ def compare(path: Path, polars: bool, env: dict[str, str], cli: str,
     """Each command `repeat` times, the commands taking turns (so a slow spell of the machine falls on all of
     them); each line is the run of median wall time, with the spread of the walls beside it."""
     python = sys.executable
-    commands: dict[str, list[str]] = {"duckdb floor": [python, "-c", DUCKDB_FLOOR, duckdb_floor_query(str(path))]}
+    commands: dict[str, list[str]] = {"duckdb floor": [python, "-c", DUCKDB_FLOOR, duckdb_floor_query(str(path))],
+                                      "duckdb checking floor": [python, "-c", DUCKDB_FLOOR,
+                                                                duckdb_checking_floor_query(str(path))]}
     if polars:
         commands["polars floor"] = [python, "-c", POLARS_FLOOR, str(path)]
     commands["swapjudge analyze"] = [cli, "analyze", str(path), "--format", "json", "--min-consistency", "0"]
@@ -130,11 +163,13 @@ def compare(path: Path, polars: bool, env: dict[str, str], cli: str,
         for engine in reports:
             every.setdefault(f"swapjudge report --engine {engine}", []).append(report_run(path, env, cli, engine))
     runs = {label: median_run(results) for label, results in every.items()}
-    floor = min(runs[k][0] for k in runs if k.endswith("floor"))
+    floor = min(runs[k][0] for k in runs if k.endswith("floor") and "checking" not in k)
+    checking = runs["duckdb checking floor"][0]
     for label, result in runs.items():
         walls = [r[0] for r in every[label]]
         spread = f"  (walls {min(walls):.2f}-{max(walls):.2f} s over {len(walls)} runs)" if len(walls) > 1 else ""
-        print(line(label, result, None if label.endswith("floor") else floor) + spread)
+        floors = (None, None) if label.endswith("floor") else (floor, checking)
+        print(line(label, result, *floors) + spread)
     return runs
 
 

@@ -1,11 +1,14 @@
-"""Benchmark: the streaming engine's checked reduction against the floor's bare query, in one process.
+"""Benchmark: the streaming engine's checked reduction against the floors' bare and checking queries, in one
+process.
 
 `bench_analyze_scale.py` times whole commands, each in a fresh process, so its ratio holds the CLI's fixed cost
 (Python's start, the imports) beside the reading. This one times what is left once those are paid: in one
 process, taking turns `--repeat` times, the floor's DuckDB query (read the records, count the verdicts per
 judge, item and slots: no check) and `reading.streaming.StreamingSource` on the same file (the reduction with every
-check of the in-memory reader, its tables and its checks' queries). It prints each one's median and spread and
-the ratio of the medians. The file is bench/data's generated JSON Lines (or Parquet) file of --records records.
+check of the in-memory reader, its tables and its checks' queries), and the checking floor's query (the bare
+counts with the JSON types, a missing verdict and the one-pair structure checked). It prints each one's median and
+spread and the reduction's ratio of the medians to each floor. The file is bench/data's generated JSON Lines (or
+Parquet) file of --records records.
 
     python bench/bench_reduction_parts.py [--records 1000000] [--parquet] [--repeat 7]
 """
@@ -22,10 +25,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_analyze_scale import DATA, duckdb_floor_query, generate  # noqa: E402  (the same files and floor)
+from bench_analyze_scale import (  # noqa: E402  (the same files and floors)
+    DATA,
+    duckdb_checking_floor_query,
+    duckdb_floor_query,
+    generate,
+)
 
 
-def floor_seconds(path: Path) -> float:
+def floor_seconds(path: Path, query=duckdb_floor_query) -> float:  # type: ignore[no-untyped-def]
     """One run of the floor's query on a fresh connection, with the reduction's memory settings."""
     import duckdb
 
@@ -33,7 +41,7 @@ def floor_seconds(path: Path) -> float:
     con.execute(f"SET memory_limit = '{os.environ.get('SWAPJUDGE_MEMORY_LIMIT', '1GB')}'")
     con.execute("SET preserve_insertion_order = false")
     start = time.perf_counter()
-    con.execute(duckdb_floor_query(str(path))).fetchall()
+    con.execute(query(str(path))).fetchall()
     seconds = time.perf_counter() - start
     con.close()
     return seconds
@@ -63,15 +71,19 @@ def main() -> None:
     import duckdb  # imported before the clock starts: both sides run with it loaded
 
     reduction_seconds(path)  # warm-up: the first run pays swapjudge's imports
-    floors, reductions = [], []
+    floors, checking, reductions = [], [], []
     for _ in range(args.repeat):
         floors.append(floor_seconds(path))
+        checking.append(floor_seconds(path, duckdb_checking_floor_query))
         reductions.append(reduction_seconds(path))
     print(f"{args.records:,} records, {path.suffix[1:]}, duckdb {duckdb.__version__}, cpus {os.cpu_count()}, "
           f"load average {os.getloadavg()[0]:.1f}")
-    for label, runs in (("floor query (no check)", floors), ("checked reduction", reductions)):
+    for label, runs in (("floor query (no check)", floors), ("checking floor query", checking),
+                        ("checked reduction", reductions)):
         print(f"  {label:<24} median {statistics.median(runs):6.3f} s  (runs {min(runs):.3f}-{max(runs):.3f} s)")
-    print(f"  ratio of the medians {statistics.median(reductions) / statistics.median(floors):.2f}x")
+    reduction = statistics.median(reductions)
+    print(f"  ratio of the medians {reduction / statistics.median(floors):.2f}x the bare floor, "
+          f"{reduction / statistics.median(checking):.2f}x the checking floor")
 
 
 if __name__ == "__main__":

@@ -145,21 +145,28 @@ def test_a_store_in_a_folder_that_cannot_exist_is_one_line(tmp_path: Path, monke
     _one_line(result, "afile/sub/x.db: cannot create the store's folder")
 
 
+# the child's busy timeout, shortened from the store's 30 s so the lock can outlast it in a few seconds
+CHILD_BUSY_TIMEOUT_S = 2.0
+SHORT_TIMEOUT_MAIN = ("import swapjudge.store.schema as schema, swapjudge.store.writer as writer; "
+                      f"schema.BUSY_TIMEOUT_S = writer.BUSY_TIMEOUT_S = {CHILD_BUSY_TIMEOUT_S}; "
+                      "from swapjudge.cli import main; main()")
+
+
 @pytest.mark.slow
-def test_a_store_locked_for_longer_than_30_s_mid_run_keeps_every_paid_reply(tmp_path: Path) -> None:
+def test_a_store_locked_for_longer_than_its_busy_timeout_mid_run_keeps_every_paid_reply(tmp_path: Path) -> None:
     write_pairs(tmp_path, 30)
     db = tmp_path / "swapjudge.db"
     with JudgeServer(policy="better", delay_s=0.05) as server:
         cfg = write_config(tmp_path, base_url=server.openai_url, judge={"max_concurrency": 4})
-        proc = subprocess.Popen([sys.executable, "-c", "from swapjudge.cli import main; main()", "run", str(cfg),
+        proc = subprocess.Popen([sys.executable, "-c", SHORT_TIMEOUT_MAIN, "run", str(cfg),
                                  "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         deadline = time.monotonic() + 60
         while server.replied < 10 and time.monotonic() < deadline:
             time.sleep(0.01)
         holder = sqlite3.connect(db, timeout=30, isolation_level=None)
-        holder.execute("BEGIN IMMEDIATE")  # another process takes the write lock for 33 s
-        time.sleep(33)
+        holder.execute("BEGIN IMMEDIATE")  # another process takes the write lock past the child's busy timeout
+        time.sleep(CHILD_BUSY_TIMEOUT_S + 1.5)
         paid_while_locked = server.replied
         holder.execute("COMMIT")
         holder.close()

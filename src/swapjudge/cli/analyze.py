@@ -79,11 +79,11 @@ def analyze_command(
     slot is preferred, winner consistency over an item's rotations and its gate, accuracy by the slot the
     better answer sat in, and Plackett-Luce strengths with slot effects (item bootstrap)."""
     from swapjudge.core.analysis import Analyses
-    from swapjudge.report import markdown, text
+    from swapjudge.report import text
     from swapjudge.workflows.analyze import analyze
 
     result = analyze(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
-                          confidence=confidence, allow_unpaired=allow_unpaired, engine=engine.value)
+                     confidence=confidence, allow_unpaired=allow_unpaired, engine=engine.value)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif not isinstance(result, Analyses):  # listwise (best-of-N) records
@@ -93,6 +93,8 @@ def analyze_command(
         for one in result:
             wide_console().print(render(listwise.analysis_lines(one)), end="", highlight=False, markup=False)
     elif output is OutputFormat.markdown:
+        from swapjudge.report import markdown  # imported for this format only: text output needs none of it
+
         print(markdown.render_analyses(list(result)), end="")
     else:
         text.print_analyses(wide_console(), list(result))

@@ -21,9 +21,9 @@ from swapjudge.importers.promptfoo import (
     GRADER_FAILURES,
     grader_name,
     load_promptfoo_results,
+    promptfoo_item_id,
     select_best_component,
     system_name,
-    promptfoo_item_id,
 )
 
 SINGLE_ROTATION = ("promptfoo shows every test's outputs in one fixed order (prompt, then provider): one rotation, "

@@ -101,13 +101,13 @@ def should_stream(source: Any, engine: str = "auto") -> bool:
             raise SwapjudgeError(f"{path}: graded verdicts (`strength`) are analysed in memory only, not yet by the "
                                  "streaming engine: {engine} memory", arguments=("engine",))
         return True
-    if not available():
-        return False
     try:
         size = path.stat().st_size
     except OSError:
         return False  # the loader says what is wrong with it
-    return (suffix in PARQUET_SUFFIXES or size >= STREAM_ABOVE_BYTES) and not carries_strength(path)
+    if suffix not in PARQUET_SUFFIXES and size < STREAM_ABOVE_BYTES:
+        return False  # decided before asking for DuckDB: importing it costs more than reading a small file
+    return available() and not carries_strength(path)
 
 
 def carries_strength(path: Path) -> bool:
