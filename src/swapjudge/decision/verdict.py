@@ -93,6 +93,7 @@ class Verdict(Displayable):
     more_items: int | None = None  # of which not in yet
     registration_changed_after: int | None = None  # decisions recorded under another version of the file
     notes: tuple[str, ...] = field(default_factory=tuple)
+    fragility: Any = None  # decision.fragility.Fragility, when asked for
 
     @property
     def exit_code(self) -> int:
@@ -116,6 +117,7 @@ class Verdict(Displayable):
             "decision_hash": self.decision_hash, "decision_path": self.decision_path,
             "needed_items": self.needed_items, "more_items": self.more_items,
             "registration_changed_after": self.registration_changed_after, "notes": list(self.notes),
+            **({} if self.fragility is None else {"fragility": self.fragility.to_dict()}),
         }
 
 

@@ -171,19 +171,21 @@ def _decision_argument(value: Any) -> Any:
 
 
 def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile, *, run: int | None = None,
-           allow_missing: int = 0, store: str | Path | None = None) -> Verdict:
+           allow_missing: int = 0, store: str | Path | None = None, fragility: bool = False) -> Verdict:
     """Ship, keep or inconclusive for the registered decision on these records.
 
     `records`: a presentation records file (JSONL/CSV), a run store (SQLite; `run` picks the run, default the
     latest), rows, a DataFrame or a RecordSet. `decision`: a decision file's path or a mapping of its keys.
     `allow_missing`: calls without a verdict (or never made) tolerated before the decision fails closed.
     `store`: the run store whose decisions ledger records this verdict (a store given as `records` is used
-    itself); None with records from a file: nothing is recorded."""
+    itself); None with records from a file: nothing is recorded. `fragility`: also find the fewest items whose
+    removal, or whose verdicts turned, change the verdict (`Verdict.fragility`)."""
     records = arguments.records_source(records, "records")
     decision = _decision_argument(decision)
     run = arguments.integer(run, "run", minimum=1, optional=True)
     allow_missing = arguments.integer(allow_missing, "allow_missing")
     store = arguments.path(store, "store", what="a run store's path")
+    fragility = arguments.flag(fragility, "fragility")
     spec, path = load_decision(decision)
     if allow_missing < 0:
         raise SwapjudgeError(f"{{allow_missing}} must be 0 or more, got {allow_missing}", arguments=("allow_missing",))
@@ -253,6 +255,12 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
         gate=analysis.gate, consistency=analysis.consistency, flip_direction=analysis.flip_direction,
         judge=source.judge, source=source.label, decision=spec.to_dict(), decision_hash=spec.content_hash,
         decision_path=path, needed_items=needed, more_items=more, notes=tuple(notes))
+    if fragility:
+        from swapjudge.workflows.fragility import decision_fragility
+
+        early = spec.monitoring == "fixed" and spec.items is not None and len(order) < spec.items
+        verdict = dataclasses.replace(verdict, fragility=decision_fragility(
+            pairs, calls, spec, early=early, allow_missing=allow_missing, unmade_calls=source.unmade_calls))
     ledger = source.store_path or (Path(store) if store is not None else None)
     return verdict if ledger is None else _record(verdict, ledger, decision_key(path, spec), source.run_id)
 

@@ -1,0 +1,95 @@
+"""Fragility is exact on small studies: drop and flip equal a brute-force search, with `swapjudge.decide` itself,
+over every set of up to four items.
+
+The brute force tries sets of items by their kinds: items whose records are the same (up to the item's id) are
+interchangeable to a fixed-design decision, which reads neither ids nor order (checked below by deciding on
+another choice of items of the same kinds), so one set per combination of kinds stands for all of them."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from fragility_studies import DECISION, study
+
+import swapjudge
+from swapjudge.decision.verdict import KEEP, SHIP
+
+FLIP_TARGET = {"against": "B", "for": "A"}
+
+
+def drop(rows: list[dict[str, Any]], ids: set[str]) -> list[dict[str, Any]]:
+    return [r for r in rows if r["item"] not in ids]
+
+
+def flip(rows: list[dict[str, Any]], ids: set[str], direction: str) -> list[dict[str, Any]]:
+    """Every complete pair of `ids` a consistent win of B (against the candidate A) or of A (for it)."""
+    target = FLIP_TARGET[direction]
+    complete = {r["item"] for r in rows if r["item"] in ids} - {r["item"] for r in rows if r["verdict"] is None}
+    return [{**r, "verdict": "first" if r["first"] == target else "second"} if r["item"] in complete else r
+            for r in rows]
+
+
+def brute_force(rows: list[dict[str, Any]], kind_of: dict[str, str], decision: dict[str, Any],
+                change: Any, up_to: int) -> tuple[int, set[str]] | None:
+    """The fewest items (at most `up_to`) whose change alters `swapjudge.decide`'s verdict, and one such set."""
+    base = swapjudge.decide(rows, decision).verdict
+    by_kind: dict[str, list[str]] = {}
+    for item, kind in kind_of.items():
+        by_kind.setdefault(kind, []).append(item)
+    for size in range(1, up_to + 1):
+        for combo in itertools.combinations_with_replacement(sorted(by_kind), size):
+            need = {k: combo.count(k) for k in set(combo)}
+            if any(n > len(by_kind[k]) for k, n in need.items()):
+                continue
+            ids = {i for k, n in need.items() for i in by_kind[k][:n]}
+            got = swapjudge.decide(change(rows, ids), decision).verdict
+            if got != base:
+                # the same kinds, other items: the same verdict (ids and order do not matter)
+                other = {i for k, n in need.items() for i in by_kind[k][-n:]}
+                assert swapjudge.decide(change(rows, other), decision).verdict == got
+                return size, ids
+    return None
+
+
+CASES = {
+    # name: (kinds of items, decision keys changed)
+    "ship": ({"W": 26, "L": 12, "F": 4, "H": 2}, {}),
+    "keep": ({"W": 11, "L": 23, "F": 4, "H": 2}, {}),
+    "inconclusive": ({"W": 22, "L": 16, "F": 3, "T": 2}, {}),
+    "exclude": ({"W": 23, "L": 10, "F": 6, "T": 3}, {"tie_policy": "exclude"}),
+    "no_credit": ({"W": 31, "L": 9, "F": 2, "H": 3}, {"tie_policy": "no_credit"}),
+    "gate": ({"W": 30, "L": 6, "F": 14}, {}),
+    "missing": ({"W": 30, "L": 8, "F": 3, "M": 1}, {}),
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "exclude" else n
+                                  for n in sorted(CASES)])
+def test_drop_and_flip_equal_the_brute_force(name: str) -> None:
+    counts, extra = CASES[name]
+    rows, kind_of = study(counts)
+    decision = {**DECISION, **extra}
+    assert 30 <= len(kind_of) <= 60
+    verdict = swapjudge.decide(rows, decision, fragility=True)
+    f = verdict.fragility
+    assert f.drop.exact and f.flip.exact
+    want = brute_force(rows, kind_of, decision, drop, up_to=min(4, f.drop.items or 4))
+    if f.drop.items is not None and f.drop.items <= 4:
+        assert want is not None and want[0] == f.drop.items
+    else:
+        assert want is None  # no set of four or fewer changes it
+    assert swapjudge.decide(drop(rows, set(f.drop.ids)), decision).verdict == f.drop.to != verdict.verdict
+    directions = {SHIP: ["against"], KEEP: ["for"]}.get(verdict.verdict, ["against", "for"])
+    found = [brute_force(rows, kind_of, decision, lambda r, i, d=d: flip(r, i, d),
+                         up_to=min(4, f.flip.items or 4)) for d in directions]
+    sizes = [w[0] for w in found if w is not None]
+    if f.flip.items is not None and f.flip.items <= 4:
+        assert sizes and min(sizes) == f.flip.items
+    else:
+        assert not sizes
+    if f.flip.items is not None:
+        changed = flip(rows, set(f.flip.ids), f.flip.direction)
+        assert swapjudge.decide(changed, decision).verdict == f.flip.to != verdict.verdict
+    assert f.drop.confirmed is not False and f.flip.confirmed is not False
