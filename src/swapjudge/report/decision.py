@@ -81,6 +81,10 @@ def rows(v: Any) -> list[tuple[str, str]]:
     out += [("why", r) for r in v.reasons]
     out += [("consistency", _consistency_line(v)), ("flip direction", _flip_line(v)), ("gate", _gate_line(v))]
     out += [("note", n) for n in v.notes]
+    if getattr(v, "fragility", None) is not None:
+        from swapjudge.report.fragility import fragility_rows
+
+        out += fragility_rows(v.fragility)
     out += [("decision file", _file_line(v)), ("records", v.source)]
     return out
 
