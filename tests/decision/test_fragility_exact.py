@@ -11,9 +11,9 @@ import itertools
 from typing import Any
 
 import pytest
-from fragility_studies import DECISION, study
 
 import swapjudge
+from fragility_studies import DECISION, study
 from swapjudge.decision.verdict import KEEP, SHIP
 
 FLIP_TARGET = {"against": "B", "for": "A"}

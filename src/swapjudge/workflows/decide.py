@@ -260,7 +260,8 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
 
         early = spec.monitoring == "fixed" and spec.items is not None and len(order) < spec.items
         verdict = dataclasses.replace(verdict, fragility=decision_fragility(
-            pairs, calls, spec, early=early, allow_missing=allow_missing, unmade_calls=source.unmade_calls))
+            pairs, calls, spec, early=early, allow_missing=allow_missing, unmade_calls=source.unmade_calls,
+            decide=decide))
     ledger = source.store_path or (Path(store) if store is not None else None)
     return verdict if ledger is None else _record(verdict, ledger, decision_key(path, spec), source.run_id)
 

@@ -5,6 +5,7 @@ records without (or with flipped) those items."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,8 +27,10 @@ from swapjudge.reading.pairs import PairTable
 
 
 def decision_fragility(pairs: PairTable, calls: pl.DataFrame, spec: DecisionFile, *, early: bool,
-                       allow_missing: int, unmade_calls: int, budget: int = DEFAULT_BUDGET) -> Fragility:
-    """The fragility of the verdict `decide` gives on these pairs (the items it read) and calls."""
+                       allow_missing: int, unmade_calls: int, decide: Callable[..., Any],
+                       budget: int = DEFAULT_BUDGET) -> Fragility:
+    """The fragility of the verdict `decide` gives on these pairs (the items it read) and calls; `decide` is
+    `workflows.decide.decide`, passed in (it calls this module), which confirms every answer."""
     frame = pairs.frame
     missing = (np.asarray(pairs.vx) == MISSING).astype(int) + (np.asarray(pairs.vy) == MISSING).astype(int)
     table = item_table(frame.get_column("item").to_numpy(), frame.get_column("outcome").to_numpy(),
@@ -38,7 +41,7 @@ def decision_fragility(pairs: PairTable, calls: pl.DataFrame, spec: DecisionFile
     result = fragility(table, rule, budget=budget)
     if unmade_calls:  # calls never made are not in the records: a recomputation from them could not count them
         return result
-    again = _Again(calls, spec, early, allow_missing)
+    again = _Again(calls, spec, early, allow_missing, decide)
     drop = _confirm(result.drop, again)
     flip = _confirm(result.flip, again)
     worst = result.splits_worst_case
@@ -57,16 +60,15 @@ def _confirm(change: Change, again: _Again) -> Change:
 class _Again:
     """`swapjudge.decide` on the same calls, changed."""
 
-    def __init__(self, calls: pl.DataFrame, spec: DecisionFile, early: bool, allow_missing: int) -> None:
-        self.calls = calls
+    def __init__(self, calls: pl.DataFrame, spec: DecisionFile, early: bool, allow_missing: int,
+                 decide: Callable[..., Any]) -> None:
+        self.calls, self.decide = calls, decide
         # the planned items taken as read (a removed item is not one still to come), unless they were not all in
         self.spec = spec if early else spec.model_copy(update={"items": None})
         self.allow_missing = allow_missing
 
     def _decide(self, calls: pl.DataFrame) -> str:
-        from swapjudge.workflows.decide import decide
-
-        return decide(calls, self.spec, allow_missing=self.allow_missing).verdict
+        return str(self.decide(calls, self.spec, allow_missing=self.allow_missing).verdict)
 
     def dropped(self, ids: tuple[str, ...]) -> str:
         return self._decide(self.calls.filter(~pl.col("item").is_in(list(ids))))
