@@ -93,3 +93,89 @@ def test_drop_and_flip_equal_the_brute_force(name: str) -> None:
         changed = flip(rows, set(f.flip.ids), f.flip.direction)
         assert swapjudge.decide(changed, decision).verdict == f.flip.to != verdict.verdict
     assert f.drop.confirmed is not False and f.flip.confirmed is not False
+
+
+def shown(rows: list[dict[str, Any]]) -> str:
+    """What `swapjudge.analyze` shows of A against B: its win rate's interval above, below or around 50%."""
+    win = swapjudge.analyze(rows, a="A", b="B")[0].win_rate
+    rate = None if win is None else win.headline
+    if rate is None or rate.value is None:
+        return "withheld"
+    return "A" if rate.low > 0.5 else "B" if rate.high < 0.5 else "neither"
+
+
+def test_analyze_fragility_is_what_analyze_itself_shows() -> None:
+    """One pair per item: the analysis' interval is the decision's over items, so the items named change what
+    `swapjudge.analyze` shows, and no set with fewer items (brute force over kinds) does."""
+    from swapjudge.workflows.analyze import analyze
+
+    counts = CASES["ship"][0]
+    rows, kind_of = study(counts)
+    f = analyze(rows, a="A", b="B", fragility=True)[0].fragility
+    assert f is not None and f.verdict == SHIP and shown(rows) == "A"
+    assert shown(drop(rows, set(f.drop.ids))) == "neither"
+    assert shown(flip(rows, set(f.flip.ids), "against")) == "neither"
+    by_kind: dict[str, list[str]] = {}
+    for item, kind in kind_of.items():
+        by_kind.setdefault(kind, []).append(item)
+    for size in range(1, f.flip.items):
+        for combo in itertools.combinations_with_replacement(sorted(by_kind), size):
+            ids = {i for k in set(combo) for i in by_kind[k][:combo.count(k)]}
+            assert shown(flip(rows, ids, "against")) == "A"
+    doc = swapjudge.analyze(rows, a="A", b="B").to_dict()
+    assert "fragility" not in doc  # only when asked for
+
+
+def resolve(rows: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
+    """Every swap-inconsistent pair's two calls naming `target`."""
+    by_item: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_item.setdefault(r["item"], []).append(r)
+    out = []
+    for calls in by_item.values():
+        named = {(c[c["verdict"]] if c["verdict"] in ("first", "second") else c["verdict"]) for c in calls}
+        split = None not in named and len(named) > 1
+        out += [{**c, "verdict": "first" if c["first"] == target else "second"} if split else c for c in calls]
+    return out
+
+
+@pytest.mark.parametrize("name", ["ship", "gate", "no_credit"])
+def test_splits_worst_case_is_the_decision_on_resolved_records(name: str) -> None:
+    counts, extra = CASES[name]
+    rows, _ = study(counts)
+    decision = {**DECISION, **extra}
+    worst = swapjudge.decide(rows, decision, fragility=True).fragility.splits_worst_case
+    assert worst.against == swapjudge.decide(resolve(rows, "B"), decision).verdict
+    assert worst.toward == swapjudge.decide(resolve(rows, "A"), decision).verdict
+    assert worst.pairs == counts.get("F", 0) + counts.get("H", 0) and worst.confirmed
+
+
+def test_sequential_fragility_is_an_upper_bound_confirmed_by_deciding_again() -> None:
+    rows, _ = study({"W": 40, "L": 10, "F": 4})
+    decision = {**DECISION, "monitoring": "sequential"}
+    verdict = swapjudge.decide(rows, decision, fragility=True)
+    f = verdict.fragility
+    assert verdict.verdict == SHIP and not f.drop.exact and not f.flip.exact
+    assert f.drop.items is not None and f.drop.confirmed
+    assert swapjudge.decide(drop(rows, set(f.drop.ids)), decision).verdict == f.drop.to != SHIP
+    assert swapjudge.decide(flip(rows, set(f.flip.ids), "against"), decision).verdict == f.flip.to != SHIP
+    assert "not proven the fewest" in f.drop.statement
+
+
+def test_the_cli_json_names(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from swapjudge.cli import app
+
+    rows, _ = study(CASES["keep"][0])
+    monkeypatch.chdir(tmp_path)  # the decisions ledger is written beside the records
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "d.yaml").write_text("".join(f"{k}: {v}\n" for k, v in DECISION.items()))
+    done = CliRunner().invoke(app, ["decide", "d.yaml", "r.jsonl", "--fragility", "--format", "json"])
+    assert done.exit_code == 1, done.output
+    doc = json.loads(done.stdout)["fragility"]
+    assert doc["drop"]["items"] == len(doc["drop"]["ids"]) and doc["drop"]["share"] == doc["drop"]["items"] / 40
+    assert {"items", "share", "ids"} <= doc["flip"].keys() and doc["flip"]["direction"] == "for"
+    assert doc["splits_worst_case"]["for_candidate"] in ("ship", "keep", "inconclusive")
