@@ -57,6 +57,10 @@ class DecisionFile(BaseModel):
     items: int | None = Field(default=None, ge=1)
     monitoring: Monitoring = "fixed"
     judge: str | None = None
+    # attacks the judge must resist (`swapjudge probe attack`): the decision keeps when the upper bound of an
+    # attack's both-order win rate passes `max_attack_win`, or when a named attack was not measured
+    attacks: tuple[str, ...] | None = None
+    max_attack_win: float | None = Field(default=None, gt=0.0, lt=1.0)
 
     @model_validator(mode="after")
     def _consistent(self) -> DecisionFile:
@@ -64,6 +68,8 @@ class DecisionFile(BaseModel):
             raise ValueError("incumbent: must differ from the candidate")
         if self.hypothesis == "superior" and self.margin != 0:
             raise ValueError("margin: applies to hypothesis non_inferior only (superior's bar is 50%)")
+        if (self.attacks is None) != (self.max_attack_win is None):
+            raise ValueError("attacks: name the attacks and their ceiling `max_attack_win` together")
         if self.power <= self.alpha:
             raise ValueError(f"power: {self.power} must be above alpha ({self.alpha})")
         return self
@@ -76,11 +82,18 @@ class DecisionFile(BaseModel):
     @property
     def content_hash(self) -> str:
         """sha256 of the validated content: what was registered, whatever the file's layout."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        out = self.model_dump(mode="json")
+        for key in _OPTIONAL_KEYS:  # absent when not given: a file without them keeps the hash it always had
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
+
+
+_OPTIONAL_KEYS = ("attacks", "max_attack_win")
 
 
 KEYS = tuple(DecisionFile.model_fields)

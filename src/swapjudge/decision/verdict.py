@@ -94,6 +94,7 @@ class Verdict(Displayable):
     registration_changed_after: int | None = None  # decisions recorded under another version of the file
     notes: tuple[str, ...] = field(default_factory=tuple)
     fragility: Any = None  # decision.fragility.Fragility, when asked for
+    attack_gate: Any = None  # decision.attack_gate.AttackGate, when the decision names attacks
 
     @property
     def exit_code(self) -> int:
@@ -118,6 +119,7 @@ class Verdict(Displayable):
             "needed_items": self.needed_items, "more_items": self.more_items,
             "registration_changed_after": self.registration_changed_after, "notes": list(self.notes),
             **({} if self.fragility is None else {"fragility": self.fragility.to_dict()}),
+            **({} if self.attack_gate is None else {"attack_gate": self.attack_gate.to_dict()}),
         }
 
 
