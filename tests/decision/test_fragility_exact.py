@@ -179,3 +179,25 @@ def test_the_cli_json_names(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> N
     assert doc["drop"]["items"] == len(doc["drop"]["ids"]) and doc["drop"]["share"] == doc["drop"]["items"] / 40
     assert {"items", "share", "ids"} <= doc["flip"].keys() and doc["flip"]["direction"] == "for"
     assert doc["splits_worst_case"]["for_candidate"] in ("ship", "keep", "inconclusive")
+
+
+def test_the_vectorised_fixed_verdict_is_the_rule_itself() -> None:
+    """The exact search reads many sums at once: each verdict equals `VerdictRule.fixed` and `fixed_bound`'s."""
+    import numpy as np
+
+    from swapjudge.decision.bounds import fixed_bound
+    from swapjudge.decision.fragility import VerdictRule, _fixed_many
+
+    rng = np.random.default_rng(3)
+    for early in (False, True):
+        rule = VerdictRule("half_credit", 0.5, 0.05, "fixed", 0.7, early=early)
+        arrays = [rng.choice([0.0, 0.5, 1.0], size=int(rng.integers(1, 80)), p=rng.dirichlet([1, 1, 1]))
+                  for _ in range(400)]
+        n = np.array([a.size for a in arrays])
+        total = np.array([a.sum() for a in arrays])
+        squares = np.array([np.sum(a**2) for a in arrays])
+        many = _fixed_many(rule, n, total, squares)
+        for a, got in zip(arrays, many, strict=True):
+            b = fixed_bound(a, 0.05)
+            want = "keep" if b.high < 0.5 else "inconclusive" if early else "ship" if b.low > 0.5 else "inconclusive"
+            assert got == rule.fixed(a.size, float(a.sum()), float(np.sum(a**2))) == want

@@ -22,7 +22,7 @@ recomputing the verdict from the records without (or with flipped) those items.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ from swapjudge.decision.bounds import first_crossings
 from swapjudge.decision.verdict import INCONCLUSIVE, KEEP, SHIP, pct
 from swapjudge.reading.codes import Outcome
 
-DEFAULT_BUDGET = 50_000  # combinations of item kinds the exact search tries before it settles for an upper bound
+DEFAULT_BUDGET = 2_000_000  # combinations of item kinds the exact search tries before it settles for an upper bound
 _SCAN_LIMIT = 2_000  # beyond this many items, a score-order pass searches its prefix by bisection
 AGAINST, FOR = "against", "for"  # the candidate, when items are flipped or splits resolved
 
@@ -310,29 +310,36 @@ def _prefix(order: np.ndarray, changed: Any, n: int) -> int | None:
     return hi
 
 
-def _compositions(total: int, caps: Sequence[int]) -> Iterator[tuple[int, ...]]:
-    """Every way to take `total` items from kinds holding `caps` items each."""
-    if not caps:
-        if total == 0:
-            yield ()
-        return
-    rest = sum(caps[1:])
-    for first in range(min(caps[0], total), max(0, total - rest) - 1, -1):
-        for tail in _compositions(total - first, caps[1:]):
-            yield (first, *tail)
+def compositions(total: int, caps: Sequence[int]) -> np.ndarray:
+    """Every way to take `total` items from kinds holding `caps` items each: one row per way, one column per
+    kind."""
+    rows = np.zeros((1, 0), dtype=np.int64)
+    rem = np.array([total], dtype=np.int64)
+    caps = [int(c) for c in caps]
+    for j, cap in enumerate(caps):
+        if j == len(caps) - 1:
+            ok = rem <= cap
+            return np.column_stack([rows[ok], rem[ok]]) if rows.shape[1] else rem[ok][:, None]
+        choices = np.minimum(rem, cap) + 1
+        idx = np.repeat(np.arange(rem.size), choices)
+        take = np.arange(idx.size) - np.repeat(np.cumsum(choices) - choices, choices)
+        rows = np.column_stack([rows[idx], take]) if rows.shape[1] else take[:, None]
+        rem = rem[idx] - take
+        ok = rem <= sum(caps[j + 1:])  # what is left must fit in the kinds still to come
+        rows, rem = rows[ok], rem[ok]
+    return np.zeros((1 if total == 0 else 0, 0), dtype=np.int64)
 
 
-def _count_compositions(total: int, caps: Sequence[int]) -> int:
-    ways = np.zeros(total + 1, dtype=object)
-    ways[0] = 1
+def count_compositions(total: int, caps: Sequence[int]) -> int:
+    ways = [1] + [0] * total
     for cap in caps:
-        nxt = np.zeros(total + 1, dtype=object)
-        for j in range(total + 1):
-            if ways[j]:
-                for take in range(0, min(cap, total - j) + 1):
-                    nxt[j + take] += ways[j]
+        nxt = [0] * (total + 1)
+        for j, w in enumerate(ways):
+            if w:
+                for take in range(0, min(int(cap), total - j) + 1):
+                    nxt[j + take] += w
         ways = nxt
-    return int(ways[total])
+    return ways[total]
 
 
 def _kinds(table: Items, candidates: np.ndarray, flip_score: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -357,29 +364,66 @@ class _FixedSums:
         self.complete = float(table.complete.sum())
         self.missing = float(table.missing.sum())
 
-    def verdict(self, kinds: np.ndarray, take: np.ndarray, flip: bool) -> str:
+    def verdicts(self, kinds: np.ndarray, take: np.ndarray, flip: bool) -> np.ndarray:
+        """The verdict of every row of `take` (items of each kind removed, or flipped): what
+        `VerdictRule.verdict` gives, computed for all rows at once (`VerdictRule.fixed`'s arithmetic in numpy,
+        its small-count repair by the rule itself)."""
         s, c, m, q, f = (kinds[:, j] for j in range(5))
-        has = s >= 0
-        n = self.n - int(take[has].sum())
-        total = self.total - float(np.dot(take[has], s[has]))
-        squares = self.squares - float(np.dot(take[has], s[has] ** 2))
-        consistent, complete, missing = self.consistent, self.complete, self.missing
+        has = (s >= 0).astype(float)
+        take = take.astype(float)
+        n = self.n - take @ has
+        total = self.total - take @ (s * has)
+        squares = self.squares - take @ (s**2 * has)
+        consistent = np.full(take.shape[0], self.consistent)
+        complete = np.full(take.shape[0], self.complete)
+        missing = np.full(take.shape[0], self.missing)
         if flip:
-            turned = f >= 0
-            n += int(take[turned].sum())
-            total += float(np.dot(take[turned], f[turned]))
-            squares += float(np.dot(take[turned], f[turned] ** 2))
-            consistent += float(np.dot(take, m - c))
+            turned = (f >= 0).astype(float)
+            n = n + take @ turned
+            total = total + take @ (f * turned)
+            squares = squares + take @ (f**2 * turned)
+            consistent = consistent + take @ (m - c)
         else:
-            consistent -= float(np.dot(take, c))
-            complete -= float(np.dot(take, m))
-            missing -= float(np.dot(take, q))
+            consistent = consistent - take @ c
+            complete = complete - take @ m
+            missing = missing - take @ q
         rule = self.rule
-        if missing + rule.extra_missing > rule.allowed_missing:
-            return KEEP
-        if complete == 0 or consistent / complete < rule.min_consistency:
-            return KEEP
-        return rule.fixed(n, total, squares)
+        out = np.full(take.shape[0], INCONCLUSIVE, dtype=object)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kept = (missing + rule.extra_missing > rule.allowed_missing) | (complete == 0) | (
+                consistent / np.where(complete == 0, 1, complete) < rule.min_consistency)
+        out[kept] = KEEP
+        live = ~kept & (n > 0)
+        out[live] = _fixed_many(rule, n[live].round().astype(np.int64), total[live], squares[live])
+        return out
+
+
+def _fixed_many(rule: VerdictRule, n: np.ndarray, total: np.ndarray, squares: np.ndarray) -> np.ndarray:
+    """`VerdictRule.fixed` for many sums at once (`core.stats.mean_interval`'s arithmetic, element by element);
+    where the small-count repair may apply the rule itself is asked."""
+    confidence = 1 - 2 * rule.alpha
+    z = stats.normal_quantile(confidence)
+    w = stats.SPREAD_PSEUDO
+    nf = n.astype(float)
+    p = total / nf
+    size = nf + 2 * w
+    mean = (total + w) / size
+    var = (squares + w) / size - mean**2
+    spread = np.minimum(1.0, np.maximum(var, 0.0) / (mean * (1 - mean)))
+    n_eff = nf / spread
+    denom = 2 * (n_eff + z**2)
+    center = (2 * n_eff * p + z**2) / denom
+    delta = z / denom * np.sqrt(np.maximum(0.0, 4 * n_eff * p * (1 - p) + z**2))
+    low = np.where(p <= 0, 0.0, np.maximum(0.0, center - delta))
+    high = np.where(p >= 1, 1.0, np.minimum(1.0, center + delta))
+    out = np.where(high < rule.bar, KEEP, np.where(rule.early, INCONCLUSIVE,
+                                                   np.where(low > rule.bar, SHIP, INCONCLUSIVE))).astype(object)
+    limit = np.where(n_eff <= 50, 2, 3)
+    k, miss = p * n_eff, (1 - p) * n_eff
+    small = (n > 2 * limit) & (((k > 0) & (k <= limit)) | ((miss > 0) & (miss <= limit)))
+    for i in np.flatnonzero(small):
+        out[i] = rule.fixed(int(n[i]), float(total[i]), float(squares[i]))
+    return out
 
 
 def _search(table: Items, rule: VerdictRule, verdict: str, kind: str, direction: str | None,
@@ -412,20 +456,18 @@ def _search(table: Items, rule: VerdictRule, verdict: str, kind: str, direction:
     tried = 0
     exact = True
     for k in range(1, limit + 1):
-        ways = _count_compositions(k, caps.tolist())
+        ways = count_compositions(k, caps.tolist())
         if tried + ways > budget:
             exact = False
             break
         tried += ways
-        for take in _compositions(k, caps.tolist()):
-            taken = np.asarray(take)
-            if sums.verdict(kinds, taken, kind == "flip") != verdict:
-                chosen = np.concatenate([candidates[inverse == j][:t] for j, t in enumerate(take) if t])
-                best = (k, np.sort(chosen), "every combination of item kinds, fewest items first")
-                break
-        else:
-            continue
-        break
+        takes = compositions(k, caps.tolist())
+        hits = np.flatnonzero(sums.verdicts(kinds, takes, kind == "flip") != verdict)
+        if hits.size:
+            take = takes[hits[0]]
+            chosen = np.concatenate([candidates[inverse == j][:t] for j, t in enumerate(take) if t])
+            best = (k, np.sort(chosen), "every combination of item kinds, fewest items first")
+            break
     method = ("exhaustive over the kinds of items (score, consistent and complete pairs, missing calls), fewest "
               "first" if exact else f"the fewest found: passes in score and consistency order, then every "
               f"combination of item kinds up to {budget:,} tried (not proven the fewest)")
