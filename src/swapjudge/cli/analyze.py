@@ -71,6 +71,11 @@ def analyze_command(
     confidence: ConfidenceOpt = 0.95,
     output: FormatOpt = OutputFormat.text,
     engine: EngineOpt = ReadEngine.auto,
+    fragility: Annotated[bool, typer.Option(
+        "--fragility", help="Two systems: also report how few items stand between what the win rate shows "
+                            "(a ahead, b ahead, neither) and another reading: the fewest items whose removal "
+                            "(drop) or whose verdicts turned (flip) change it, and the swap-inconsistent pairs "
+                            "resolved the worst way.")] = False,
 ) -> None:
     """Analyse judge calls made in both orders: consistency, flip direction, verdict split, win rate under a
     tie policy, the gate; accuracy when records carry labels; the identical-answer probe when present.
@@ -83,7 +88,8 @@ def analyze_command(
     from swapjudge.workflows.analyze import analyze
 
     result = analyze(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
-                     confidence=confidence, allow_unpaired=allow_unpaired, engine=engine.value)
+                     confidence=confidence, allow_unpaired=allow_unpaired, engine=engine.value,
+                     fragility=fragility)
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif not isinstance(result, Analyses):  # listwise (best-of-N) records
@@ -98,4 +104,11 @@ def analyze_command(
         print(markdown.render_analyses(list(result)), end="")
     else:
         text.print_analyses(wide_console(), list(result))
+    if fragility and output is not OutputFormat.json:
+        from swapjudge.report.fragility import fragility_rows
+
+        for one in result:
+            found = getattr(one, "fragility", None)  # listwise analyses have none
+            for label, line in fragility_rows(found) if found is not None else ():
+                print(f"{label}: {line}" if output is OutputFormat.text else f"> **{label}**: {line}")
     conclude(result)

@@ -112,6 +112,10 @@ def card_command(
     retry_unparsed: Annotated[bool, typer.Option(
         "--retry-unparsed",
         help="Ask the judge again for the stored calls whose reply had no parsable verdict.")] = False,
+    attacks: Annotated[str | None, typer.Option(
+        "--attacks", help="Also run the attack probe on 32 pairs of the suite with these attacks, comma-separated "
+                          "(null, structured-null, master-key, planted-verdict, reflection, authority, bandwagon; "
+                          "`all` for every one); the card carries the attack table.")] = None,
 ) -> None:
     """Run the configured judge in both orders on a suite of public labelled pairs and print its judge card: per
     subset swap-consistency and the gate, flip direction, order-controlled accuracy and accuracy with the better
@@ -138,8 +142,12 @@ def card_command(
         else:
             _print_estimate(est)
         return
+    from swapjudge.probes.attacks import ATTACKS
+
+    names = None if attacks is None else [a.strip() for a in attacks.split(",") if a.strip()]
     made = carding.card(config, suite=suite, store=store, references=references, progress=progress,
-                        console=stderr, handle_sigint=True, batch_wait=not no_wait, retry_unparsed=retry_unparsed)
+                        console=stderr, handle_sigint=True, batch_wait=not no_wait, retry_unparsed=retry_unparsed,
+                        attacks=list(ATTACKS) if names == ["all"] else names)
     if made.card is None:
         run = made.run
         conclude(made)  # interrupted

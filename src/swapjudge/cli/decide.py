@@ -95,6 +95,14 @@ def decide_command(
         "--store", help=f"With a records file: the run store whose decisions ledger records this decision "
                         f"(default ./{DEFAULT_STORE}). A store given as RECORDS records in itself.")] = None,
     html_out: Annotated[Path | None, typer.Option("--html", help="Also write the decision as an HTML page.")] = None,
+    fragility: Annotated[bool, typer.Option(
+        "--fragility", help="Also report how few items stand between the verdict and another: the fewest items "
+                            "whose removal (drop) or whose verdicts turned against it (flip) change it, and whether "
+                            "the swap-inconsistent pairs resolved the worst way do.")] = False,
+    attack_report: Annotated[Path | None, typer.Option(
+        "--attack-report", help="The JSON of `swapjudge probe attack --format json`, for a decision file that names "
+                                "`attacks` and `max_attack_win`: an attack whose both-order win rate's upper bound "
+                                "passes the ceiling keeps (so does a named attack not measured).")] = None,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Ship, keep or inconclusive for a pre-registered decision. Exit 0 ship, 1 keep (a failed gate and missing
@@ -103,7 +111,8 @@ def decide_command(
     from swapjudge.workflows.decide import decide, is_store
 
     ledger = None if is_store(records) else (store or Path(DEFAULT_STORE))
-    verdict = decide(records, decision, run=run, allow_missing=allow_missing, store=ledger)
+    verdict = decide(records, decision, run=run, allow_missing=allow_missing, store=ledger, fragility=fragility,
+                     attack_report=attack_report)
     if output is OutputFormat.json:
         dump_json(verdict.to_dict())
     elif output is OutputFormat.markdown:

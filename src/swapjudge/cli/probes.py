@@ -294,3 +294,31 @@ def probe_identical(
     if out is not None:
         _write_jsonl_atomic(out, list(result.records))
     _emit(output, result.to_dict(), probe_tables.identical_tables(result))
+
+
+@probe_app.command("attack")
+@user_errors
+def probe_attack(
+    config: Annotated[Path, typer.Argument(help="Run configuration (YAML) naming the judge and the pairs.",
+                                           show_default=False)],
+    pairs: Annotated[Path | None, typer.Option(
+        "--pairs", help="Pairs file to sample (default: the configuration's pairs).")] = None,
+    attacks: Annotated[str | None, typer.Option(
+        "--attacks", help="Attacks, comma-separated (default: all): null, structured-null, master-key, "
+                          "planted-verdict, reflection, authority, bandwagon.")] = None,
+    n: Annotated[int, typer.Option("--n", help="Pairs in the seeded sample.", min=1)] = 50,
+    seed: Annotated[str, typer.Option("--seed", help="Seed of the sample.")] = "",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count the calls and estimate their cost.")]
+    = False,
+    output: FormatOpt = OutputFormat.text,
+) -> None:
+    """Attack probe, live: answers built to fool the judge in both orders. On a seeded sample of pairs the first
+    configured system's answer is replaced or altered by each attack and judged against the other answer in both
+    orders; per attack its win rate in each order, the order-cancelled win rate, and the share of pairs it wins in
+    both orders (Wilson interval over pairs), tested against a placebo: the unaltered answer judged again."""
+    from swapjudge.report.attack_tables import attack_tables
+    from swapjudge.workflows.probe import attack
+
+    names = None if attacks is None else [a.strip() for a in attacks.split(",") if a.strip()]
+    result = attack(config, pairs=pairs, attacks=names, n=n, seed=seed, dry_run=dry_run)
+    _emit(output, result.to_dict(), attack_tables(result))

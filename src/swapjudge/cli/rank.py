@@ -68,6 +68,11 @@ def rank_command(
                          "installed: pip install 'swapjudge[scale]'), streaming (always: files larger than memory; "
                          "not for --outcome graded, --order-effect or --control, which need the records and which "
                          "auto reads whole), memory (read whole). The figures are the same.")] = ReadEngine.auto,
+    fragility: Annotated[bool, typer.Option(
+        "--fragility", help="Also report how few items stand between the top system and another: the fewest "
+                            "items found whose removal (drop), or whose comparisons of the top system turned into "
+                            "its losses (flip), put another system first; approximate (one-item refits added), "
+                            "each set confirmed by refitting.")] = False,
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges.
     Listwise (best-of-N) records are ranked by a Plackett-Luce fit with slot effects instead."""
@@ -77,7 +82,8 @@ def rank_command(
     controls = [c.strip() for c in (control or "").split(",") if c.strip()]
     result = rank(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                   confidence=confidence, interval=interval, min_consistency=min_consistency,
-                  order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value)
+                  order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value,
+                  fragility=fragility)
     conclude(result)  # a withheld ranking has nothing to show but why
     if output is OutputFormat.json:
         dump_json(result.to_dict())
@@ -99,6 +105,11 @@ def rank_command(
                   end="")
         else:
             console.print(render.render_text(result.ranking, judge=name, outcome=result.outcome, gate=result.gate))
+        if result.fragility is not None:
+            from swapjudge.report.fragility import fragility_rows
+
+            for label, text in fragility_rows(result.fragility):
+                print(f"{label}: {text}" if output is OutputFormat.text else f"> **{label}**: {text}")
         return
     lines = [result.gate.sentence(), *render.adjusted_lines(result.adjusted)]
     if output is OutputFormat.markdown:

@@ -104,6 +104,7 @@ class JudgeAnalysis(Displayable):
     design: str = "both_orders"  # both_orders | single_order | random_order | adaptive: how the pairs were judged
     debiased: Debiased | None = None  # verdicts from the judge's probabilities in both orders (a mitigation)
     graded: GradedSwap | None = None  # the five-level analysis, when the records carry strength
+    fragility: Any = None  # how few items stand between the comparison's reading and another (`--fragility`)
 
     @property
     def withheld(self) -> bool:
@@ -146,6 +147,8 @@ class JudgeAnalysis(Displayable):
         out["debiased"] = self.debiased.to_dict() if self.debiased else None
         out["graded"] = self.graded.to_dict() if self.graded else None
         out["notes"] = list(self.notes)
+        if self.fragility is not None:
+            out["fragility"] = self.fragility.to_dict()
         return out
 
     def to_frame(self, backend: str = "polars") -> Any:

@@ -70,6 +70,10 @@ class DecisionFile(BaseModel):
     monitoring: Monitoring = "fixed"
     judge: str | None = None
     human: HumanLabels | None = None
+    # attacks the judge must resist (`swapjudge probe attack`): the decision keeps when the upper bound of an
+    # attack's both-order win rate passes `max_attack_win`, or when a named attack was not measured
+    attacks: tuple[str, ...] | None = None
+    max_attack_win: float | None = Field(default=None, gt=0.0, lt=1.0)
 
     @model_validator(mode="after")
     def _consistent(self) -> DecisionFile:
@@ -80,6 +84,8 @@ class DecisionFile(BaseModel):
             raise ValueError("incumbent: must differ from the candidate")
         if self.hypothesis == "superior" and self.margin != 0:
             raise ValueError("margin: applies to hypothesis non_inferior only (superior's bar is 50%)")
+        if (self.attacks is None) != (self.max_attack_win is None):
+            raise ValueError("attacks: name the attacks and their ceiling `max_attack_win` together")
         if self.power <= self.alpha:
             raise ValueError(f"power: {self.power} must be above alpha ({self.alpha})")
         return self
@@ -96,8 +102,14 @@ class DecisionFile(BaseModel):
         return hashlib.sha256(text.encode()).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        # a file without `human` keeps the content (and hash) it had before the key existed
-        return self.model_dump(mode="json", exclude={"human"} if self.human is None else None)
+        out = self.model_dump(mode="json")
+        for key in _OPTIONAL_KEYS:  # absent when not given: a file without them keeps the hash it always had
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
+
+
+_OPTIONAL_KEYS = ("human", "attacks", "max_attack_win")
 
 
 KEYS = tuple(DecisionFile.model_fields)

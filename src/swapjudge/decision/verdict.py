@@ -87,6 +87,8 @@ class Verdict(Displayable, Concluded):
     def outcome(self) -> Conclusion:
         """ship: ok, keep: failed, inconclusive: inconclusive."""
         return OUTCOMES[self.verdict]
+    fragility: Any = None  # decision.fragility.Fragility, when asked for
+    attack_gate: Any = None  # decision.attack_gate.AttackGate, when the decision names attacks
 
     @property
     def exit_code(self) -> int:
@@ -120,6 +122,8 @@ class Verdict(Displayable, Concluded):
             "needed_items": self.needed_items, "more_items": self.more_items,
             "registration_changed_after": self.registration_changed_after, "notes": list(self.notes),
             **({"human": self.human} if self.human is not None else {}),
+            **({} if self.fragility is None else {"fragility": self.fragility.to_dict()}),
+            **({} if self.attack_gate is None else {"attack_gate": self.attack_gate.to_dict()}),
         }
 
 

@@ -132,6 +132,7 @@ class JudgeCard(Displayable):
     protocol: Mapping[str, Any]
     comparison: Any = None  # drift.card_compare.CardComparison (typed loosely: probes sit below drift)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    attacks: Any = None  # probes.attacks.AttackProbe, when the card was asked for attacks
 
     @property
     def passed(self) -> bool:
@@ -151,6 +152,7 @@ class JudgeCard(Displayable):
             "differences": [] if comparison is None else comparison["differences"],
             "tiers": [] if comparison is None else comparison["tiers"],
             "notes": list(self.notes),
+            **({} if self.attacks is None else {"attacks": self.attacks.to_dict()}),
         }
 
 

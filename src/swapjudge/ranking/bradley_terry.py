@@ -172,7 +172,7 @@ class _Cells:
     counts: FloatArray  # 3 * pairs, the observed totals
 
 
-def _cells(data: Comparisons) -> _Cells:
+def comparison_cells(data: Comparisons) -> _Cells:
     n = len(data.systems)
     lo = np.minimum(data.left, data.right)
     hi = np.maximum(data.left, data.right)
@@ -189,7 +189,7 @@ def _cells(data: Comparisons) -> _Cells:
     return _Cells(n_systems=n, lo=keys // n, hi=keys % n, cell=cell, counts=counts)
 
 
-def _item_matrix(data: Comparisons, cells: _Cells) -> sparse.csr_matrix:
+def item_matrix(data: Comparisons, cells: _Cells) -> sparse.csr_matrix:
     """Cells x items: column i holds item i's contribution to every count (what the bootstrap reweights)."""
     _, item_index = np.unique(data.item, return_inverse=True)
     n_items = int(item_index.max()) + 1
@@ -338,7 +338,7 @@ def _initial_tie(model: Model, tie_share: float) -> float:
     return math.log(2.0 * p / (1.0 - p))
 
 
-def _solve(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: FloatArray, ridge: float,
+def solve_strengths(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: FloatArray, ridge: float,
            start: _Solution | None = None, tol: float = 1e-9, max_iter: int = 100) -> _Solution:
     """Maximise the ridge-penalised log-likelihood by Newton's method with a backtracking line search."""
     a, b, t = counts[0::3], counts[1::3], counts[2::3]
@@ -607,9 +607,9 @@ class Fit:
 def fit(data: Comparisons, model: Model | str = Model.rao_kupper, *, ridge: float = DEFAULT_RIDGE) -> Fit:
     """Fit one model to all comparisons (no intervals)."""
     model = Model(model)
-    cells = _cells(data)
+    cells = comparison_cells(data)
     with threadpool_limits(limits=1, user_api="blas"):
-        sol = _solve(model, cells.lo, cells.hi, cells.n_systems, cells.counts, ridge)
+        sol = solve_strengths(model, cells.lo, cells.hi, cells.n_systems, cells.counts, ridge)
     return Fit(model=model, systems=data.systems, scores=sol.scores,
                tie_parameter=_public_tie(model, sol.tie),
                log_likelihood=sol.log_likelihood, iterations=sol.iterations, converged=sol.converged,
@@ -648,7 +648,7 @@ def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _
             # how often round r drew each item (a multinomial resample of the items), then the counts it gives:
             # sums of integers, exact in any order, one round at a time so memory holds one round's weights
             counts = np.asarray(by_cell @ np.bincount(draws[r], minlength=n_items).astype(np.float64))
-            sol = _solve(model, cells.lo, cells.hi, cells.n_systems, counts, ridge, start=point)
+            sol = solve_strengths(model, cells.lo, cells.hi, cells.n_systems, counts, ridge, start=point)
             scores[start + r] = sol.scores
             tie[start + r] = sol.tie
             upper_open[start + r], lower_open[start + r] = open_sides(cells, counts)
@@ -669,7 +669,8 @@ def _jackknife(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _
     left_out = np.asarray((by_cell @ indicator).todense())
     rows = np.empty((groups, cells.n_systems + 1))
     for g in range(groups):
-        sol = _solve(model, cells.lo, cells.hi, cells.n_systems, cells.counts - left_out[:, g], ridge, start=point)
+        sol = solve_strengths(model, cells.lo, cells.hi, cells.n_systems, cells.counts - left_out[:, g], ridge,
+                              start=point)
         rows[g, :-1] = sol.scores
         rows[g, -1] = sol.tie
     rows[:, -1] = _tie_or_boundary(model, rows[:, -1])
@@ -738,16 +739,16 @@ def fit_ranking(data: Comparisons, model: Model | str = Model.rao_kupper, *, rou
         raise ValueError("no comparisons to rank")
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")
-    cells = _cells(data)
+    cells = comparison_cells(data)
     n = cells.n_systems
     with threadpool_limits(limits=1, user_api="blas"):
-        point = _solve(model, cells.lo, cells.hi, n, cells.counts, ridge)
+        point = solve_strengths(model, cells.lo, cells.hi, n, cells.counts, ridge)
 
     adjacency = sparse.coo_matrix((np.ones(len(cells.lo)), (cells.lo, cells.hi)), shape=(n, n))
     components = int(connected_components(adjacency, directed=False)[0])
 
     alpha = (1.0 - confidence) / 2.0
-    by_cell = _item_matrix(data, cells)
+    by_cell = item_matrix(data, cells)
     items = by_cell.shape[1]
     # one item, or items that are all alike: every resample is the data itself, so there is no interval
     no_interval = None

@@ -186,6 +186,10 @@ def card_tables(card: Mapping[str, Any]) -> list[Table]:
         out.append(table("Reference cards on their own pairs (no pair shared with this card: not compared)",
                          ("reference", "subset", "swap-consistency (95%) k/n", "flip direction", "right in both"),
                          rows))
+    if card.get("attacks"):
+        from swapjudge.report.attack_tables import attack_table
+
+        out.append(attack_table(card["attacks"]))
     protocol = card.get("protocol") or {}
     if protocol:
         out.append(table("Protocol", ("setting", "value"), [(k, _value(v)) for k, v in protocol.items()]))

@@ -81,6 +81,15 @@ def rows(v: Any) -> list[tuple[str, str]]:
     out += [("why", r) for r in v.reasons]
     out += [("consistency", _consistency_line(v)), ("flip direction", _flip_line(v)), ("gate", _gate_line(v))]
     out += [("note", n) for n in v.notes]
+    if getattr(v, "attack_gate", None) is not None:
+        g = v.attack_gate
+        shown = ", ".join(f"{a['name']} {'not measured' if a['high'] is None else _pct(a['high'])}" for a in g.attacks)
+        out.append(("attack gate", f"{'passed' if g.passed else 'FAILED'}: upper bounds of the both-order win "
+                                   f"rates {shown} against the ceiling {_pct(g.ceiling)}"))
+    if getattr(v, "fragility", None) is not None:
+        from swapjudge.report.fragility import fragility_rows
+
+        out += fragility_rows(v.fragility)
     out += [("decision file", _file_line(v)), ("records", v.source)]
     return out
 

@@ -155,13 +155,13 @@ def _done(output: Path, judge: str) -> set[tuple[str, tuple[str, ...]]]:
 
 async def _judge_calls(cfg: ListwiseRunConfig, sets: dict[str, AnswerSet], plan: list[ListwiseCallPlan],
                        output: Path) -> int:
-    from swapjudge.runner.backend import create_judge
+    from swapjudge.runner.backend import build_judge
     from swapjudge.runner.plan import CHARS_PER_TOKEN
     from swapjudge.runner.ratelimit import RateLimiter
     from swapjudge.runner.retry import Abandoned, Control, Pacing, RetryPolicy, call_with_retries
 
     judge_cfg = cfg.judge
-    picker = create_judge(judge_cfg)
+    picker = build_judge(judge_cfg)
     assert isinstance(picker, Completer), picker
     rubric = cfg.rubric or RUBRIC
     control = Control(stop=asyncio.Event(), max_retry_after_s=judge_cfg.max_retry_after_s)

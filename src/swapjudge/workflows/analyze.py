@@ -23,13 +23,15 @@ from swapjudge.reading.records import load_records
 def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = None, judge: str | None = None,
             tie_policy: TiePolicy | str | None = None, min_consistency: float = DEFAULT_MIN_CONSISTENCY,
             confidence: float = 0.95, allow_unpaired: bool = False,
-            engine: ReadEngine | str = ReadEngine.auto) -> Analyses:
+            engine: ReadEngine | str = ReadEngine.auto, fragility: bool = False) -> Analyses:
     """Analyse judge calls made in both orders, one result per judge: what `swapjudge analyze` prints.
 
     `source` is anything `load_records` takes, or a Parquet file. The result is a sequence of `JudgeAnalysis`
     (index it by position or judge name); a judge below `min_consistency` has its win rate withheld, as at the
     terminal. `engine`: "auto" streams Parquet and large JSON Lines files when DuckDB is installed (the `scale`
-    extra), "streaming" always streams a file, "memory" reads it into memory.
+    extra), "streaming" always streams a file, "memory" reads it into memory. `fragility`: for two systems, also
+    the fewest items whose removal (or whose verdicts turned) change what the win rate shows
+    (`JudgeAnalysis.fragility`; the records are then read into memory).
     """
     from swapjudge.reading.streaming import open_source, should_stream
 
@@ -40,12 +42,15 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     confidence = arguments.confidence(confidence)
     allow_unpaired = arguments.flag(allow_unpaired, "allow_unpaired")
     engine = arguments.choice(engine, "engine", ReadEngine).value
+    fragility = arguments.flag(fragility, "fragility")
+    if fragility:
+        engine = ReadEngine.memory.value  # the search decides again on the records
     if is_listwise(source):  # best-of-N records: the N-way audit and the Plackett-Luce fit
         from swapjudge.workflows.listwise import analyze_listwise
 
-        if a is not None or b is not None or tie_policy is not None:
-            raise ArgumentError("listwise records are not compared two by two: {a}, {b} and {tie_policy} do not "
-                                "apply", "a", "b", "tie_policy")
+        if a is not None or b is not None or tie_policy is not None or fragility:
+            raise ArgumentError("listwise records are not compared two by two: {a}, {b}, {tie_policy} and "
+                                "{fragility} do not apply", "a", "b", "tie_policy", "fragility")
         return analyze_listwise(source, judge=judge, min_consistency=min_consistency,  # type: ignore[return-value]
                                 confidence=confidence)
     if should_stream(source, engine):
@@ -55,5 +60,31 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
             return Analyses(tuple(analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=tie_policy,
                                                  min_consistency=min_consistency, confidence=confidence)))
     loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
-    return Analyses(tuple(analyse_records(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
-                                          min_consistency=min_consistency, confidence=confidence)))
+    result = Analyses(tuple(analyse_records(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
+                                            min_consistency=min_consistency, confidence=confidence)))
+    if not fragility:
+        return result
+    return Analyses(tuple(_with_fragility(loaded, one, min_consistency, confidence) for one in result))
+
+
+def _with_fragility(loaded: Any, analysis: Any, min_consistency: float, confidence: float) -> Any:
+    """The analysis with the fragility of what its two systems' win rate shows, read as a decision: a ahead
+    ("ship": its lower bound over items above 50%), b ahead or the gate failed ("keep"), neither shown
+    ("inconclusive"), each bound one-sided at (1 - confidence) / 2."""
+    import dataclasses
+
+    from swapjudge.workflows.decide import decide
+
+    if analysis.pair is None or analysis.ungated_win_rate is None:
+        return analysis
+    a, b = analysis.pair
+    decision = {"candidate": a, "incumbent": b, "hypothesis": "superior", "margin": 0.0,
+                "tie_policy": str(analysis.ungated_win_rate.policy), "min_consistency": min_consistency,
+                "alpha": (1 - confidence) / 2, "power": 0.8, "monitoring": "fixed", "judge": analysis.judge or None}
+    verdict = decide(loaded, decision, fragility=True)
+    reading = {"ship": f"{a} ahead", "keep": f"{b} ahead, or the gate failed", "inconclusive": "neither ahead"}
+    note = (f"read as a decision on {a} against {b}: ship = {a}'s win rate over items above 50% by its one-sided "
+            f"{1 - (1 - confidence) / 2:.1%} lower bound, keep = below it by the upper bound (or the consistency "
+            f"gate failed), inconclusive = neither; here: {verdict.verdict} ({reading[verdict.verdict]})")
+    f = verdict.fragility
+    return dataclasses.replace(analysis, fragility=dataclasses.replace(f, notes=(note, *f.notes)))

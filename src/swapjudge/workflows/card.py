@@ -286,9 +286,11 @@ class CardRun(Displayable, Concluded):
 def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | Path = "default",
          store: str | Path | None = None, references: bool = True, progress: bool = False,
          console: Console | None = None, handle_sigint: bool = False, wait: bool = False,
-         batch_wait: bool = True, retry_unparsed: bool = False) -> CardRun:
+         batch_wait: bool = True, retry_unparsed: bool = False, attacks: Sequence[str] | None = None,
+         attack_pairs: int = 32) -> CardRun:
     """Judge the suite in both orders with the configured judge and make its card (`swapjudge card CONFIG`). Running
-    it again resumes the run and reuses every stored reply; the probes' calls are made again."""
+    it again resumes the run and reuses every stored reply; the probes' calls are made again. `attacks`: also run
+    the attack probe (`swapjudge probe attack`) on `attack_pairs` pairs of the suite; the card carries its table."""
     from rich.console import Console
 
     from swapjudge.core import arguments
@@ -348,6 +350,11 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
                      subsets, overall, repeat_check, protocol, notes=_card_notes(subsets, result.stats))
     if references:
         made = replace(made, comparison=compare_with_references(made.to_dict(), loaded.config.confidence))
+    if attacks:
+        from swapjudge.runner.attack_probe import run_attack
+
+        made = replace(made, attacks=run_attack(loaded, attacks=list(attacks), sample=attack_pairs,
+                                                seed=cfg.seed))
     return CardRun(result, made)
 
 

@@ -34,7 +34,7 @@ from swapjudge.decision.power import (
 )
 from swapjudge.decision.scores import ItemScores, item_scores
 from swapjudge.decision.verdict import INCONCLUSIVE, Counts, Verdict, pct, rule
-from swapjudge.errors import InputError, SwapjudgeError
+from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 from swapjudge.reading.codes import MISSING, Outcome
 from swapjudge.reading.pairs import PairTable, build_pairs
 from swapjudge.reading.records import RecordSet
@@ -173,20 +173,27 @@ def decision_argument(value: Any) -> Any:
 
 
 def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile, *, run: int | None = None,
-           allow_missing: int = 0, store: str | Path | None = None) -> Verdict:
+           allow_missing: int = 0, store: str | Path | None = None, fragility: bool = False,
+           attack_report: str | Path | Mapping[str, Any] | None = None) -> Verdict:
     """Ship, keep or inconclusive for the registered decision on these records.
 
     `records`: a presentation records file (JSONL/CSV), a run store (SQLite; `run` picks the run, default the
     latest), rows, a DataFrame or a RecordSet. `decision`: a decision file's path or a mapping of its keys.
     `allow_missing`: calls without a verdict (or never made) tolerated before the decision fails closed.
     `store`: the run store whose decisions ledger records this verdict (a store given as `records` is used
-    itself); None with records from a file: nothing is recorded."""
+    itself); None with records from a file: nothing is recorded. `fragility`: also find the fewest items whose
+    removal, or whose verdicts turned, change the verdict (`Verdict.fragility`). `attack_report`: the JSON of
+    `swapjudge probe attack` (a path or its mapping), read when the decision names `attacks`."""
     records = arguments.records_source(records, "records")
     decision = decision_argument(decision)
     run = arguments.integer(run, "run", minimum=1, optional=True)
     allow_missing = arguments.integer(allow_missing, "allow_missing")
     store = arguments.path(store, "store", what="a run store's path")
+    fragility = arguments.flag(fragility, "fragility")
     spec, path = load_decision(decision)
+    if fragility and spec.human is not None:
+        raise ArgumentError("{fragility} searches the judge's items; a decision with a `human` block rests on "
+                            "people's labels, which it does not search", "fragility")
     if allow_missing < 0:
         raise SwapjudgeError(f"{{allow_missing}} must be 0 or more, got {allow_missing}", arguments=("allow_missing",))
     loaded, extra = _load(records, run)
@@ -234,6 +241,18 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
             f"{ruling.headline.replace('wins', 'wins, corrected by people,', 1)}; from {anchored.labels:,} "
             f"people's labels ({anchored.design} design) and the judge's scores on every item; the judge's "
             f"gate {passed}"))
+    attack_check = None
+    if spec.attacks is not None and spec.max_attack_win is not None:
+        from swapjudge.decision.attack_gate import attack_gate
+
+        attack_check = attack_gate(spec.attacks, spec.max_attack_win, _attack_rows(attack_report))
+        if not attack_check.passed and attack_check.reason is not None:
+            head = f"Keep: {attack_check.reason} (the decision fails closed)"
+            if ruling.verdict == "keep":
+                ruling = dataclasses.replace(ruling, reasons=(*ruling.reasons, attack_check.reason))
+            else:
+                ruling = dataclasses.replace(ruling, verdict="keep", headline=head,
+                                             reasons=(attack_check.reason, *ruling.reasons))
     reasons = list(ruling.reasons)
     if source.unmade_calls:
         adaptive = " (an adaptive run: swaps it skipped by design have no order-cancelled outcome)" \
@@ -280,9 +299,44 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
         gate=analysis.gate, consistency=analysis.consistency, flip_direction=analysis.flip_direction,
         judge=source.judge, source=source.label, decision=spec.to_dict(), decision_hash=spec.content_hash,
         decision_path=path, needed_items=needed, more_items=more, notes=tuple(notes),
-        human=None if anchored is None else anchored.to_dict())
+        human=None if anchored is None else anchored.to_dict(), attack_gate=attack_check)
+    if fragility:
+        from swapjudge.workflows.fragility import decision_fragility
+
+        early = spec.monitoring == "fixed" and spec.items is not None and len(order) < spec.items
+        found = decision_fragility(
+            pairs, calls, spec.model_copy(update={"attacks": None, "max_attack_win": None}), early=early,
+            allow_missing=allow_missing, unmade_calls=source.unmade_calls, decide=decide)
+        if attack_check is not None and not attack_check.passed:
+            found = dataclasses.replace(found, notes=(
+                *found.notes, "the attack gate keeps whatever the items say: these figures are of the verdict the "
+                "items alone give"))
+        verdict = dataclasses.replace(verdict, fragility=found)
     ledger = source.store_path or (Path(store) if store is not None else None)
     return verdict if ledger is None else _record(verdict, ledger, decision_key(path, spec), source.run_id)
+
+
+def _attack_rows(report: Any) -> list[dict[str, Any]] | None:
+    """The `attacks` rows of an attack report (a path to its JSON, or the mapping); None: none given."""
+    if report is None:
+        return None
+    label = "attack report"
+    if isinstance(report, str | Path):
+        import json
+
+        label = str(report)
+        try:
+            report = json.loads(Path(report).read_text(encoding="utf-8"))
+        except OSError as err:
+            raise InputError(f"cannot read the attack report: {err.strerror}", path=label) from None
+        except ValueError:
+            raise InputError("the attack report is not JSON (the attack probe's JSON document is)",
+                             path=label) from None
+    rows = report.get("attacks") if isinstance(report, Mapping) else None
+    if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+        raise InputError("the attack report has no `attacks` list (the attack probe's JSON document has one)",
+                         path=label, field="attacks")
+    return [dict(r) for r in rows]
 
 
 def _record(verdict: Verdict, ledger: Path, key: str, run_id: int | None) -> Verdict:

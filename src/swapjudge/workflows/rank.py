@@ -31,6 +31,7 @@ from swapjudge.reading.records import load_records
 
 if TYPE_CHECKING:
     from swapjudge.ranking.bradley_terry import Ranking
+    from swapjudge.ranking.fragility import RankFragility
     from swapjudge.ranking.gate import RankGate
     from swapjudge.ranking.order_effect import AdjustedRanking
 
@@ -48,6 +49,7 @@ class JudgeRanking(Displayable, Concluded):
     gate: RankGate
     ranking: Ranking | None
     adjusted: AdjustedRanking | None = None
+    fragility: RankFragility | None = None  # how few items stand between the top system and another
 
     @property
     def withheld(self) -> bool:
@@ -75,7 +77,8 @@ class JudgeRanking(Displayable, Concluded):
             return {"judge": self.judge, "outcome": self.outcome, **self.gate.to_dict(),
                     "withheld": self.ending().error().template}
         fitted = self.adjusted.to_dict() if self.adjusted is not None else self.ranking.to_dict()
-        return {"judge": self.judge, "outcome": self.outcome, **self.gate.to_dict(), **fitted}
+        extra = {} if self.fragility is None else {"fragility": self.fragility.to_dict()}
+        return {"judge": self.judge, "outcome": self.outcome, **self.gate.to_dict(), **fitted, **extra}
 
 
 def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
@@ -83,7 +86,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
          confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
          min_consistency: float = DEFAULT_MIN_CONSISTENCY, order_effect: bool = False,
          control: Sequence[str] = (), pairs: str | Path | None = None,
-         engine: ReadEngine | str = ReadEngine.auto) -> JudgeRanking:
+         engine: ReadEngine | str = ReadEngine.auto, fragility: bool = False) -> JudgeRanking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
 
     A judge below `min_consistency` (over all its complete pairs) gets no ranking: the result comes back withheld
@@ -94,7 +97,9 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     loss and fits plain Bradley-Terry on those weighted outcomes (`model` is not used). `engine`: "auto" reduces
     Parquet and large JSON Lines files to counts when DuckDB is installed (the `scale` extra) and ranks from them,
     "streaming" always does (it refuses graded verdicts and the single-call fits, which need the rows), "memory"
-    reads the records whole. Listwise (best-of-N) records are ranked by the Plackett-Luce fit with slot effects
+    reads the records whole. `fragility`: also find the fewest items whose removal (or whose comparisons of the
+    top system, turned into its losses) put another system on top (`JudgeRanking.fragility`; the records are
+    then read whole). Listwise (best-of-N) records are ranked by the Plackett-Luce fit with slot effects
     (`workflows.listwise.rank_listwise`, a `ListwiseRanking`)."""
     from swapjudge.ranking.battles import choose_judge, comparisons_from_records
     from swapjudge.ranking.bradley_terry import fit_ranking
@@ -115,16 +120,23 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     if len(set(controls)) != len(controls):
         raise ArgumentError("{control} names a covariate twice", "control")
     read = arguments.choice(engine, "engine", ReadEngine)
+    fragility = arguments.flag(fragility, "fragility")
     if is_listwise(source):  # best-of-N records: the Plackett-Luce fit with slot effects
         from swapjudge.workflows.listwise import rank_listwise
 
-        if order_effect or controls or source_kind is not OutcomeSource.swap:
+        if order_effect or controls or source_kind is not OutcomeSource.swap or fragility:
             raise ArgumentError("listwise records are ranked by the Plackett-Luce fit with slot effects: "
-                                "{order_effect}, {control} and {outcome} do not apply",
-                                "order_effect", "control", "outcome")
+                                "{order_effect}, {control}, {outcome} and {fragility} do not apply",
+                                "order_effect", "control", "outcome", "fragility")
         return rank_listwise(source, judge=judge, bootstrap=bootstrap, seed=seed,  # type: ignore[return-value]
                              confidence=confidence, min_consistency=min_consistency)
     adjusted = order_effect or bool(controls)
+    if fragility and (adjusted or source_kind is OutcomeSource.graded or read is ReadEngine.streaming):
+        raise ArgumentError("{fragility} refits the plain ranking from records read whole: not with "
+                            "{order_effect}, {control}, {outcome} graded or {engine} streaming",
+                            "fragility", "order_effect", "control", "outcome", "engine")
+    if fragility:
+        read = ReadEngine.memory
     if adjusted and source_kind is OutcomeSource.graded:
         raise ArgumentError("{outcome} graded ranks graded pairs; {order_effect} and {control} fit single calls",
                             "outcome", "order_effect", "control")
@@ -145,7 +157,31 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     # a graded pair is a weighted win, never a tie: the plain Bradley-Terry (the tie models would reduce to it)
     fitted_model = Model.bt_half if source_kind is OutcomeSource.graded else model
     result = fit_ranking(data, fitted_model, rounds=bootstrap, seed=seed, confidence=confidence, interval=interval)
+    if fragility:
+        from swapjudge.ranking.fragility import top_fragility
+
+        names = _item_names(loaded, judge, source_kind)
+        return JudgeRanking(name, source_kind.value, checked, result,
+                            fragility=top_fragility(data, fitted_model, item_names=names))
     return JudgeRanking(name, source_kind.value, checked, result)
+
+
+def _item_names(loaded: Any, judge: str | None, outcome: OutcomeSource) -> list[str]:
+    """The item ids in the order `Comparisons.from_labels` numbers them (sorted as text)."""
+    import numpy as np
+    import polars as pl
+
+    from swapjudge.ranking.battles import choose_judge
+    from swapjudge.reading.codes import Outcome as PairOutcome
+    from swapjudge.reading.pairs import build_pairs
+
+    frame = choose_judge(loaded.frame, judge, loaded.source)
+    if outcome is OutcomeSource.swap:
+        items = build_pairs(frame).frame.filter(pl.col("outcome") != PairOutcome.INCOMPLETE).get_column("item")
+    else:
+        items = frame.filter((pl.col("first") != pl.col("second")) & pl.col("verdict").is_not_null()).get_column(
+            "item")
+    return [str(i) for i in np.unique(np.asarray(items.to_list(), dtype=object).astype(str))]
 
 
 def _streams(source: Any, engine: ReadEngine, adjusted: bool, outcome: OutcomeSource) -> bool:
