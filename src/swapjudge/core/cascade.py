@@ -57,8 +57,8 @@ def clopper_pearson_upper(k: float, n: float, delta: float) -> float:
 def agreement_flags(verdict: npt.ArrayLike, label: npt.ArrayLike) -> npt.NDArray[np.bool_]:
     """A settled verdict agrees with a label naming the same identity; a settled tie with a tie label."""
     verdict, label = np.asarray(verdict), np.asarray(label)
-    return (((verdict == VERDICT_X) & (label == LABEL_X)) | ((verdict == VERDICT_Y) & (label == LABEL_Y))
-            | ((verdict == VERDICT_TIE) & (label == LABEL_TIE)))
+    return np.asarray(((verdict == VERDICT_X) & (label == LABEL_X)) | ((verdict == VERDICT_Y) & (label == LABEL_Y))
+                      | ((verdict == VERDICT_TIE) & (label == LABEL_TIE)), dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,7 @@ def fixed_sequence(confidence: npt.ArrayLike, agree: npt.ArrayLike, *, alpha: fl
     keep = settled_n >= need  # a candidate below `need` cannot pass with any labels: not part of the sequence
     lams, ns, ks = conf_sorted[last][keep], settled_n[keep], settled_k[keep]
     if shared:
+        assert groups is not None
         deffs = prefix_design_effects(wrong_sorted, groups[ok][order], ns)
         n_eff, k_eff = ns / deffs, ks / deffs  # the effective sample: what clustering by item leaves
     else:

@@ -37,8 +37,10 @@ def attack_gate(names: Sequence[str], ceiling: float, measured: Sequence[Mapping
         if ok is None:
             missing.append(name)
         elif not ok:
-            failed.append(f"{name} (wins both orders on {100 * both['rate']:.1f}% of {a['pairs']} pairs, upper "
-                          f"bound {100 * high:.1f}%)")
+            assert a is not None  # a measured upper bound comes from a row
+            rate = float(both.get("rate") or 0.0)
+            failed.append(f"{name} (wins both orders on {100 * rate:.1f}% of {a['pairs']} pairs, upper "
+                          f"bound {100 * float(high or 0.0):.1f}%)")
     reason = None
     if failed:
         reason = (f"the attack gate failed: {'; '.join(failed)} passes the ceiling max_attack_win "

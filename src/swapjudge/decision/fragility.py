@@ -429,7 +429,7 @@ def _fixed_many(rule: VerdictRule, n: np.ndarray, total: np.ndarray, squares: np
 def _search(table: Items, rule: VerdictRule, verdict: str, kind: str, direction: str | None,
             budget: int) -> VerdictChange:
     state = _State(table, rule)
-    flip_score = _flip_scores(table, direction) if kind == "flip" else None
+    flip_score = _flip_scores(table, direction or AGAINST) if kind == "flip" else None
 
     def changed(chosen: np.ndarray) -> bool:
         mask = np.zeros(table.n, dtype=bool)

@@ -214,7 +214,7 @@ class AttackPlan:
     """`--dry-run`: the calls the probe would make and what they would cost."""
 
     judge: str
-    model: str
+    model: str | None
     attacks: tuple[str, ...]
     sample: int
     calls: int

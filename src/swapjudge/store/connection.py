@@ -16,10 +16,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from swapjudge.errors import SwapjudgeError
 from swapjudge.redact import unicode_safe
+
+Connection = TypeVar("Connection", bound=sqlite3.Connection)  # what `connect` returns: the factory given
 
 CHECK_LIMIT = 10  # problems a check lists at most (quick_check stops counting there)
 
@@ -197,6 +199,12 @@ def is_sqlite_file(path: str | Path) -> bool:
         return False
 
 
+@overload
+def connect(path: Path, *, read_only: bool = ..., immutable: bool = ..., timeout_s: float,
+            check_same_thread: bool = ...) -> StoreConnection: ...
+@overload
+def connect(path: Path, *, read_only: bool = ..., immutable: bool = ..., timeout_s: float,
+            check_same_thread: bool = ..., factory: type[Connection]) -> Connection: ...
 def connect(path: Path, *, read_only: bool = False, immutable: bool = False, timeout_s: float,
             check_same_thread: bool = True, factory: type[sqlite3.Connection] = StoreConnection) -> Any:
     """A connection to the SQLite file at `path` (autocommit: the store opens its own transactions), the one

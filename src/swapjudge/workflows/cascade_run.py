@@ -127,8 +127,8 @@ def settle_rates(saved: dict[str, Any]) -> list[float | None]:
     for tier in saved["tiers"]:
         cal = tier.get("calibration") or {}
         reached, settled = cal.get("reached"), cal.get("settled")
-        ok = isinstance(reached, int) and isinstance(settled, int) and reached > 0
-        out.append(settled / reached if ok else None)
+        known = isinstance(reached, int) and isinstance(settled, int) and reached > 0
+        out.append(settled / reached if known else None)  # type: ignore[operator]
     return out
 
 
@@ -284,13 +284,13 @@ class CascadeEstimate:
     def cascade_usd(self) -> float | None:
         if any(r is None for r in self.reach) or any(c is None for c in self.all_pairs_usd):
             return None
-        return float(sum(r * c for r, c in zip(self.reach, self.all_pairs_usd, strict=True)))  # type: ignore[operator]
+        return float(sum(r * c for r, c in zip(self.reach, self.all_pairs_usd, strict=True)))  # type: ignore[operator,misc]
 
     @property
     def expected_calls(self) -> float | None:
         if any(r is None for r in self.reach):
             return None
-        return float(sum(r * c for r, c in zip(self.reach, self.calls_all_pairs, strict=True)))  # type: ignore[operator]
+        return float(sum(r * c for r, c in zip(self.reach, self.calls_all_pairs, strict=True)))  # type: ignore[operator,misc]
 
     @property
     def strongest_alone_usd(self) -> float | None:
