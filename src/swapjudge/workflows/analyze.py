@@ -39,7 +39,7 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     allow_unpaired = arguments.flag(allow_unpaired, "allow_unpaired")
     engine = arguments.choice(engine, "engine", ReadEngine).value
     if should_stream(source, engine):
-        from swapjudge.core.counted import analyze_source
+        from swapjudge.core.analysis import analyze_source
 
         with open_source(source, allow_unpaired=allow_unpaired) as reduced:
             return Analyses(tuple(analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=tie_policy,

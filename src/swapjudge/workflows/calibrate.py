@@ -38,7 +38,7 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
     options: dict[str, Any] = {"a": a, "b": b, "tie_policy": tie_policy, "min_consistency": min_consistency,
                                "confidence": confidence}
     if should_stream(judge_records, read.value):
-        from swapjudge.core.counted import analyze_source
+        from swapjudge.core.analysis import analyze_source
 
         with open_source(judge_records, allow_unpaired=True) as reduced:
             people = load_records(human, allow_unpaired=True)

@@ -33,7 +33,7 @@ def segments(source: str | Path | Any, by: str, *, judge: str | None = None, a: 
     "auto" reduces Parquet and large JSON Lines files to counts per segment when DuckDB is installed (the `scale`
     extra), "streaming" always does, "memory" reads the records whole; the figures are the same."""
     from swapjudge.core import arguments
-    from swapjudge.core.counted import analyze_source
+    from swapjudge.core.analysis import analyze_source
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field, segment_analyses, segment_analyses_of_source
     from swapjudge.reading.streaming import open_source, record_fields, should_stream
 

@@ -84,7 +84,7 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
     """The report from the streaming engine's counts, or None when the records are to be read whole: a stored
     run, a file `reading.streaming.should_stream` does not stream, or (under auto) one with a section that needs the
     rows."""
-    from swapjudge.core.counted import analyze_source
+    from swapjudge.core.analysis import analyze_source
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field
     from swapjudge.reading.streaming import open_source, parquet_rows, record_fields, should_stream
     from swapjudge.workflows.streamed_report import needs_rows, streamed_report

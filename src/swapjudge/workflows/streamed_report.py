@@ -166,7 +166,7 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
     `segment` when the report is segmented): the same analyses, segments, rankings, queue and human-corrected
     win rates (`human`: people's records, read whole), the queue's rows capped at `queue_limit` (its counts are
     over every pair). Closes `reduced`."""
-    from swapjudge.core.counted import analyze_source
+    from swapjudge.core.analysis import analyze_source
     from swapjudge.probes.segments import segment_analyses_of_source
 
     segmented = None
