@@ -29,7 +29,8 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     terminal. `engine`: "auto" streams Parquet and large JSON Lines files when DuckDB is installed (the `scale`
     extra), "streaming" always streams a file, "memory" reads it into memory.
     """
-    from swapjudge.reading.streaming import open_source, should_stream
+    from swapjudge.reading.streaming import open_source
+    from swapjudge.workflows.engine import streams
 
     source = arguments.records_source(source, "source")
     a, b, judge = (arguments.text(v, n, what="a name (a string)") for v, n in ((a, "a"), (b, "b"), (judge, "judge")))
@@ -38,7 +39,7 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     confidence = arguments.confidence(confidence)
     allow_unpaired = arguments.flag(allow_unpaired, "allow_unpaired")
     engine = arguments.choice(engine, "engine", ReadEngine).value
-    if should_stream(source, engine):
+    if streams(source, engine):
         from swapjudge.core.analysis import analyze_source
 
         with open_source(source, allow_unpaired=allow_unpaired) as reduced:

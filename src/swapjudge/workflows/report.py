@@ -82,14 +82,15 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
               tie_policy: TiePolicy | str | None, min_consistency: float | None, confidence: float,
               segment: str | None, rank_rounds: int, rank_seed: int, queue_limit: int) -> ReportInputs | None:
     """The report from the streaming engine's counts, or None when the records are to be read whole: a stored
-    run, a file `reading.streaming.should_stream` does not stream, or (under auto) one with a section that needs the
+    run, a file `workflows.engine.streams` does not stream, or (under auto) one with a section that needs the
     rows."""
     from swapjudge.core.analysis import analyze_source
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field
-    from swapjudge.reading.streaming import open_source, parquet_rows, record_fields, should_stream
+    from swapjudge.reading.streaming import open_source, parquet_rows, record_fields
+    from swapjudge.workflows.engine import streams
     from swapjudge.workflows.streamed_report import needs_rows, streamed_report
 
-    if not should_stream(source, read.value) or is_run_store(Path(source)):
+    if not streams(source, read) or is_run_store(Path(source)):
         return None
     try:
         fields = record_fields(source)
