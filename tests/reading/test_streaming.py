@@ -15,7 +15,7 @@ import pytest
 from conftest import shared_data, shi2024_records, write_jsonl, write_parquet
 from record_shapes import SHAPES
 from swapjudge.core.analysis import analyze as analyse_records
-from swapjudge.core.counted import analyze_source
+from swapjudge.core.analysis import analyze_source
 from swapjudge.errors import InputError
 from swapjudge.reading.records import load_records
 from swapjudge.reading.reduce import FrameSource

@@ -44,7 +44,8 @@ def public_definitions(found: dict[str, Path]) -> dict[str, list[str]]:
     where: dict[str, list[str]] = defaultdict(list)
     for name, path in found.items():
         for node in _tree(path).body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name[0] != "_":
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name[0] != "_" \
+                    and name not in where[node.name]:  # a function's typing overloads are one definition
                 where[node.name].append(name)
     return {k: v for k, v in where.items() if len(v) > 1}
 

@@ -1,13 +1,16 @@
 """The analysis of one judge's records: everything `swapjudge analyze` reports, as one frozen result.
 
-Pure: a frame of validated records in, `JudgeAnalysis` objects out. It never knows how a verdict was made, so
-imported judgments, live runs and human review sheets go through the same code.
+One builder (`analysis_of_counts`) makes every `JudgeAnalysis` from a selection's counts (`reading.reduce`):
+`analyze` reduces validated records in memory, `analyze_source` takes counts either engine reduced (the
+streaming engine's from files larger than memory), and the rows are read only for what counts do not hold
+(graded levels). Pure: it never knows how a verdict was made, so imported judgments, live runs and human review
+sheets go through the same code.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -15,10 +18,24 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core import documents
-from swapjudge.core.accuracy import Accuracy, label_accuracy
+from swapjudge.core.accuracy import Accuracy
 from swapjudge.core.calculator import Calculation as Calculation  # re-exported: its home before
 from swapjudge.core.calculator import calculate as calculate
-from swapjudge.core.debias import Debiased, debias
+from swapjudge.core.counted import (
+    CALLS,
+    COMPLETE,
+    CONSISTENT,
+    OUTCOME,
+    accuracy_of_types,
+    as_ints,
+    compare_of_types,
+    count_of,
+    design_of_counts,
+    kind_tally,
+    outcomes_of,
+    unswapped_of,
+)
+from swapjudge.core.debias import Debiased, debias_of_counts
 from swapjudge.core.display import Displayable
 from swapjudge.core.graded import (
     GradedSwap,
@@ -28,7 +45,7 @@ from swapjudge.core.graded import (
     graded_swap,
     levels,
 )
-from swapjudge.core.identical import IdenticalProbe, identical_probe
+from swapjudge.core.identical import IdenticalProbe
 from swapjudge.core.policy import (
     DEFAULT_MIN_CONSISTENCY,
     Decision,
@@ -38,9 +55,7 @@ from swapjudge.core.policy import (
     WinRate,
     decision,
     gate,
-    two_order_decision,
     win_rate,
-    win_rate_over_pairs,
     withheld_copy,
 )
 from swapjudge.core.stats import holm, mean_interval
@@ -50,32 +65,30 @@ from swapjudge.core.swap import (
     FlipDirection,
     Outcomes,
     VerdictSplit,
-    consistency_of_pairs,
-    count_outcomes,
-    cross_table,
-    flip_direction_of_pairs,
-    verdict_split,
+    consistency_of_tally,
+    flip_direction_of_tally,
+    verdict_split_of_counts,
 )
 from swapjudge.errors import ArgumentError, SwapjudgeError
 from swapjudge.outcome import Concluded, Ending, gates_ending
 from swapjudge.reading.pairs import (
     FIRST,
-    MISSING,
     SECOND,
     TIE,
     Outcome,
     PairTable,
     build_pairs,
-    probe_calls,
-    verdict_codes,
 )
 from swapjudge.reading.records import (
+    REGISTERED_A,
+    REGISTERED_B,
+    REGISTERED_POLICY,
     RecordSet,
+    choose_judges,
     registered_adaptive_swap,
-    registered_reshow,
     select_judges,
-    skipped_swaps,
 )
+from swapjudge.reading.reduce import TYPE_VX, TYPE_VY, FrameSource, PairCounts, PairSource, one_value
 
 SINGLE_ORDER_NOTE = ("every pair was judged in one order only: swap-consistency cannot be measured, and any win "
                      "rate would carry the judge's position preference; only the first-slot rate is reported")
@@ -204,35 +217,89 @@ class Analyses(Displayable, Concluded):
 def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,
             b: str | None = None, tie_policy: TiePolicy | str | None = None,
             min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95) -> list[JudgeAnalysis]:
-    """Analyse records, one result per judge (only `judge` when given)."""
+    """Analyse records, one result per judge (only `judge` when given): the records are reduced to counts in
+    memory (`reading.reduce.FrameSource`) and go through the builder the streaming engine's counts go through;
+    the rows are read again only for graded verdicts (`strength`), whose levels the counts do not hold."""
     frame = records.frame if isinstance(records, RecordSet) else records
-    if not 0 < confidence < 1:
-        raise ArgumentError(f"{{confidence}} must be between 0 and 1, got {confidence}", "confidence")
-    if not 0 <= min_consistency <= 1:
-        raise ArgumentError(f"{{min_consistency}} must be between 0 and 1, got {min_consistency}", "min_consistency")
+    _check_levels(min_consistency, confidence)
     judges = select_judges(frame, judge)
     # the policy fixed before the run wins unless one is asked for; asking for another one is said out loud
     registered = records.registered_tie_policy if isinstance(records, RecordSet) else None
-    policy = TiePolicy(tie_policy or registered or TiePolicy.half_credit)
-    policy_note = (f"this analysis uses the {policy.value} tie policy, but the run was registered with "
-                   f"{registered}: its headline differs from the one fixed before the run"
-                   if registered and registered != policy.value else None)
     # a run's export names the two systems it compared: unless others are asked for, read it the same way round
     registered_pair = records.registered_systems if isinstance(records, RecordSet) and a is None and b is None \
         else None
     # validation already paired the calls; build the pairs only for a frame that came without them
     pairs_all = records.pairs if isinstance(records, RecordSet) and records.pairs is not None else build_pairs(frame)
+    source = FrameSource(frame)
+    tables = {name: PairTable(pairs_all.frame.filter(pl.col("judge") == name)) for name in judges}
+
+    def threshold(name: str) -> float | None:
+        return registered_adaptive_swap(frame.filter(pl.col("judge") == name))
+
+    def graded(analysis: JudgeAnalysis, name: str) -> JudgeAnalysis:
+        return with_graded(analysis, tables[name], confidence)
+
+    return _analyses(source, judges, {name: tables[name].systems for name in judges}, a, b, registered,
+                     registered_pair, threshold, policy=tie_policy, min_consistency=min_consistency,
+                     confidence=confidence, rows=graded)
+
+
+def analyze_source(source: PairSource, *, judge: str | None = None, a: str | None = None, b: str | None = None,
+                   tie_policy: TiePolicy | str | None = None, min_consistency: float = DEFAULT_MIN_CONSISTENCY,
+                   confidence: float = 0.95) -> list[JudgeAnalysis]:
+    """Analyse reduced records (either engine's `reading.reduce.PairSource`), one result per judge (only `judge`
+    when given): what `analyze` says of the same records, from their counts alone."""
+    _check_levels(min_consistency, confidence)
+    judges = choose_judges(source.judges(), judge)
+    registered_policies = source.registered(REGISTERED_POLICY)
+    registered = registered_policies[0] if len(registered_policies) == 1 else None
+    registered_a, registered_b = source.registered(REGISTERED_A), source.registered(REGISTERED_B)
+    registered_pair = None
+    if a is None and b is None and len(registered_a) == 1 and len(registered_b) == 1 \
+            and registered_a[0] and registered_b[0] and registered_a[0] != registered_b[0]:
+        registered_pair = (registered_a[0], registered_b[0])
+
+    def threshold(name: str) -> float | None:
+        return one_value(source.thresholds(name))
+
+    return _analyses(source, judges, {name: source.systems(name) for name in judges}, a, b, registered,
+                     registered_pair, threshold, policy=tie_policy, min_consistency=min_consistency,
+                     confidence=confidence)
+
+
+def _check_levels(min_consistency: float, confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ArgumentError(f"{{confidence}} must be between 0 and 1, got {confidence}", "confidence")
+    if not 0 <= min_consistency <= 1:
+        raise ArgumentError(f"{{min_consistency}} must be between 0 and 1, got {min_consistency}", "min_consistency")
+
+
+def _analyses(source: PairSource, judges: list[str], systems: Mapping[str, list[str]], a: str | None,
+              b: str | None, registered: str | None, registered_pair: tuple[str, str] | None,
+              threshold: Callable[[str], float | None], *, policy: TiePolicy | str | None, min_consistency: float,
+              confidence: float,
+              rows: Callable[[JudgeAnalysis, str], JudgeAnalysis] | None = None) -> list[JudgeAnalysis]:
+    """Every judge's analysis from its counts, whichever engine computed them: the compared pair (as asked, or
+    as the run registered it), the adaptive run's view, the tie policy's note, Holm across judges. `rows` adds
+    what only the rows hold (graded levels), when they are there."""
+    chosen_policy = TiePolicy(policy or registered or TiePolicy.half_credit)
+    policy_note = (f"this analysis uses the {chosen_policy.value} tie policy, but the run was registered with "
+                   f"{registered}: its headline differs from the one fixed before the run"
+                   if registered and registered != chosen_policy.value else None)
     results = []
     for name in judges:
-        pairs = PairTable(pairs_all.frame.filter(pl.col("judge") == name))
-        calls = frame.filter(pl.col("judge") == name)
-        ja, jb = registered_pair if registered_pair and set(registered_pair) <= set(pairs.systems) else (a, b)
-        result = _analyze_judge(name, pairs, calls, ja, jb, policy, min_consistency, confidence)
+        seen = systems[name]
+        ja, jb = registered_pair if registered_pair and set(registered_pair) <= set(seen) else (a, b)
+        chosen = choose_pair(seen, ja, jb)
+        counts = source.counts(name, chosen)
+        result = analysis_of_counts(name, seen, counts, chosen, chosen_policy, min_consistency, confidence)
+        if rows is not None:
+            result = rows(result, name)
         # an adaptive run's export: its skipped swaps are read as `swapjudge run` reads them from the store
-        threshold = registered_adaptive_swap(calls)
-        if threshold is not None:
-            heads = skipped_swaps(calls).select("first", "second", "verdict").to_dicts()
-            result = adaptive_view(result, heads, threshold, {"tie_policy": policy, "confidence": confidence})
+        cut = threshold(name)
+        if cut is not None:
+            result = adaptive_view_of_counts(result, unswapped_of(counts, chosen), cut,
+                                             {"tie_policy": chosen_policy, "confidence": confidence})
         if policy_note:
             result = dataclasses.replace(result, notes=(*result.notes, policy_note))
         results.append(result)
@@ -269,79 +336,94 @@ def choose_pair(systems: list[str], a: str | None, b: str | None) -> tuple[str, 
     return None
 
 
-def _analyze_judge(name: str, pairs: PairTable, calls: pl.DataFrame, a: str | None, b: str | None,
-                   policy: TiePolicy, min_consistency: float, confidence: float) -> JudgeAnalysis:
-    systems = pairs.systems
-    chosen = choose_pair(systems, a, b)
+def analysis_of_counts(name: str, systems: list[str], counts: PairCounts, chosen: tuple[str, str] | None,
+                       policy: TiePolicy, min_consistency: float, confidence: float) -> JudgeAnalysis:
+    """One judge's `JudgeAnalysis` from its counts (of the compared pair's pairs when `chosen`)."""
+    types = counts.type_counts
+    kinds = counts.kinds
+    outcomes = outcomes_of(types)
+    single = outcomes.total > 0 and count_of(types, CALLS != 1) == 0
+    notes: list[str] = []
+    cons = None
+    if not single:
+        cons = consistency_of_tally(outcomes.consistent, outcomes.complete,
+                                    kind_tally(kinds, COMPLETE, 2 * as_ints(CONSISTENT & COMPLETE)), confidence)
+    if single:
+        notes.append(SINGLE_ORDER_NOTE)
+    elif outcomes.incomplete and counts.reshow is not None:
+        shown_once = count_of(types, CALLS == 1)
+        notes.append(f"a live review that re-showed a share {counts.reshow:g} of its pairs swapped: swap-consistency "
+                     f"is measured on the {outcomes.complete} pair(s) shown in both orders; {shown_once} pair(s) "
+                     "shown once by design, and any other without two usable verdicts, are left out of every rate")
+    elif outcomes.incomplete:
+        notes.append(f"{outcomes.incomplete} pair(s) without two usable verdicts are shown and left out of every "
+                     "rate")
+    if counts.rounds > 1:
+        notes.append(f"{counts.rounds} rounds: each round's pairs are counted, and the intervals treat the pairs of "
+                     "one item (every round's) as one cluster; `swapjudge probe repeat` measures round-to-round "
+                     "agreement")
+    if cons is not None and cons.independence is not None and cons.independence.units == "items":
+        notes.append(f"{outcomes.complete} complete pairs share {cons.independence.clusters} items (several systems "
+                     "or rounds per item): the consistency and win-rate intervals treat each item as one independent "
+                     f"unit (cluster-robust design effect {cons.independence.design_effect:.2f})")
+    calls_first = count_of(types, TYPE_VX == FIRST) + count_of(types, TYPE_VY == FIRST)
+    calls_second = count_of(types, TYPE_VX == SECOND) + count_of(types, TYPE_VY == SECOND)
+    calls_tie = count_of(types, TYPE_VX == TIE) + count_of(types, TYPE_VY == TIE)
+    calls_none = count_of(types, TYPE_VX == 3) + count_of(types, TYPE_VY == 3)
+    verdicts = verdict_split_of_counts(calls_first, calls_second, calls_tie, calls_none, confidence)
+    gate_result = gate(cons.rate if cons else None, min_consistency, cons.low if cons else None,
+                       cons.high if cons else None)
+    toward_first = np.isin(OUTCOME, (Outcome.FLIP_FIRST, Outcome.HALF_TIE_FIRST))
+    inconsistent = toward_first | np.isin(OUTCOME, (Outcome.FLIP_SECOND, Outcome.HALF_TIE_SECOND))
+    flip = flip_direction_of_tally(count_of(types, toward_first), count_of(types, inconsistent),
+                                   kind_tally(kinds, inconsistent, 2 * as_ints(toward_first)), confidence)
+    result: dict[str, Any] = {}
+    if chosen:
+        result.update(compare_of_types(types, kinds, chosen, policy, confidence,
+                                       cons.flip_rate_high if cons else None))
+    first, second, tie, unparsed = counts.probes
+    never_tie = verdicts.tie == 0 and tie == 0
+    identical = (IdenticalProbe(first, second, tie, unparsed, confidence, never_tie)
+                 if first + second + tie + unparsed else None)
+    debiased = (None if counts.debias is None else
+                debias_of_counts(counts.debias, pair=chosen, policy=policy, confidence=confidence,
+                                 gate_passed=gate_result.passed))
+    return JudgeAnalysis(
+        judge=name or None, single_order=single, systems=tuple(systems), outcomes=outcomes, consistency=cons,
+        flip_direction=flip, verdicts=verdicts, gate=gate_result, accuracy=accuracy_of_types(types, kinds, confidence),
+        identical=identical, notes=tuple(notes), design=design_of_counts(counts) if single else "both_orders",
+        debiased=debiased, **result)
+
+
+def with_graded(analysis: JudgeAnalysis, pairs: PairTable, confidence: float) -> JudgeAnalysis:
+    """The analysis with the five-level figures (`core.graded`) when the records carry strength: the graded swap
+    and, for the compared pair, the graded score and arena-hard's convention beside the win rate. The levels are
+    in the rows only, so this reads the judge's pair table (`pairs`)."""
+    chosen = analysis.pair
     if chosen:
         lo, hi = sorted(chosen)
         pairs = PairTable(pairs.frame.filter((pl.col("x") == lo) & (pl.col("y") == hi)))
-        calls = calls.filter(pl.col("first").is_in(chosen) & pl.col("second").is_in(chosen))
-    outcome = pairs.outcome
-    vx, vy = pairs.vx, pairs.vy
-    counts = count_outcomes(outcome)
-    # single-order data: no pair has a call in each order (by design, e.g. AlpacaEval or a `random` run)
-    single = counts.total > 0 and bool((pairs.frame.get_column("calls") == 1).all())
-    pair_calls = calls.filter(pl.col("first") != pl.col("second"))
-    probes = probe_calls(calls)
-    notes: list[str] = []
-    # pairs judged on the same item (other systems, other rounds) move together: the interval counts items
-    items = pairs.frame.get_column("item").cast(pl.String).to_numpy()
-    cons = None if single else consistency_of_pairs(outcome, items, confidence)
-    if single:
-        notes.append(SINGLE_ORDER_NOTE)
-    elif counts.incomplete and (reshow := registered_reshow(calls)) is not None:
-        shown_once = int((pairs.frame.get_column("calls") == 1).sum())
-        notes.append(f"a live review that re-showed a share {reshow:g} of its pairs swapped: swap-consistency is "
-                     f"measured on the {counts.complete} pair(s) shown in both orders; {shown_once} pair(s) shown "
-                     "once by design, and any other without two usable verdicts, are left out of every rate")
-    elif counts.incomplete:
-        notes.append(f"{counts.incomplete} pair(s) without two usable verdicts are shown and left out of every rate")
-    rounds = pairs.frame.get_column("round").n_unique()
-    if rounds > 1:
-        notes.append(f"{rounds} rounds: each round's pairs are counted, and the intervals treat the pairs of one item "
-                     "(every round's) as one cluster; `swapjudge probe repeat` measures round-to-round agreement")
-    if cons is not None and cons.independence is not None and cons.independence.units == "items":
-        notes.append(f"{counts.complete} complete pairs share {cons.independence.clusters} items (several systems or "
-                     "rounds per item): the consistency and win-rate intervals treat each item as one independent "
-                     f"unit (cluster-robust design effect {cons.independence.design_effect:.2f})")
-    verdicts = verdict_split(pair_calls.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy(), confidence)
-    gate_result = gate(cons.rate if cons else None, min_consistency, cons.low if cons else None,
-                       cons.high if cons else None)
     graded_levels = _levels(pairs)
-    result: dict[str, Any] = {}
-    if chosen:
-        result.update(_compare(pairs, chosen, policy, confidence, cons, graded_levels))
-    if graded_levels is not None and not single:
-        lx, ly = graded_levels
+    if graded_levels is None:
+        return analysis
+    lx, ly = graded_levels
+    changes: dict[str, Any] = {}
+    items = pairs.frame.get_column("item").cast(pl.String).to_numpy()
+    if chosen and analysis.ungated_win_rate is not None:
+        la, lb = (lx, ly) if chosen[0] < chosen[1] else (ly, lx)
+        scores = graded_scores(la, lb)
+        usable = ~np.isnan(scores)
+        battles, n_battles = arena_hard_interval(la, lb, confidence)
+        changes["ungated_win_rate"] = dataclasses.replace(
+            analysis.ungated_win_rate, graded=Rate.of(mean_interval(scores[usable], confidence, items[usable])),
+            graded_pairs=int(usable.sum()), arena_hard=Rate.of(battles), arena_hard_battles=n_battles)
+    if not analysis.single_order:
         cross = None
         if chosen:
             la, lb = (lx, ly) if chosen[0] < chosen[1] else (ly, lx)
             cross = graded_cross_table(chosen[0], chosen[1], la, lb)
-        result["graded"] = graded_swap(outcome, lx, ly, items, confidence, cross)
-    x = pairs.frame.get_column("x").to_numpy()
-    y = pairs.frame.get_column("y").to_numpy()
-    labels = pairs.frame.get_column("label").to_numpy()
-    consistent_mask = (outcome <= 2)
-    accuracy = label_accuracy(x, y, labels, vx, vy, consistent_mask, confidence,
-                              item=pairs.frame.get_column("item").cast(pl.String).to_numpy())
-    probe_codes = probes.select(verdict_codes(pl.col("verdict"))).to_series().to_numpy()
-    never_tie = verdicts.tie == 0 and not bool(np.any(probe_codes == TIE))
-    return JudgeAnalysis(
-        judge=name or None, single_order=single, systems=tuple(systems), outcomes=counts, consistency=cons,
-        flip_direction=flip_direction_of_pairs(outcome, items, confidence),
-        verdicts=verdicts, gate=gate_result, accuracy=accuracy,
-        identical=identical_probe(probe_codes, confidence, forced_choice=never_tie), notes=tuple(notes),
-        design=_design(pairs) if single else "both_orders",
-        debiased=debias(calls, pair=chosen, policy=policy, confidence=confidence, gate_passed=gate_result.passed),
-        **result)
-
-
-def _design(pairs: PairTable) -> str:
-    """Pairs judged once: "random_order" when the same two systems were shown both ways round across items (a
-    coin-flipped order), "single_order" when each comparison kept one order."""
-    shown = pairs.frame.select("x", "y", (pl.col("n_xf") > 0).alias("x_first")).unique()
-    return "random_order" if shown.group_by("x", "y").len().get_column("len").max() == 2 else "single_order"
+        changes["graded"] = graded_swap(pairs.outcome, lx, ly, items, confidence, cross)
+    return dataclasses.replace(analysis, **changes) if changes else analysis
 
 
 def _levels(pairs: PairTable) -> tuple[np.ndarray, np.ndarray] | None:
@@ -355,40 +437,6 @@ def _levels(pairs: PairTable) -> tuple[np.ndarray, np.ndarray] | None:
     return levels(pairs.vx, sx), levels(pairs.vy, sy)
 
 
-def _compare(pairs: PairTable, chosen: tuple[str, str], policy: TiePolicy, confidence: float,
-             cons: Consistency | None, graded_levels: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
-    """Win rate of a against b, the cross-table oriented to a, and the order-could-decide check."""
-    a, b = chosen
-    a_is_x = a < b
-    vx, vy, outcome = pairs.vx, pairs.vy, pairs.outcome
-    va, vb = (vx, vy) if a_is_x else (vy, vx)
-    complete = outcome != Outcome.INCOMPLETE
-    a_win, b_win = (Outcome.X_WINS, Outcome.Y_WINS) if a_is_x else (Outcome.Y_WINS, Outcome.X_WINS)
-    result = np.where(outcome == a_win, 1.0, np.where(outcome == b_win, 0.0, 0.5))[complete]
-    # per call: a's score in each usable call (the one that showed a first, the one that showed b first); a tie
-    # is half; a call whose twin failed still counts, as harnesses that count calls count it
-    call_a = np.select([va == FIRST, va == SECOND], [1.0, 0.0], 0.5)
-    call_b = np.select([vb == SECOND, vb == FIRST], [1.0, 0.0], 0.5)
-    all_items = pairs.frame.get_column("item").cast(pl.String).to_numpy()
-    used_a, used_b = va != MISSING, vb != MISSING
-    per_call = (np.concatenate([call_a[used_a], call_b[used_b]]),
-                np.concatenate([all_items[used_a], all_items[used_b]]))
-    rate = win_rate_over_pairs(a, b, result, items=all_items[complete], per_call=per_call, policy=policy,
-                               confidence=confidence)
-    if graded_levels is not None:
-        la, lb = graded_levels if a_is_x else graded_levels[::-1]
-        scores = graded_scores(la, lb)
-        graded = ~np.isnan(scores)
-        battles, n_battles = arena_hard_interval(la, lb, confidence)
-        rate = dataclasses.replace(
-            rate, graded=Rate.of(mean_interval(scores[graded], confidence, all_items[graded])),
-            graded_pairs=int(graded.sum()), arena_hard=Rate.of(battles), arena_hard_battles=n_battles)
-    return {
-        "pair": chosen,
-        "cross_table": cross_table(a, b, va, vb),
-        "ungated_win_rate": rate if complete.any() else None,
-        "decision": two_order_decision(rate, va[complete], vb[complete], cons.flip_rate_high if cons else None),
-    }
 
 def adaptive_view(analysis: JudgeAnalysis, unswapped: Iterable[Mapping[str, Any]], threshold: float,
                   settings: Mapping[str, Any]) -> JudgeAnalysis:

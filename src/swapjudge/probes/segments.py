@@ -167,8 +167,8 @@ def segment_analyses_of_source(source: StreamingSource, by: str, *, judge: str |
     `split=False`): the whole file analysed by `core.counted`, then each segment as the rows path analyses it
     (the compared pair settled on the whole file, the records between its two systems, the tie policy as given,
     the segment's own adaptive threshold)."""
-    from swapjudge.core.analysis import adaptive_view_of_counts, choose_pair
-    from swapjudge.core.counted import analysis_of_counts, analyze_source, unswapped_of
+    from swapjudge.core.analysis import adaptive_view_of_counts, analysis_of_counts, analyze_source, choose_pair
+    from swapjudge.core.counted import unswapped_of
     from swapjudge.reading.reduce import one_value
 
     overall = analyze_source(source, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,

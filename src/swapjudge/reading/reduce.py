@@ -144,7 +144,8 @@ class PairSource(Protocol):
     """Records reduced to what the analysis asks of them, one selection at a time: in memory (`FrameSource`)
     or from a file larger than memory (`reading.streaming`)."""
 
-    source: str
+    @property
+    def source(self) -> str: ...  # where the records came from (read only: a frozen source is one too)
 
     def judges(self) -> list[str]: ...
 

@@ -33,7 +33,8 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     the fewest items whose removal (or whose verdicts turned) change what the win rate shows
     (`JudgeAnalysis.fragility`; the records are then read into memory).
     """
-    from swapjudge.reading.streaming import open_source, should_stream
+    from swapjudge.reading.streaming import open_source
+    from swapjudge.workflows.engine import streams
 
     source = arguments.records_source(source, "source")
     a, b, judge = (arguments.text(v, n, what="a name (a string)") for v, n in ((a, "a"), (b, "b"), (judge, "judge")))
@@ -53,8 +54,8 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
                                 "{fragility} do not apply", "a", "b", "tie_policy", "fragility")
         return analyze_listwise(source, judge=judge, min_consistency=min_consistency,  # type: ignore[return-value]
                                 confidence=confidence)
-    if should_stream(source, engine):
-        from swapjudge.core.counted import analyze_source
+    if streams(source, engine):
+        from swapjudge.core.analysis import analyze_source
 
         with open_source(source, allow_unpaired=allow_unpaired) as reduced:
             return Analyses(tuple(analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=tie_policy,

@@ -32,13 +32,14 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
     from swapjudge.core.analysis import analyze
     from swapjudge.probes.calibrate import calibrate as corrected
     from swapjudge.reading.records import choose_judges, select_judges
-    from swapjudge.reading.streaming import open_source, should_stream
+    from swapjudge.reading.streaming import open_source
+    from swapjudge.workflows.engine import streams
 
     read = arguments.choice(engine, "engine", ReadEngine)
     options: dict[str, Any] = {"a": a, "b": b, "tie_policy": tie_policy, "min_consistency": min_consistency,
                                "confidence": confidence}
-    if should_stream(judge_records, read.value):
-        from swapjudge.core.counted import analyze_source
+    if streams(judge_records, read):
+        from swapjudge.core.analysis import analyze_source
 
         with open_source(judge_records, allow_unpaired=True) as reduced:
             people = load_records(human, allow_unpaired=True)

@@ -34,12 +34,13 @@ def segments(source: str | Path | Any, by: str, *, judge: str | None = None, a: 
     "auto" reduces Parquet and large JSON Lines files to counts per segment when DuckDB is installed (the `scale`
     extra), "streaming" always does, "memory" reads the records whole; the figures are the same."""
     from swapjudge.core import arguments
-    from swapjudge.core.counted import analyze_source
+    from swapjudge.core.analysis import analyze_source
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field, segment_analyses, segment_analyses_of_source
-    from swapjudge.reading.streaming import open_source, record_fields, should_stream
+    from swapjudge.reading.streaming import open_source, record_fields
+    from swapjudge.workflows.engine import streams
 
     read = arguments.choice(engine, "engine", ReadEngine)
-    if should_stream(source, read.value):
+    if streams(source, read):
         fields = record_fields(source) if Path(source).exists() else []
         usable = by in fields and by not in NOT_SEGMENTS
         with open_source(source, allow_unpaired=allow_unpaired, segment=by if usable else None,
@@ -168,17 +169,15 @@ def agreement(source: str | Path | Any, *, labels: str | Path | None = None, jud
     reduces Parquet and large JSON Lines files whose records carry their labels to counts when DuckDB is
     installed, "streaming" always does (a separate `labels` file is joined in memory only), "memory" reads the
     records whole; the figures are the same."""
-    from swapjudge.core import arguments
     from swapjudge.probes.agreement import agreement as judge_agreement
     from swapjudge.probes.agreement import agreement_of_counts
     from swapjudge.reading.records import choose_judges
-    from swapjudge.reading.streaming import open_source, should_stream
+    from swapjudge.reading.streaming import open_source
+    from swapjudge.workflows.engine import RowsNeeded, streams
 
-    read = arguments.choice(engine, "engine", ReadEngine)
-    if labels is not None and read is ReadEngine.streaming:
-        raise ArgumentError("{labels} files are joined to the records in memory, not by the streaming engine: "
-                            "{engine} memory (or auto), or labels in the records' `label` field", "labels", "engine")
-    if labels is None and should_stream(source, read.value):
+    joined = RowsNeeded("{labels} files are joined to the records in memory, not by the streaming engine: "
+                        "{engine} memory (or auto), or labels in the records' `label` field", ("labels", "engine"))
+    if streams(source, engine, needs_rows=joined if labels is not None else None):
         with open_source(source, allow_unpaired=allow_unpaired, split=False) as reduced:
             return [agreement_of_counts(reduced.pair_verdicts(name, reduced.systems(name)), reduced.counts(name),
                                         judge=name or None, confidence=confidence)

@@ -185,22 +185,19 @@ def _item_names(loaded: Any, judge: str | None, outcome: OutcomeSource) -> list[
 
 
 def _streams(source: Any, engine: ReadEngine, adjusted: bool, outcome: OutcomeSource) -> bool:
-    """Whether the records are ranked from counts: what `reading.streaming.should_stream` says for the file, unless
+    """Whether the records are ranked from counts: what `workflows.engine.streams` says for the file, unless
     the ranking needs the rows (refused in one line under "streaming"; read in memory under "auto")."""
-    from swapjudge.reading.streaming import should_stream
+    from swapjudge.workflows.engine import RowsNeeded, streams
 
-    if engine is ReadEngine.memory:
-        return False
     needs_rows = (("{order_effect} and {control} fit single calls", ("order_effect", "control")) if adjusted else
                   ("{outcome} graded ranks graded verdicts", ("outcome",)) if outcome is OutcomeSource.graded
                   else None)
-    if needs_rows is not None:
-        if engine is ReadEngine.streaming:
-            what, names = needs_rows
-            raise ArgumentError(what + " from the records in memory, not from the streaming engine's counts: "
-                                "{engine} memory (or auto)", *names, "engine")
-        return False
-    return should_stream(source, engine.value)
+    if needs_rows is None:
+        return streams(source, engine)
+    what, names = needs_rows
+    return streams(source, engine, needs_rows=RowsNeeded(
+        what + " from the records in memory, not from the streaming engine's counts: {engine} memory (or auto)",
+        (*names, "engine")))
 
 
 def _rank_counted(source: Any, judge: str | None, model: Model, outcome: OutcomeSource, rounds: int, seed: int,

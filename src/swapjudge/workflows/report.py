@@ -29,10 +29,10 @@ from swapjudge.review.queue import review_queue
 from swapjudge.workflows.report_inputs import (
     LENGTH_COLUMNS,
     ReportInputs,
+    ReportOptions,
     ReportRanking,
     SegmentRow,
     human_calibrations,
-    report_settings,
 )
 from swapjudge.workflows.sources import ReportSource, StreamedSource, is_run_store, report_source
 
@@ -40,7 +40,8 @@ from swapjudge.workflows.sources import ReportSource, StreamedSource, is_run_sto
 # (about 0.6 GB for a report of 1M records); a larger one, or a JSON Lines file auto streams, is reduced
 AUTO_WHOLE_RECORDS = 1_000_000
 
-__all__ = ["LENGTH_COLUMNS", "ReportInputs", "ReportRanking", "SegmentRow", "prepare_report", "report"]
+__all__ = ["LENGTH_COLUMNS", "ReportInputs", "ReportOptions", "ReportRanking", "SegmentRow", "prepare_report",
+           "report", "report_of_records"]
 # A report is read right after it is written: a few hundred rounds give usable intervals in well under a second
 # (31 MT-Bench systems: 0.13 s); `swapjudge rank` (1000 by default) is the place for the final figures.
 
@@ -62,34 +63,31 @@ def report(source: str | Path, *, pairs: str | Path | None = None, run: int | No
     saying so in the report; "memory" reads the records whole. A stored run is read whole. `queue_limit`:
     at most this many unsettled pairs are listed when streaming (their count is over all of them; None: 1000)."""
     read = arguments.choice(engine, "engine", ReadEngine)
+    options = ReportOptions(judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
+                            confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed)
     if read is not ReadEngine.memory and run is None:
-        streamed = _streamed(source, read, pairs=pairs, allow_unpaired=allow_unpaired, human=human, judge=judge,
-                             a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
-                             confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed,
+        streamed = _streamed(source, read, options, pairs=pairs, allow_unpaired=allow_unpaired, human=human,
                              queue_limit=1000 if queue_limit is None else queue_limit)
         if streamed is not None:
             return streamed
     loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
     people = load_records(human, allow_unpaired=True) if human is not None else None
-    return prepare_report(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
-                          confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed,
-                          human=people.frame if people is not None else None,
-                          human_source=people.source if people is not None else "human records")
+    return report_of_records(loaded, options, human=people.frame if people is not None else None,
+                             human_source=people.source if people is not None else "human records")
 
 
-def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None, allow_unpaired: bool,
-              human: str | Path | None, judge: str | None, a: str | None, b: str | None,
-              tie_policy: TiePolicy | str | None, min_consistency: float | None, confidence: float,
-              segment: str | None, rank_rounds: int, rank_seed: int, queue_limit: int) -> ReportInputs | None:
+def _streamed(source: str | Path, read: ReadEngine, options: ReportOptions, *, pairs: str | Path | None,
+              allow_unpaired: bool, human: str | Path | None, queue_limit: int) -> ReportInputs | None:
     """The report from the streaming engine's counts, or None when the records are to be read whole: a stored
-    run, a file `reading.streaming.should_stream` does not stream, or (under auto) one with a section that needs the
+    run, a file `workflows.engine.streams` does not stream, or (under auto) one with a section that needs the
     rows."""
-    from swapjudge.core.counted import analyze_source
+    from swapjudge.core.analysis import analyze_source
     from swapjudge.probes.segments import NOT_SEGMENTS, refuse_field
-    from swapjudge.reading.streaming import open_source, parquet_rows, record_fields, should_stream
+    from swapjudge.reading.streaming import open_source, parquet_rows, record_fields
+    from swapjudge.workflows.engine import streams
     from swapjudge.workflows.streamed_report import needs_rows, streamed_report
 
-    if not should_stream(source, read.value) or is_run_store(Path(source)):
+    if not streams(source, read) or is_run_store(Path(source)):
         return None
     try:
         fields = record_fields(source)
@@ -102,20 +100,19 @@ def _streamed(source: str | Path, read: ReadEngine, *, pairs: str | Path | None,
     if whole_if_needed and needs_rows(fields, pairs=pairs is not None):
         return None
     people = load_records(human, allow_unpaired=True) if human is not None else None
-    policy = TiePolicy(tie_policy if tie_policy is not None else TiePolicy.half_credit)
+    opts = options.resolved({})  # a records file registered nothing
+    segment = opts.segment
     usable = segment is not None and segment in fields and segment not in NOT_SEGMENTS
     with open_source(source, allow_unpaired=allow_unpaired, segment=segment if usable else None,
                      split=False) as reduced:
-        if whole_if_needed and judge is None and len(reduced.judges()) >= 2:
+        if whole_if_needed and opts.judge is None and len(reduced.judges()) >= 2:
             return None  # the panel compares the judges pair by pair: read whole
         if segment is not None and not usable:
             # as the rows path: the file's checks, then the whole file's analysis, then the field
-            analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=policy, confidence=confidence,
-                           min_consistency=DEFAULT_MIN_CONSISTENCY if min_consistency is None else min_consistency)
+            analyze_source(reduced, judge=opts.judge, a=opts.a, b=opts.b, tie_policy=opts.policy,
+                           confidence=opts.confidence, min_consistency=opts.gate)
             refuse_field(fields, segment)
-        return streamed_report(reduced, fields, policy=policy, judge=judge, a=a, b=b, confidence=confidence,
-                               min_consistency=DEFAULT_MIN_CONSISTENCY if min_consistency is None else min_consistency,
-                               segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed, pairs=pairs,
+        return streamed_report(reduced, fields, opts, pairs=pairs,
                                human=people.frame if people is not None else None,
                                human_source=people.source if people is not None else "human records",
                                queue_limit=queue_limit)
@@ -145,10 +142,19 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
     half_credit and 0.70. Where the data allow it, also: each judge's ranking of more than two systems
     (`rank_rounds` bootstrap rounds, 0 for none), the length probe (answer texts or lengths in the records) and
     the panel of several judges over the same pairs."""
-    registered = registered_settings(source)
-    policy = TiePolicy(tie_policy if tie_policy is not None else registered.get("tie_policy", TiePolicy.half_credit))
-    if min_consistency is None:
-        min_consistency = registered.get("min_consistency", DEFAULT_MIN_CONSISTENCY)
+    return report_of_records(source, ReportOptions(
+        judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency, confidence=confidence,
+        segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed, rank_model=rank_model),
+        human=human, human_source=human_source)
+
+
+def report_of_records(source: ReportSource, options: ReportOptions, *, human: pl.DataFrame | None = None,
+                      human_source: str = "human records") -> ReportInputs:
+    """`prepare_report` with its options gathered (`ReportOptions`; the tie policy and gate settled here)."""
+    opts = options.resolved(registered_settings(source))
+    judge, a, b, segment, confidence = opts.judge, opts.a, opts.b, opts.segment, opts.confidence
+    policy, min_consistency = opts.policy, opts.gate
+    rank_rounds, rank_seed, rank_model = opts.rank_rounds, opts.rank_seed, opts.rank_model
     segmented = None
     if segment is None:
         analyses = analyze(source.records, judge=judge, a=a, b=b, tie_policy=policy,
@@ -157,9 +163,7 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
         segmented = segment_analyses(source.records, segment, judge=judge, a=a, b=b, tie_policy=policy,
                                      min_consistency=min_consistency, confidence=confidence)
         analyses = list(segmented.overall)
-    settings = report_settings(judge=judge, a=a, b=b, policy=policy, min_consistency=min_consistency,
-                               confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed,
-                               rank_model=rank_model, engine="memory")
+    settings = opts.settings("memory")
     queue = review_queue(source.frame, judge=judge, a=a, b=b)
     judges = select_judges(source.frame, judge)
     # a judge that fails the gate gets no ranking, as it gets no win rate: a ranking is many win rates at once

@@ -4,7 +4,8 @@ records read whole, or by `workflows.streamed_report`, from the streaming engine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +13,8 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis
-from swapjudge.core.policy import TiePolicy
+from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
+from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.outcome import Concluded, Ending, gates_ending
 from swapjudge.probes.calibrate import SPLIT_VALUE, Calibration, calibrate
 from swapjudge.probes.length import LengthProbe
@@ -26,6 +28,50 @@ from swapjudge.workflows.sources import ReportSource, StreamedSource
 SegmentRow = tuple[str, JudgeAnalysis]
 # records may carry answer lengths instead of texts (e.g. imports that dropped the texts)
 LENGTH_COLUMNS = ("first_length", "second_length")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What a report is asked for, whichever engine reads its records: the judge, the compared systems, the tie
+    policy and gate (None: the run's registered ones, else half_credit and 0.70; see `resolved`), the confidence,
+    the segment field and the ranking's bootstrap."""
+
+    judge: str | None = None
+    a: str | None = None
+    b: str | None = None
+    tie_policy: TiePolicy | str | None = None
+    min_consistency: float | None = None
+    confidence: float = 0.95
+    segment: str | None = None
+    rank_rounds: int = DEFAULT_REPORT_ROUNDS
+    rank_seed: int = 0
+    rank_model: Model | str = Model.rao_kupper
+
+    def resolved(self, registered: Mapping[str, Any]) -> ReportOptions:
+        """The options with the tie policy and gate settled: as asked, else as the run registered them
+        (`registered`: `workflows.report.registered_settings`), else half_credit and DEFAULT_MIN_CONSISTENCY."""
+        policy = TiePolicy(self.tie_policy if self.tie_policy is not None
+                           else registered.get("tie_policy", TiePolicy.half_credit))
+        gate = (self.min_consistency if self.min_consistency is not None
+                else registered.get("min_consistency", DEFAULT_MIN_CONSISTENCY))
+        return dataclasses.replace(self, tie_policy=policy, min_consistency=gate)
+
+    @property
+    def policy(self) -> TiePolicy:
+        """The tie policy of resolved options."""
+        return TiePolicy(self.tie_policy if self.tie_policy is not None else TiePolicy.half_credit)
+
+    @property
+    def gate(self) -> float:
+        """The gate of resolved options."""
+        return DEFAULT_MIN_CONSISTENCY if self.min_consistency is None else self.min_consistency
+
+    def settings(self, engine: str) -> dict[str, Any]:
+        """The settings a report names in its provenance (of resolved options)."""
+        return report_settings(judge=self.judge, a=self.a, b=self.b, policy=self.policy,
+                               min_consistency=self.gate, confidence=self.confidence, segment=self.segment,
+                               rank_rounds=self.rank_rounds, rank_seed=self.rank_seed, rank_model=self.rank_model,
+                               engine=engine)
 
 
 def report_settings(*, judge: str | None, a: str | None, b: str | None, policy: TiePolicy, min_consistency: float,

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.policy import TiePolicy
 from swapjudge.errors import InputError
 from swapjudge.ranking.bradley_terry import Model, fit_ranking
 from swapjudge.reading.pairs import classify
@@ -30,9 +29,9 @@ from swapjudge.review.queue import QUEUE_FIELDS, QUEUE_OUTCOMES
 from swapjudge.workflows.report_inputs import (
     LENGTH_COLUMNS,
     ReportInputs,
+    ReportOptions,
     ReportRanking,
     human_calibrations,
-    report_settings,
 )
 from swapjudge.workflows.sources import TEXT_COLUMNS, StreamedSource
 
@@ -158,17 +157,19 @@ def counted_rankings(reduced: StreamingSource, judges: list[str], passed: dict[s
     return tuple(out)
 
 
-def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TiePolicy, min_consistency: float,
-                    judge: str | None, a: str | None, b: str | None, confidence: float, segment: str | None,
-                    rank_rounds: int, rank_seed: int, rank_model: Model | str = Model.rao_kupper,
+def streamed_report(reduced: StreamingSource, fields: list[str], options: ReportOptions, *,
                     pairs: str | Path | None = None, human: pl.DataFrame | None = None,
                     human_source: str = "human records", queue_limit: int = 1000) -> ReportInputs:
-    """`workflows.report.prepare_report` from a reduced records file (opened with `split=False`, and with
-    `segment` when the report is segmented): the same analyses, segments, rankings, queue and human-corrected
-    win rates (`human`: people's records, read whole), the queue's rows capped at `queue_limit` (its counts are
-    over every pair). Closes `reduced`."""
-    from swapjudge.core.counted import analyze_source
+    """`workflows.report.report_of_records` from a reduced records file (opened with `split=False`, and with
+    `options.segment` when the report is segmented), under the same `options` (resolved: `ReportOptions.resolved`):
+    the same analyses, segments, rankings, queue and human-corrected win rates (`human`: people's records, read
+    whole), the queue's rows capped at `queue_limit` (its counts are over every pair). Closes `reduced`."""
+    from swapjudge.core.analysis import analyze_source
     from swapjudge.probes.segments import segment_analyses_of_source
+
+    judge, a, b, segment, confidence = options.judge, options.a, options.b, options.segment, options.confidence
+    policy, min_consistency = options.policy, options.gate
+    rank_rounds, rank_seed, rank_model = options.rank_rounds, options.rank_seed, options.rank_model
 
     segmented = None
     if segment is None:
@@ -178,9 +179,7 @@ def streamed_report(reduced: StreamingSource, fields: list[str], *, policy: TieP
         segmented = segment_analyses_of_source(reduced, segment, judge=judge, a=a, b=b, tie_policy=policy,
                                                min_consistency=min_consistency, confidence=confidence)
         analyses = list(segmented.overall)
-    settings = report_settings(judge=judge, a=a, b=b, policy=policy, min_consistency=min_consistency,
-                               confidence=confidence, segment=segment, rank_rounds=rank_rounds, rank_seed=rank_seed,
-                               rank_model=rank_model, engine="streaming")
+    settings = options.settings("streaming")
     judges = choose_judges(reduced.judges(), judge)
     rankings = counted_rankings(reduced, judges, {x.judge: x.gate.passed for x in analyses}, model=rank_model,
                                 rounds=rank_rounds, seed=rank_seed, confidence=confidence)
