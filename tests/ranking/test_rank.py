@@ -25,10 +25,10 @@ from swapjudge.ranking.bradley_terry import (
     Model,
     Outcome,
     _acceleration,
-    _cells,
-    _item_matrix,
+    comparison_cells,
+    item_matrix,
     _jackknife,
-    _solve,
+    solve_strengths,
     fit,
     fit_ranking,
     open_sides,
@@ -268,9 +268,9 @@ def test_comparisons_validation() -> None:
 
 def test_bca_jackknife_is_leave_one_item_out(small: Comparisons) -> None:
     data = Comparisons(small.systems, small.item[:240], small.left[:240], small.right[:240], small.outcome[:240])
-    cells = _cells(data)
-    point = _solve(Model.rao_kupper, cells.lo, cells.hi, len(data.systems), cells.counts, 0.01)
-    jack = _jackknife(Model.rao_kupper, cells, _item_matrix(data, cells), point, 0.01, seed=0)
+    cells = comparison_cells(data)
+    point = solve_strengths(Model.rao_kupper, cells.lo, cells.hi, len(data.systems), cells.counts, 0.01)
+    jack = _jackknife(Model.rao_kupper, cells, item_matrix(data, cells), point, 0.01, seed=0)
     items = np.unique(data.item)
     assert jack.shape == (len(items), len(data.systems) + 1)
     for row, item in zip(jack, items, strict=True):
@@ -585,12 +585,12 @@ def test_one_loss_in_many_items_still_leaves_the_upper_bound_to_the_ridge() -> N
 def test_open_sides_follow_the_graph_of_losses() -> None:
     # a chain: a always beats b, b always beats c, a always beats c; three systems, each separated
     chain = Comparisons(("a", "b", "c"), np.arange(3), np.array([0, 1, 0]), np.array([1, 2, 2]), np.zeros(3))
-    upper, lower = open_sides(_cells(chain), _cells(chain).counts)
+    upper, lower = open_sides(comparison_cells(chain), comparison_cells(chain).counts)
     assert upper.tolist() == [True, False, False] and lower.tolist() == [False, False, True]
     # a tie against the rest bounds a system: no side is open once every pair has a tie
     tied = Comparisons(("a", "b", "c"), np.arange(6), np.array([0, 1, 0, 0, 1, 0]), np.array([1, 2, 2, 1, 2, 2]),
                        np.array([0, 0, 0, 2, 2, 2]))
-    upper, lower = open_sides(_cells(tied), _cells(tied).counts)
+    upper, lower = open_sides(comparison_cells(tied), comparison_cells(tied).counts)
     assert not upper.any() and not lower.any()
     # real MT-Bench verdicts: gpt-4 lost once but tied 13 times; every side is bounded
     ranking = fit_ranking(comparisons_from_records(records_from_dicts(shi_records())), rounds=100, seed=0)

@@ -306,6 +306,8 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
                         (wait, "wait"), (batch_wait, "batch_wait"), (retry_unparsed, "retry_unparsed")):
         arguments.flag(value, name)
     console = arguments.instance(console, "console", (Console,), "a rich Console")
+    attacks = None if attacks is None else arguments.names(attacks, "attacks")
+    attack_pairs = arguments.integer(attack_pairs, "attack_pairs", minimum=1)
     chosen = load_suite(suite)
     loaded = card_config(config, chosen, store=store)
     result = run(loaded, store=store, progress=progress, console=console, handle_sigint=handle_sigint, wait=wait,

@@ -190,6 +190,9 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
     allow_missing = arguments.integer(allow_missing, "allow_missing")
     store = arguments.path(store, "store", what="a run store's path")
     fragility = arguments.flag(fragility, "fragility")
+    if attack_report is not None:
+        attack_report = arguments.mapping_or_path(attack_report, "attack_report", (), "a path to the attack "
+                                                  "probe's JSON or its mapping")
     spec, path = load_decision(decision)
     if fragility and spec.human is not None:
         raise ArgumentError("{fragility} searches the judge's items; a decision with a `human` block rests on "
