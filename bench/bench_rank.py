@@ -17,7 +17,16 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from swapjudge.ranking.bradley_terry import Comparisons, Model, Outcome, _cells, _item_matrix, _solve, fit, fit_ranking
+from swapjudge.ranking.bradley_terry import (
+    Comparisons,
+    Model,
+    Outcome,
+    comparison_cells,
+    fit,
+    fit_ranking,
+    item_matrix,
+    solve_strengths,
+)
 
 
 def synthetic(n_systems: int = 130, n_items: int = 50_000, pairs_per_item: int = 17, theta: float = 1.6,
@@ -69,10 +78,10 @@ def main() -> None:
     sys.stdout.flush()
 
     start = time.perf_counter()
-    cells = _cells(data)
+    cells = comparison_cells(data)
     aggregate_s = time.perf_counter() - start
     start = time.perf_counter()
-    by_cell = _item_matrix(data, cells)
+    by_cell = item_matrix(data, cells)
     matrix_s = time.perf_counter() - start
     print(f"aggregate to pair counts: {aggregate_s:.3f} s ({len(cells.lo):,} pairs of systems); "
           f"cell x item matrix for the bootstrap: {matrix_s:.2f} s ({by_cell.nnz:,} nonzeros)")
@@ -80,7 +89,7 @@ def main() -> None:
     ours: dict[str, float] = {}
     for model in Model:
         with threadpool_limits(limits=1, user_api="blas"):  # as fit() and fit_ranking() do
-            solve_s = best_of(args.repeats, lambda m=model: _solve(m, cells.lo, cells.hi, cells.n_systems,
+            solve_s = best_of(args.repeats, lambda m=model: solve_strengths(m, cells.lo, cells.hi, cells.n_systems,
                                                                    cells.counts, 1e-2))
         total_s = best_of(args.repeats, lambda m=model: fit(data, m))
         result = fit(data, model)
