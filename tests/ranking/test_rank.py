@@ -25,14 +25,14 @@ from swapjudge.ranking.bradley_terry import (
     Model,
     Outcome,
     _acceleration,
-    comparison_cells,
-    item_matrix,
     _jackknife,
-    solve_strengths,
+    comparison_cells,
     fit,
     fit_ranking,
+    item_matrix,
     open_sides,
     outcome_probabilities,
+    solve_strengths,
 )
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.report import rank as render_rank
