@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from swapjudge.core.confidence import CONSISTENCY, FLIP, HALF_TIE, INCOMPLETE, SINGLE_ORDER, PairConfidence
-from swapjudge.core.ppi import Estimate, PPIResult, ppi_mean
+from swapjudge.core.ppi import PPIResult, normal_estimate, ppi_mean, sample_variance
 from swapjudge.core.stats import normal_quantile
 
 FloatArray = npt.NDArray[np.float64]
@@ -34,18 +34,6 @@ UNIFORM = "uniform"
 ACTIVE = "active"
 DESIGNS = (UNIFORM, ACTIVE)
 DEFAULT_FLOOR_SHARE = 0.25  # pi_min = this share of the uniform rate budget/N: caps a label's weight at 4x uniform
-
-
-def _var(x: FloatArray) -> float:
-    return float(x.var(ddof=1)) if x.size > 1 else 0.0
-
-
-def _normal(mean: float, variance: float, n: int, z: float, clip: bool) -> Estimate:
-    half = z * math.sqrt(max(variance, 0.0))
-    low, high = mean - half, mean + half
-    if clip:  # a rate: the interval cannot leave [0, 1]
-        low, high = max(0.0, low), min(1.0, high)
-    return Estimate(mean, low, high, n)
 
 
 def _terms(y: FloatArray, fl: FloatArray, pl: FloatArray, fu: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -58,7 +46,7 @@ def _terms(y: FloatArray, fl: FloatArray, pl: FloatArray, fu: FloatArray) -> tup
 def ipw_lambda(y: FloatArray, f_labelled: FloatArray, pi_labelled: FloatArray, f_unlabelled: FloatArray) -> float:
     """The weight minimising the variance of A - lam B (theta's per-item term): cov(A, B) / var(B), in [0, 1]."""
     a, b, _ = _terms(y, f_labelled, pi_labelled, f_unlabelled)
-    var_b = _var(b)
+    var_b = sample_variance(b)
     if y.size < 2 or var_b == 0.0:
         return 0.0
     return float(np.clip(np.cov(a, b, ddof=1)[0, 1] / var_b, 0.0, 1.0))
@@ -90,12 +78,12 @@ def ipw_ppi_mean(y: npt.ArrayLike, f_labelled: npt.ArrayLike, pi_labelled: npt.A
     weight = ipw_lambda(y_arr, fl, pl, fu) if lam is None else float(lam)
     a, b, f_all = _terms(y_arr, fl, pl, fu)
     phi = a - weight * b  # = lam f + xi (y - lam f) / pi
-    corrected = _normal(float(phi.mean()), _var(phi) / big_n, n, z, clip)
-    human = _normal(float(a.mean()), _var(a) / big_n, n, z, clip)
-    judge = _normal(float(f_all.mean()), _var(f_all) / big_n, big_n, z, clip)
+    corrected = normal_estimate(float(phi.mean()), sample_variance(phi) / big_n, n, z, clip)
+    human = normal_estimate(float(a.mean()), sample_variance(a) / big_n, n, z, clip)
+    judge = normal_estimate(float(f_all.mean()), sample_variance(f_all) / big_n, big_n, z, clip)
     gap = np.concatenate([(y_arr - fl) / pl, np.zeros(fu.size)])
-    rectifier = _normal(float(gap.mean()), _var(gap) / big_n, n, z, clip=False)
-    sd_y, sd_f = _var(y_arr), _var(fl)
+    rectifier = normal_estimate(float(gap.mean()), sample_variance(gap) / big_n, n, z, clip=False)
+    sd_y, sd_f = sample_variance(y_arr), sample_variance(fl)
     correlation = float(np.corrcoef(y_arr, fl)[0, 1]) if n > 1 and sd_y > 0 and sd_f > 0 else None
     return PPIResult(corrected=corrected, human_only=human, judge_only=judge, rectifier=rectifier, lam=weight,
                      n_human=n, n_unlabelled=fu.size, correlation=correlation, confidence=confidence)
@@ -287,7 +275,7 @@ tuned for n; active, the
     models = [(g, *residual_model(g)) for g in np.linspace(0.0, 1.0, 21)]
     flat, slope = residual_model(lam)
     z = normal_quantile(confidence)
-    var_f = _var(f)
+    var_f = sample_variance(f)
     var_y = float(np.average((y_arr - np.average(y_arr, weights=w)) ** 2, weights=w))
 
     cov_yf = float(np.average((y_arr - np.average(y_arr, weights=w)) * (fl - np.average(fl, weights=w)),

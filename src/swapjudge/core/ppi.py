@@ -72,7 +72,8 @@ class PPIResult:
         }
 
 
-def _normal(mean: float, variance: float, n: int, z: float, clip: bool) -> Estimate:
+def normal_estimate(mean: float, variance: float, n: int, z: float, clip: bool) -> Estimate:
+    """`mean` with the normal interval of half-width z * sqrt(variance), kept in [0, 1] when `clip` (a rate)."""
     half = z * math.sqrt(max(variance, 0.0))
     low, high = mean - half, mean + half
     if clip:  # a rate: the interval cannot leave [0, 1]
@@ -80,7 +81,8 @@ def _normal(mean: float, variance: float, n: int, z: float, clip: bool) -> Estim
     return Estimate(mean, low, high, n)
 
 
-def _var(x: FloatArray) -> float:
+def sample_variance(x: FloatArray) -> float:
+    """The unbiased sample variance (0 for fewer than two values)."""
     return float(x.var(ddof=1)) if x.size > 1 else 0.0
 
 
@@ -88,7 +90,7 @@ def tuned_lambda(y: FloatArray, f_labelled: FloatArray, f_unlabelled: FloatArray
     """PPI++'s variance-minimising weight for a mean, cov(y, f) / ((1 + n/N) var(f)), clipped to [0, 1]."""
     n, big_n = y.size, f_unlabelled.size
     f_all = np.concatenate([f_labelled, f_unlabelled])
-    var_f = _var(f_all)
+    var_f = sample_variance(f_all)
     if n < 2 or big_n == 0 or var_f == 0.0:
         return 0.0
     cov = float(np.cov(y, f_labelled, ddof=1)[0, 1])
@@ -116,14 +118,14 @@ def ppi_mean(y: npt.ArrayLike, f_labelled: npt.ArrayLike, f_unlabelled: npt.Arra
     weight = tuned_lambda(y_arr, fl, fu) if lam is None else float(lam)
     residual = y_arr - weight * fl
     value = float(residual.mean()) + (weight * float(fu.mean()) if big_n else 0.0)
-    variance = _var(residual) / n + (weight**2 * _var(fu) / big_n if big_n else 0.0)
-    corrected = _normal(value, variance, n, z, clip)
-    human = _normal(float(y_arr.mean()), _var(y_arr) / n, n, z, clip)
+    variance = sample_variance(residual) / n + (weight**2 * sample_variance(fu) / big_n if big_n else 0.0)
+    corrected = normal_estimate(value, variance, n, z, clip)
+    human = normal_estimate(float(y_arr.mean()), sample_variance(y_arr) / n, n, z, clip)
     f_all = np.concatenate([fl, fu])
-    judge = _normal(float(f_all.mean()), _var(f_all) / f_all.size, f_all.size, z, clip)
+    judge = normal_estimate(float(f_all.mean()), sample_variance(f_all) / f_all.size, f_all.size, z, clip)
     gap = y_arr - fl
-    rectifier = _normal(float(gap.mean()), _var(gap) / n, n, z, clip=False)
-    sd_y, sd_f = _var(y_arr), _var(fl)
+    rectifier = normal_estimate(float(gap.mean()), sample_variance(gap) / n, n, z, clip=False)
+    sd_y, sd_f = sample_variance(y_arr), sample_variance(fl)
     correlation = (float(np.corrcoef(y_arr, fl)[0, 1]) if n > 1 and sd_y > 0 and sd_f > 0 else None)
     return PPIResult(corrected=corrected, human_only=human, judge_only=judge, rectifier=rectifier, lam=weight,
                      n_human=n, n_unlabelled=big_n, correlation=correlation, confidence=confidence)
