@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
 from swapjudge.errors import SwapjudgeError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+Model = TypeVar("Model", bound="BaseModel")  # the pydantic model a file is validated as
 
 
 class KeyLines(dict):  # type: ignore[type-arg]
@@ -99,3 +104,18 @@ def refuse_unknown_keys(data: Mapping[str, Any], known: Sequence[str], *, source
             match = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
             hint = f"; did you mean `{match[0]}`?" if match else ""
             raise error(f"{where(source, data, [key])}: key `{key}`: not a key of {what}{hint}")
+
+
+def read_validated(path: str | Path, model: type[Model], *, what: str, error: type[SwapjudgeError]) -> Model:
+    """The YAML file at `path` validated as the pydantic `model`; the first problem is one `error` line naming
+    the file, the key's line and the key."""
+    from pydantic import ValidationError
+
+    data = read_yaml(path, what=what, error=error)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise error(f"{where(path, data, first['loc'])}: key `{key}`: "
+                    f"{str(first['msg']).removeprefix('Value error, ')}") from None

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from swapjudge.config import JudgeConfig, text_hash
 from swapjudge.errors import ConfigError, InputError, SwapjudgeError
@@ -36,7 +36,7 @@ from swapjudge.judges.listwise_prompts import PICK_PREFIX, RUBRIC, parse_pick, r
 from swapjudge.reading.listwise import MIN_SLOTS
 from swapjudge.reading.textfiles import decode_text, json_lines, read_bytes
 from swapjudge.runner.listwise_plan import ListwiseCallPlan, plan_listwise
-from swapjudge.yamlfile import read_yaml, where
+from swapjudge.yamlfile import read_validated, read_yaml
 
 PICK_MAX_TOKENS = 16
 LISTWISE_BACKENDS = ("openai", "anthropic", "local")
@@ -95,14 +95,7 @@ def is_listwise_config(path: str | Path) -> bool:
 
 def load_listwise_config(path: str | Path) -> tuple[ListwiseRunConfig, Path]:
     source = Path(path)
-    data = read_yaml(source, what="the configuration", error=ConfigError)
-    try:
-        cfg = ListwiseRunConfig.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ConfigError(f"{where(source, data, first['loc'])}: key `{key}`: "
-                          f"{str(first['msg']).removeprefix('Value error, ')}") from None
+    cfg = read_validated(source, ListwiseRunConfig, what="the configuration", error=ConfigError)
     if cfg.judge.backend not in LISTWISE_BACKENDS:
         raise ConfigError(f"{source}: key `judge.backend`: backend {cfg.judge.backend!r} cannot pick among N "
                           f"answers; listwise runs go through {', '.join(LISTWISE_BACKENDS)}")

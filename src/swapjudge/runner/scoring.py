@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from swapjudge.config import JudgeConfig, text_hash
 from swapjudge.drift.anchors import (
@@ -49,7 +49,7 @@ from swapjudge.runner.backend import build_judge
 from swapjudge.runner.plan import CHARS_PER_TOKEN
 from swapjudge.runner.ratelimit import RateLimiter
 from swapjudge.runner.retry import Abandoned, Control, Pacing, RetryPolicy, call_with_retries
-from swapjudge.yamlfile import read_yaml, where
+from swapjudge.yamlfile import read_validated
 
 
 class ExemplarConfig(BaseModel):
@@ -122,14 +122,7 @@ class AnchorsRun(Concluded):
 
 def load_anchors_config(path: str | Path) -> tuple[AnchorsConfig, Path]:
     source = Path(path)
-    data = read_yaml(source, what="the configuration", error=ConfigError)
-    try:
-        cfg = AnchorsConfig.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ConfigError(f"{where(source, data, first['loc'])}: key `{key}`: "
-                          f"{str(first['msg']).removeprefix('Value error, ')}") from None
+    cfg = read_validated(source, AnchorsConfig, what="the configuration", error=ConfigError)
     if cfg.judge.backend not in SCORING_BACKENDS:
         raise ConfigError(f"{source}: key `judge.backend`: backend {cfg.judge.backend!r} cannot score one answer "
                           f"(it replays pairwise verdicts); anchored scoring runs through "
