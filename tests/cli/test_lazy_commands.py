@@ -54,7 +54,8 @@ print(json.dumps(added))
 
 
 # what analyze of a small JSON Lines file does without: the other commands' modules, the Markdown renderer, the
-# loaders and engines of larger files (polars, DuckDB) and scipy (reading.small, workflows.analyze)
+# loaders and engines of larger files (polars, DuckDB), scipy (reading.small, workflows.analyze) and pydantic
+# (typer's converters, cli/coercion.py)
 _HEAVY = """
 import sys
 from swapjudge.cli import main
@@ -64,10 +65,10 @@ except SystemExit as e:
     code = e.code
 else:
     code = 0
-heavy = sorted(m for m in sys.modules if m in ('duckdb', 'polars', 'scipy', 'swapjudge.report.markdown',
+heavy = sorted(m for m in sys.modules if m in ('duckdb', 'polars', 'scipy', 'pydantic', 'swapjudge.report.markdown',
                                                'swapjudge.reading.records', 'swapjudge.reading.streaming')
                or (m.startswith('swapjudge.cli.') and m not in ('swapjudge.cli.app', 'swapjudge.cli.analyze',
-                                                                'swapjudge.cli.terminal')))
+                                                                'swapjudge.cli.coercion', 'swapjudge.cli.terminal')))
 print('HEAVY', heavy, code, file=sys.stderr)
 """
 
@@ -139,4 +140,4 @@ except SystemExit as e:
 """
     out = _python(code, "--version")
     assert out.stdout.startswith("swapjudge ")
-    assert "EXIT 0 ['swapjudge.cli.app', 'swapjudge.cli.terminal']" in out.stderr, out.stderr
+    assert "EXIT 0 ['swapjudge.cli.app', 'swapjudge.cli.coercion', 'swapjudge.cli.terminal']" in out.stderr, out.stderr
