@@ -21,7 +21,7 @@ import typer.core
 from rich.console import Console
 from rich.markup import escape
 
-from swapjudge.cli.coercion import install as install_plain_coercion
+from swapjudge.cli.coercion import install_plain_coercion
 from swapjudge.cli.terminal import SafeConsole, escaping_stdout
 from swapjudge.core.choices import ReadEngine
 from swapjudge.core.documents import json_document

@@ -2,12 +2,12 @@
 
 typer (0.2x) converts each parameter's value with a pydantic TypeAdapter it builds the first time the parameter is
 parsed: importing pydantic and building an adapter per parameter is about a tenth of a second of every command's
-start (`swapjudge analyze` has a dozen parameters, each with a default to convert). `install` wraps typer's
-builder: a value of a plain parameter (text, a whole or decimal number, a flag, a choice, a path) that reads
-unambiguously is converted here exactly as the adapter converts it, by the same typer functions where typer has
-them (choices, paths); anything else, and any value this code does not take (an error among them), goes to
-typer's own adapter, so an error reads as typer words it. tests/cli/test_coercion.py holds every parameter of every
-command to the adapter's result. A typer without this builder (another version) is left as it is.
+start (`swapjudge analyze` has a dozen parameters, each with a default to convert). `install_plain_coercion` wraps
+typer's builder: a value of a plain parameter (text, a whole or decimal number, a flag, a choice, a path) that
+reads unambiguously is converted here exactly as the adapter converts it, by the same typer functions where typer
+has them (choices, paths); anything else, and any value this code does not take (an error among them), goes to
+typer's own adapter, so an error reads as typer words it. tests/cli/test_coercion.py holds every parameter of
+every command to the adapter's result. A typer without this builder (another version) is left as it is.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def plain_value(descriptor: Any, value: Any, param: Any = None, ctx: Any = None)
     return _UNTAKEN
 
 
-def install() -> bool:
+def install_plain_coercion() -> bool:
     """Wrap typer's per-parameter converter (True), or leave a typer without it as it is (False)."""
     try:
         from typer import _coercion
