@@ -1,7 +1,8 @@
 """Records reduced to counts: what every statistic of `analyze`, `rank`, `segments` and `agreement` needs,
 without the rows (docs/scale.md). The same reduction runs in memory here (polars, from validated records) and
-over files larger than memory in `reading.streaming` (DuckDB); both produce the tables below, so the figures
-computed from them (`core.counted`) are the same to the last bit.
+over files larger than memory in `reading.streaming` (DuckDB), and for a small, plain JSON Lines file with the
+standard library in `reading.small` (so `analyze` of it starts without polars); all produce the tables below, so
+the figures computed from them (`core.counted`) are the same to the last bit.
 
 Two steps. The **pair table** has one row per pair (judge, round, item, x < y): the positional verdict of each
 of its calls (`vx` of the call that showed x first, `vy` of the other; NULL when the call has no verdict,
