@@ -137,8 +137,8 @@ def test_import_and_report_read_stdin(tmp_path):
 
 
 def test_help_and_calc_load_no_heavy_stack():
-    """`--help` imports none of polars, numpy, scipy, matplotlib, aiohttp, yaml; `calc` needs numpy and
-    scipy.special for its intervals, never polars. (pydantic is left out: typer itself loads it to parse.)"""
+    """`--help` and `calc` import none of polars, numpy, scipy, matplotlib, aiohttp, yaml, pydantic (typer's
+    converters for plain options are bypassed: cli/coercion.py)."""
     code = """
 import sys
 sys.argv = {argv!r}
@@ -147,7 +147,7 @@ try:
     main()
 except SystemExit:
     pass
-heavy = ('polars', 'numpy', 'scipy', 'scipy.stats', 'matplotlib', 'aiohttp', 'yaml')
+heavy = ('polars', 'numpy', 'scipy', 'scipy.stats', 'matplotlib', 'aiohttp', 'yaml', 'pydantic')
 print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)
 """
     def loaded(argv: list[str]) -> list[str]:

@@ -1,9 +1,10 @@
 """`swapjudge CMD` imports only CMD's module: the table that says which module registers which command is true,
-a lazily started command prints what the full application prints, and analyze of a small file starts without
-DuckDB, the other commands' modules or the Markdown renderer."""
+a lazily started command prints what the full application prints, and analyze of a small JSON Lines file starts
+without polars, DuckDB, scipy, the other commands' modules or the Markdown renderer."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 from typer.main import get_command
 from typer.testing import CliRunner
 
+from conftest import write_jsonl
 from swapjudge.cli import COMMAND_MODULES, COMMANDS, app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +53,10 @@ print(json.dumps(added))
     assert added == expected
 
 
-def test_analyze_of_a_small_file_imports_only_what_it_needs():
-    code = """
+# what analyze of a small JSON Lines file does without: the other commands' modules, the Markdown renderer, the
+# loaders and engines of larger files (polars, DuckDB), scipy (reading.small, workflows.analyze) and pydantic
+# (typer's converters, cli/coercion.py)
+_HEAVY = """
 import sys
 from swapjudge.cli import main
 try:
@@ -61,18 +65,55 @@ except SystemExit as e:
     code = e.code
 else:
     code = 0
-heavy = sorted(m for m in sys.modules if m == 'duckdb' or m == 'swapjudge.report.markdown'
+heavy = sorted(m for m in sys.modules if m in ('duckdb', 'polars', 'scipy', 'pydantic', 'swapjudge.report.markdown',
+                                               'swapjudge.reading.records', 'swapjudge.reading.streaming')
                or (m.startswith('swapjudge.cli.') and m not in ('swapjudge.cli.app', 'swapjudge.cli.analyze',
-                                                                'swapjudge.cli.terminal')))
+                                                                'swapjudge.cli.coercion', 'swapjudge.cli.terminal')))
 print('HEAVY', heavy, code, file=sys.stderr)
 """
-    out = _python(code, "analyze", str(EXAMPLE), "--format", "json")
-    assert "HEAVY [] 0" in out.stderr, out.stderr
-    lazy = json.loads(out.stdout)
-    full = CliRunner().invoke(app, ["analyze", str(EXAMPLE), "--format", "json"])
-    assert full.exit_code == 0
-    assert lazy == json.loads(full.stdout)
-    assert lazy["pairs"]["complete"] > 0
+
+
+# the two verdicts (a shown first, b shown first) of a pair, by item number modulo 20: 85% consistent
+_PATTERN = [("first", "second")] * 10 + [("second", "first")] * 6 + [("tie", "tie"), ("first", "first"),
+                                                                     ("tie", "first"), ("second", "second")]
+
+
+def _two_systems(items: int) -> list[dict[str, str]]:
+    """Records of two systems, one pair per item, both orders, a clear lead for `a` and a passing gate."""
+    rows = []
+    for i in range(items):
+        a_first, b_first = _PATTERN[i % len(_PATTERN)]
+        rows += [{"item": f"q{i}", "first": "a", "second": "b", "verdict": a_first},
+                 {"item": f"q{i}", "first": "b", "second": "a", "verdict": b_first}]
+    return rows
+
+
+def _started(*argv: str) -> tuple[list[str], str]:
+    """The heavy modules `swapjudge ARGV` imported (the command must exit 0), and what it printed."""
+    out = _python(_HEAVY, *argv)
+    line = next((x for x in out.stderr.splitlines() if x.startswith("HEAVY ")), "")
+    assert line.endswith(" 0"), out.stderr
+    return ast.literal_eval(line.removeprefix("HEAVY ").removesuffix(" 0")), out.stdout
+
+
+def test_analyze_of_a_small_file_imports_only_what_it_needs(tmp_path: Path):
+    # one pair per item: no interval is clustered, so not even scipy's t distribution is asked for
+    plain = write_jsonl(tmp_path / "records.jsonl", _two_systems(200))
+    for path, needed in ((plain, []), (EXAMPLE, ["scipy"])):  # the example's items hold several pairs each
+        for output in ("json", "text"):
+            heavy, printed = _started("analyze", str(path), "--format", output)
+            assert heavy == needed
+            full = CliRunner().invoke(app, ["analyze", str(path), "--format", output])
+            assert full.exit_code == 0
+            assert printed == full.stdout  # the full application's document, to the byte
+            if output == "json":
+                assert json.loads(printed)["pairs"]["complete"] > 0
+
+
+def test_the_import_check_finds_a_heavy_import():
+    """Planted: the same command with --fragility reads the records into memory (polars), and the check says so."""
+    heavy, _ = _started("analyze", str(EXAMPLE), "--format", "json", "--fragility")
+    assert {"polars", "swapjudge.reading.records"} <= set(heavy)
 
 
 def test_help_of_the_lazy_start_lists_every_command_in_order():
@@ -99,4 +140,4 @@ except SystemExit as e:
 """
     out = _python(code, "--version")
     assert out.stdout.startswith("swapjudge ")
-    assert "EXIT 0 ['swapjudge.cli.app', 'swapjudge.cli.terminal']" in out.stderr, out.stderr
+    assert "EXIT 0 ['swapjudge.cli.app', 'swapjudge.cli.coercion', 'swapjudge.cli.terminal']" in out.stderr, out.stderr

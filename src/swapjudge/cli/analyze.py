@@ -84,7 +84,6 @@ def analyze_command(
     slot is preferred, winner consistency over an item's rotations and its gate, accuracy by the slot the
     better answer sat in, and Plackett-Luce strengths with slot effects (item bootstrap)."""
     from swapjudge.core.analysis import Analyses
-    from swapjudge.report import text
     from swapjudge.workflows.analyze import analyze
 
     result = analyze(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
@@ -103,6 +102,8 @@ def analyze_command(
 
         print(markdown.render_analyses(list(result)), end="")
     else:
+        from swapjudge.report import text  # rich's tables, imported for this format only
+
         text.print_analyses(wide_console(), list(result))
     if fragility and output is not OutputFormat.json:
         from swapjudge.report.fragility import fragility_rows

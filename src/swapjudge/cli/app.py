@@ -21,6 +21,7 @@ import typer.core
 from rich.console import Console
 from rich.markup import escape
 
+from swapjudge.cli.coercion import install_plain_coercion
 from swapjudge.cli.terminal import SafeConsole, escaping_stdout
 from swapjudge.core.choices import ReadEngine
 from swapjudge.core.documents import json_document
@@ -52,6 +53,7 @@ def _plain_metavars(cls: Any) -> None:
 
 _plain_metavars(typer.core.TyperOption)
 _plain_metavars(typer.core.TyperArgument)
+install_plain_coercion()  # plain parameters converted without pydantic (cli/coercion.py)
 
 
 def _version(value: bool) -> None:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
-import polars as pl
 
 from swapjudge.core import documents
 from swapjudge.core.accuracy import Accuracy
@@ -79,16 +78,13 @@ from swapjudge.reading.pairs import (
     PairTable,
     build_pairs,
 )
-from swapjudge.reading.records import (
-    REGISTERED_A,
-    REGISTERED_B,
-    REGISTERED_POLICY,
-    RecordSet,
-    choose_judges,
-    registered_adaptive_swap,
-    select_judges,
-)
 from swapjudge.reading.reduce import TYPE_VX, TYPE_VY, FrameSource, PairCounts, PairSource, one_value
+from swapjudge.reading.rows import REGISTERED_A, REGISTERED_B, REGISTERED_POLICY, choose_judges
+
+if TYPE_CHECKING:  # records in memory are polars frames; counts (`analyze_source`) need no polars
+    import polars as pl
+
+    from swapjudge.reading.records import RecordSet
 
 SINGLE_ORDER_NOTE = ("every pair was judged in one order only: swap-consistency cannot be measured, and any win "
                      "rate would carry the judge's position preference; only the first-slot rate is reported")
@@ -220,6 +216,10 @@ def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: s
     """Analyse records, one result per judge (only `judge` when given): the records are reduced to counts in
     memory (`reading.reduce.FrameSource`) and go through the builder the streaming engine's counts go through;
     the rows are read again only for graded verdicts (`strength`), whose levels the counts do not hold."""
+    import polars as pl
+
+    from swapjudge.reading.records import RecordSet, registered_adaptive_swap, select_judges
+
     frame = records.frame if isinstance(records, RecordSet) else records
     _check_levels(min_consistency, confidence)
     judges = select_judges(frame, judge)
@@ -399,6 +399,8 @@ def with_graded(analysis: JudgeAnalysis, pairs: PairTable, confidence: float) ->
     """The analysis with the five-level figures (`core.graded`) when the records carry strength: the graded swap
     and, for the compared pair, the graded score and arena-hard's convention beside the win rate. The levels are
     in the rows only, so this reads the judge's pair table (`pairs`)."""
+    import polars as pl
+
     chosen = analysis.pair
     if chosen:
         lo, hi = sorted(chosen)

@@ -138,10 +138,11 @@ def records_source(value: Any, name: str, *, optional: bool = False) -> Any:
     DataFrame; None when `optional`. The rows themselves are checked by the loader, which names row and field."""
     if value is None and optional:
         return None
+    if (isinstance(value, str) and value) or isinstance(value, os.PathLike | list | tuple) or _is_frame(value):
+        return value  # decided before importing the loader: a path needs no polars yet (reading.small)
     from swapjudge.reading.records import RecordSet
 
-    if (isinstance(value, str) and value) or isinstance(value, os.PathLike | list | tuple | RecordSet) \
-            or _is_frame(value):
+    if isinstance(value, RecordSet):
         return value
     raise ArgumentError(f"{{{name}}} must be {RECORDS}{' or None' if optional else ''}, got {_shown(value)}", name)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from swapjudge.core.accuracy import Accuracy, AccuracyCounts, accuracy_of_counts
 from swapjudge.core.policy import TiePolicy, WinTallies, two_order_decision_of_rates, win_rate_of_tallies
@@ -145,21 +144,17 @@ def compare_of_types(types: np.ndarray, kinds: Kinds, chosen: tuple[str, str], p
 def design_of_counts(counts: PairCounts) -> str:
     """Pairs judged once: "random_order" when the same two systems were shown both ways round across items (a
     coin-flipped order), "single_order" when each comparison kept one order."""
-    frame = counts.pairs
-    x_first = TYPE_VX[frame.get_column("ptype").to_numpy()] != ABSENT
     shown: dict[tuple[str, str], set[bool]] = {}
-    for x, y, first in zip(frame.get_column("x").to_list(), frame.get_column("y").to_list(), x_first.tolist(),
-                           strict=True):
-        shown.setdefault((x, y), set()).add(bool(first))
+    for x, y, ptype, _ in counts.pairs:
+        shown.setdefault((x, y), set()).add(bool(TYPE_VX[ptype] != ABSENT))
     return "random_order" if any(len(v) == 2 for v in shown.values()) else "single_order"
 
 
 def unswapped_of(counts: PairCounts, pair: tuple[str, str] | None) -> tuple[int, int, int, int]:
     """Skipped swaps (pairs an adaptive run judged once): how many, and how many of their verdicts named a, named
     b, said tie (0 for all three without a compared pair)."""
-    frame = counts.pairs.filter(pl.Series(TYPE_SKIPPED[counts.pairs.get_column("ptype").to_numpy()]))
     total = named_a = named_b = tied = 0
-    for x, y, t, k in frame.select("x", "y", "ptype", "n").iter_rows():
+    for x, y, t, k in (row for row in counts.pairs if TYPE_SKIPPED[row[2]]):
         first, second, state = (x, y, TYPE_VX[t]) if TYPE_VX[t] != ABSENT else (y, x, TYPE_VY[t])
         named = "tie" if state == TIE else first if state == FIRST else second
         total += k

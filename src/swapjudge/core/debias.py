@@ -14,11 +14,10 @@ Pure: arrays in, frozen results out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import polars as pl
 
 from swapjudge.core.policy import TiePolicy, WinRate, win_rate
 from swapjudge.core.stats import Proportion, wilson
@@ -39,6 +38,9 @@ FloatArray = npt.NDArray[np.float64]
 PROBABILITY_COLUMNS = ("p_first", "p_second")
 MITIGATION_NOTE = ("debiased verdicts are a mitigation computed from the judge's own probabilities; the gate "
                    "and the headline stay with the raw verdicts")
+
+if TYPE_CHECKING:  # the records-level `debias` loads polars when called; the counts need none
+    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ def debias(calls: pl.DataFrame, *, pair: tuple[str, str] | None = None,
            gate_passed: bool = True) -> Debiased | None:
     """Both debiased verdicts from one judge's calls (already limited to the compared pair when there is one);
     None when no pair has probabilities in both of its calls."""
+    import polars as pl
+
     if any(c not in calls.columns for c in PROBABILITY_COLUMNS):
         return None
     calls = calls.with_columns(pl.col(c).cast(pl.Float64, strict=False) for c in PROBABILITY_COLUMNS)

@@ -280,7 +280,9 @@ def _small_count_bounds(p: float, n: int, n_eff: float, low: float, high: float,
         return low, high
     alpha = 1 - confidence
     k, m = p * n_eff, (1 - p) * n_eff
-    from scipy import special  # only the small-count repair needs it: `calc` starts without scipy
+    if not (0 < k <= limit or 0 < m <= limit):
+        return low, high  # no small count: scipy is not imported (a command starts faster without it)
+    from scipy import special  # only the small-count repair needs it
 
     if 0 < k <= limit:
         low = min(low, float(special.gammaincinv(k, alpha)) / n_eff)

@@ -8,9 +8,9 @@ first, `vy` of the call that showed y first, coded FIRST/SECOND/TIE/MISSING.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
 # the codes live in reading.codes (no polars) and are used from here as before
 from swapjudge.reading.codes import FIRST as FIRST
@@ -19,6 +19,9 @@ from swapjudge.reading.codes import SECOND as SECOND
 from swapjudge.reading.codes import TIE as TIE
 from swapjudge.reading.codes import VERDICT_CODES as VERDICT_CODES
 from swapjudge.reading.codes import Outcome as Outcome
+
+if TYPE_CHECKING:  # polars loads when pairs are built: the counts of a small file need none (reading.small)
+    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class PairTable:
 
 def verdict_codes(verdicts: pl.Expr) -> pl.Expr:
     """first/second/tie/null as FIRST/SECOND/TIE/MISSING."""
+    import polars as pl
+
     return verdicts.replace_strict(VERDICT_CODES, default=MISSING, return_dtype=pl.Int8).fill_null(MISSING)
 
 
@@ -89,6 +94,8 @@ def build_pairs(frame: pl.DataFrame, *, keep: tuple[str, ...] = ()) -> PairTable
     A pair seen in one order only (allowed for single-order data or with allow_unpaired) gets MISSING for the
     absent call and so counts as incomplete. `keep` names extra columns to carry from each call.
     """
+    import polars as pl
+
     calls = frame.filter(pl.col("first") != pl.col("second")).with_columns(
         pl.min_horizontal("first", "second").alias("x"),
         pl.max_horizontal("first", "second").alias("y"),
@@ -116,4 +123,6 @@ def build_pairs(frame: pl.DataFrame, *, keep: tuple[str, ...] = ()) -> PairTable
 
 def probe_calls(frame: pl.DataFrame) -> pl.DataFrame:
     """Identical-answer probe calls: the same identity in both slots."""
+    import polars as pl
+
     return frame.filter(pl.col("first") == pl.col("second"))

@@ -1,7 +1,8 @@
 """Records reduced to counts: what every statistic of `analyze`, `rank`, `segments` and `agreement` needs,
 without the rows (docs/scale.md). The same reduction runs in memory here (polars, from validated records) and
-over files larger than memory in `reading.streaming` (DuckDB); both produce the tables below, so the figures
-computed from them (`core.counted`) are the same to the last bit.
+over files larger than memory in `reading.streaming` (DuckDB), and for a small, plain JSON Lines file with the
+standard library in `reading.small` (so `analyze` of it starts without polars); all produce the tables below, so
+the figures computed from them (`core.counted`) are the same to the last bit.
 
 Two steps. The **pair table** has one row per pair (judge, round, item, x < y): the positional verdict of each
 of its calls (`vx` of the call that showed x first, `vy` of the other; NULL when the call has no verdict,
@@ -17,12 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import polars as pl
 
 from swapjudge.reading.codes import FIRST, MISSING, SECOND, TIE, VERDICT_CODES
+
+if TYPE_CHECKING:  # the in-memory reduction loads polars when it runs: counts alone need none (reading.small)
+    import polars as pl
 
 # verdict codes of the pair table: FIRST, SECOND, TIE as everywhere, then these two
 NULL = 3  # the call exists and gave no usable verdict
@@ -114,14 +117,18 @@ class DebiasCounts:
     probe_calls: int
 
 
+# one row of `PairCounts.pairs`: the system pair (x < y), a pair type and how many pairs of it
+TypeRow = tuple[str, str, int, int]
+
+
 @dataclass(frozen=True)
 class PairCounts:
-    """One selection's pairs as counts: the pairs by system pair and type (`pairs`: columns x, y, ptype, n), the
-    items by kind, the distinct rounds, the identical-answer calls by verdict (first, second, tie, none), the
+    """One selection's pairs as counts: the pairs by system pair and type (`pairs`: rows (x, y, ptype, n), sorted),
+    the items by kind, the distinct rounds, the identical-answer calls by verdict (first, second, tie, none), the
     re-show share of a live review's export, and the debiased verdicts' counts when the records carry
     probabilities."""
 
-    pairs: pl.DataFrame
+    pairs: tuple[TypeRow, ...]
     kinds: Kinds
     rounds: int
     probes: tuple[int, int, int, int]
@@ -131,13 +138,14 @@ class PairCounts:
     @property
     def type_counts(self) -> np.ndarray:
         """Pairs of each type, every system pair together."""
-        frame = self.pairs
-        return np.bincount(frame.get_column("ptype").to_numpy(), weights=frame.get_column("n").to_numpy(),
-                           minlength=TYPES).astype(np.int64)
+        counts = np.zeros(TYPES, dtype=np.int64)
+        for _, _, ptype, n in self.pairs:
+            counts[ptype] += n
+        return counts
 
     @property
     def systems(self) -> list[str]:
-        return sorted(set(self.pairs.get_column("x").to_list()) | set(self.pairs.get_column("y").to_list()))
+        return sorted({x for x, _, _, _ in self.pairs} | {y for _, y, _, _ in self.pairs})
 
 
 class PairSource(Protocol):
@@ -165,17 +173,23 @@ class PairSource(Protocol):
 
 
 def _verdict_state(verdict: pl.Expr) -> pl.Expr:
+    import polars as pl
+
     return verdict.replace_strict(VERDICT_CODES, default=NULL, return_dtype=pl.Int8).fill_null(NULL)
 
 
 def _threshold_value(frame: pl.DataFrame) -> pl.Expr:
     """Each call's adaptive threshold when it is one in (0.5, 1], else null (as `reading.records` reads it)."""
+    import polars as pl
+
     from swapjudge.reading.records import REGISTERED_ADAPTIVE, adaptive_threshold
 
     return adaptive_threshold(frame) if REGISTERED_ADAPTIVE in frame.columns else pl.lit(None, dtype=pl.Float64)
 
 
 def _reshow_value(frame: pl.DataFrame) -> pl.Expr:
+    import polars as pl
+
     from swapjudge.reading.records import REGISTERED_RESHOW
 
     if REGISTERED_RESHOW not in frame.columns:
@@ -184,11 +198,15 @@ def _reshow_value(frame: pl.DataFrame) -> pl.Expr:
 
 
 def _probability(frame: pl.DataFrame, name: str) -> pl.Expr:
+    import polars as pl
+
     return pl.col(name).cast(pl.Float64, strict=False) if name in frame.columns else pl.lit(None, dtype=pl.Float64)
 
 
 def slot_share_expr(p_first: pl.Expr, p_second: pl.Expr) -> pl.Expr:
     """`core.debias.slot_share` as an expression: P(slot 1) over both slots, clipped; null where unusable."""
+    import polars as pl
+
     total = p_first + p_second
     return pl.when(total > 0).then((p_first / total).clip(1e-12, 1.0 - 1e-12))
 
@@ -197,6 +215,8 @@ def compact_pairs(frame: pl.DataFrame, *, segment: str | None = None) -> tuple[p
     """The pair table and the identical-answer calls of validated records (the columns of PAIR_COLUMNS and
     PROBE_COLUMNS, plus `segment` when asked for and `qx`/`qy`, each call's slot-1 share, when the records carry
     probabilities)."""
+    import polars as pl
+
     with_p = all(c in frame.columns for c in ("p_first", "p_second"))
     calls = frame.select(
         "judge", "round", "item", "first", "second", "label",
@@ -244,6 +264,8 @@ def compact_pairs(frame: pl.DataFrame, *, segment: str | None = None) -> tuple[p
 
 def kinds_of(pairs: pl.DataFrame) -> Kinds:
     """The items of these pairs grouped by their multiset of pair types."""
+    import polars as pl
+
     if pairs.height == 0:
         return Kinds.empty()
     per_item = pairs.group_by("item").agg(pl.col("ptype").sort().alias("types"))
@@ -259,6 +281,8 @@ def one_value(values: Sequence[Any]) -> float | None:
 
 def debias_counts(pairs: pl.DataFrame, probes: pl.DataFrame) -> DebiasCounts | None:
     """The debiased verdicts' counts of one selection (None when no pair has probabilities in both calls)."""
+    import polars as pl
+
     if "has_p" not in pairs.columns:
         return None
     usable = pairs.filter(pl.col("has_p"))
@@ -296,6 +320,8 @@ def debias_table(qx: np.ndarray, qy: np.ndarray, label: np.ndarray, prior: float
 
 def selection_counts(pairs: pl.DataFrame, probes: pl.DataFrame, pair: tuple[str, str] | None) -> PairCounts:
     """The counts of one judge's (or segment's) pair table and probe calls, limited to `pair` when given."""
+    import polars as pl
+
     if pair is not None:
         lo, hi = sorted(pair)
         pairs = pairs.filter((pl.col("x") == lo) & (pl.col("y") == hi))
@@ -309,7 +335,8 @@ def selection_counts(pairs: pl.DataFrame, probes: pl.DataFrame, pair: tuple[str,
     reshows = [*pairs.get_column("reshow_lo").to_list(), *pairs.get_column("reshow_hi").to_list(),
                *probes.get_column("reshow").to_list()]
     return PairCounts(
-        pairs=by_pair, kinds=kinds_of(typed), rounds=int(pairs.get_column("round").n_unique()),
+        pairs=tuple((str(x), str(y), int(t), int(n)) for x, y, t, n in by_pair.iter_rows()),
+        kinds=kinds_of(typed), rounds=int(pairs.get_column("round").n_unique()),
         probes=(int((codes == FIRST).sum()), int((codes == SECOND).sum()), int((codes == TIE).sum()),
                 int((codes == NULL).sum())),
         reshow=one_value(reshows), debias=debias_counts(pairs, probes))
@@ -334,11 +361,15 @@ class FrameSource:
         return sorted(self.frame.get_column("judge").unique().to_list())
 
     def systems(self, judge: str) -> list[str]:
+        import polars as pl
+
         pairs = self._pairs()[0].filter(pl.col("judge") == judge)
         return sorted(set(pairs.get_column("x").to_list()) | set(pairs.get_column("y").to_list()))
 
     def counts(self, judge: str, pair: tuple[str, str] | None = None, *,
                segment: str | None = None) -> PairCounts:
+        import polars as pl
+
         pairs, probes = self._pairs()
         pairs, probes = pairs.filter(pl.col("judge") == judge), probes.filter(pl.col("judge") == judge)
         if segment is not None:
@@ -347,12 +378,16 @@ class FrameSource:
         return selection_counts(pairs, probes, pair)
 
     def segment_values(self, judge: str | None = None) -> list[str]:
+        import polars as pl
+
         pairs, probes = self._pairs()
         if judge is not None:
             pairs, probes = pairs.filter(pl.col("judge") == judge), probes.filter(pl.col("judge") == judge)
         return sorted(set(pairs.get_column("segment").to_list()) | set(probes.get_column("segment").to_list()))
 
     def thresholds(self, judge: str) -> list[float]:
+        import polars as pl
+
         calls = self.frame.filter(pl.col("judge") == judge)
         values = calls.select(_threshold_value(calls)).to_series().drop_nulls().unique().to_list()
         return sorted(float(v) for v in values)

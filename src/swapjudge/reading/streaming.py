@@ -1006,15 +1006,14 @@ class StreamingSource:
         for t, n in self._sql(f"SELECT ptype, sum(items) FROM summary WHERE simple AND {cond} GROUP BY ptype",
                               params):
             simple[int(t)] = int(n)
-        frame = pl.DataFrame([(x, y, t, n) for (x, y, t), n in sorted(by_pair.items())],
-                             schema={"x": pl.String, "y": pl.String, "ptype": pl.Int64, "n": pl.Int64}, orient="row")
         codes: dict[int, int] = {}
         for code, value, n in self._sql(f"SELECT code, reshow_lo, count(*) FROM probes WHERE {probe_cond} "
                                         "GROUP BY ALL", probe_params):
             codes[int(code)] = codes.get(int(code), 0) + int(n)
             reshows.append(value)
         return PairCounts(
-            pairs=frame, kinds=self._kinds(ptype, cond, params, simple), rounds=len(rounds),
+            pairs=tuple((x, y, t, n) for (x, y, t), n in sorted(by_pair.items())),
+            kinds=self._kinds(ptype, cond, params, simple), rounds=len(rounds),
             probes=(codes.get(FIRST, 0), codes.get(SECOND, 0), codes.get(TIE, 0), codes.get(NULL, 0)),
             reshow=one_value(reshows),
             debias=self._debias(cond, params, probe_cond, probe_params) if "probabilities" in self.present else None)

@@ -3,7 +3,8 @@ results with their gates (the caller renders them, then `raise_for_gate()` ends 
 
 A Parquet file, or a JSON Lines file too large to read at ease, is reduced to counts by the streaming engine
 (`reading.streaming`, DuckDB, within a memory limit) and analysed from them (`core.counted`): the same figures as
-records read into memory, for files larger than memory.
+records read into memory, for files larger than memory. A small, plain JSON Lines file is counted with the
+standard library (`reading.small`), so the command starts without polars: again the same figures.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from swapjudge.core import arguments
-from swapjudge.core.analysis import Analyses
+from swapjudge.core.analysis import Analyses, analyze_source
 from swapjudge.core.analysis import analyze as analyse_records
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import ArgumentError
 from swapjudge.reading.listwise import is_listwise
-from swapjudge.reading.records import load_records
 
 
 def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = None, judge: str | None = None,
@@ -33,7 +33,6 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     the fewest items whose removal (or whose verdicts turned) change what the win rate shows
     (`JudgeAnalysis.fragility`; the records are then read into memory).
     """
-    from swapjudge.reading.streaming import open_source
     from swapjudge.workflows.engine import streams
 
     source = arguments.records_source(source, "source")
@@ -54,15 +53,24 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
                                 "{fragility} do not apply", "a", "b", "tie_policy", "fragility")
         return analyze_listwise(source, judge=judge, min_consistency=min_consistency,  # type: ignore[return-value]
                                 confidence=confidence)
+    options: dict[str, Any] = {"judge": judge, "a": a, "b": b, "tie_policy": tie_policy,
+                               "min_consistency": min_consistency, "confidence": confidence}
+    if engine != ReadEngine.streaming.value and not fragility:
+        from swapjudge.reading.small import small_source
+
+        # a small, plain JSON Lines file: counted without polars or DuckDB, the figures the same (reading.small)
+        small = small_source(source, allow_unpaired=allow_unpaired)
+        if small is not None:
+            return Analyses(tuple(analyze_source(small, **options)))
     if streams(source, engine):
-        from swapjudge.core.analysis import analyze_source
+        from swapjudge.reading.streaming import open_source
 
         with open_source(source, allow_unpaired=allow_unpaired) as reduced:
-            return Analyses(tuple(analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=tie_policy,
-                                                 min_consistency=min_consistency, confidence=confidence)))
+            return Analyses(tuple(analyze_source(reduced, **options)))
+    from swapjudge.reading.records import load_records
+
     loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
-    result = Analyses(tuple(analyse_records(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
-                                            min_consistency=min_consistency, confidence=confidence)))
+    result = Analyses(tuple(analyse_records(loaded, **options)))
     if not fragility:
         return result
     return Analyses(tuple(_with_fragility(loaded, one, min_consistency, confidence) for one in result))
