@@ -61,7 +61,7 @@ vllm: $(VLLM_VENV)/.installed $(VLLM_VENV)/.ray
 
 # The whole suite, slow tests included, spread over every core (pytest-xdist), with the 20 slowest tests printed.
 test: $(VENV)/.installed .chromium
-	$(VENV)/bin/pytest -n auto --durations=20
+	$(VENV)/bin/pytest -n auto --dist loadfile --durations=20
 	$(PY) $(SHARED)/checks/contract.py $(CURDIR)/$(VENV)/bin/swapjudge
 
 test-vllm: $(VENV)/.installed $(VLLM_VENV)/.ray

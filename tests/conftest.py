@@ -24,13 +24,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The vllm tests need a 3.4 GB environment of their own: run only when asked for (`--vllm`), deselected
-    (counted as such) otherwise."""
-    if config.getoption("--vllm"):
-        return
-    chosen = [item for item in items if item.get_closest_marker("vllm") is None]
-    if len(chosen) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("vllm")])
-        items[:] = chosen
+    (counted as such) otherwise. The heaviest files come first (tests/durations.json), each file's tests in their
+    own order, so that `--dist loadfile` starts the long files at once and ends on short ones."""
+    if not config.getoption("--vllm"):
+        chosen = [item for item in items if item.get_closest_marker("vllm") is None]
+        if len(chosen) < len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("vllm")])
+            items[:] = chosen
+    weights = file_weights()
+    items.sort(key=lambda item: -weights.get(item.nodeid.split("::")[0], 0.0))  # stable: a file stays in order
+
+
+def file_weights() -> dict[str, float]:
+    """Seconds per test file from the last measured run (bench/test_durations.py writes them); none: {}."""
+    path = ROOT / "tests" / "durations.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 @pytest.fixture(scope="session")
