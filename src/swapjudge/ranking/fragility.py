@@ -24,8 +24,8 @@ import numpy as np
 from swapjudge.core.choices import Model
 from swapjudge.ranking.bradley_terry import (
     DEFAULT_RIDGE,
+    Battle,
     Comparisons,
-    Outcome,
     comparison_cells,
     item_matrix,
     solve_strengths,
@@ -105,8 +105,8 @@ class RankFragility:
 def flipped_against(data: Comparisons, system: int) -> Comparisons:
     """Every comparison of `system` turned into its loss (the others as they are)."""
     outcome = np.asarray(data.outcome).copy()
-    outcome[np.asarray(data.left) == system] = Outcome.RIGHT
-    outcome[np.asarray(data.right) == system] = Outcome.LEFT
+    outcome[np.asarray(data.left) == system] = Battle.RIGHT
+    outcome[np.asarray(data.right) == system] = Battle.LEFT
     return Comparisons(systems=data.systems, item=data.item, left=data.left, right=data.right, outcome=outcome,
                        pair=data.pair, weight=data.weight, count=data.count, system_pairs=data.system_pairs)
 

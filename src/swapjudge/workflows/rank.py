@@ -172,12 +172,12 @@ def _item_names(loaded: Any, judge: str | None, outcome: OutcomeSource) -> list[
     import polars as pl
 
     from swapjudge.ranking.battles import choose_judge
-    from swapjudge.reading.codes import Outcome as PairOutcome
+    from swapjudge.reading.codes import Outcome
     from swapjudge.reading.pairs import build_pairs
 
     frame = choose_judge(loaded.frame, judge, loaded.source)
     if outcome is OutcomeSource.swap:
-        items = build_pairs(frame).frame.filter(pl.col("outcome") != PairOutcome.INCOMPLETE).get_column("item")
+        items = build_pairs(frame).frame.filter(pl.col("outcome") != Outcome.INCOMPLETE).get_column("item")
     else:
         items = frame.filter((pl.col("first") != pl.col("second")) & pl.col("verdict").is_not_null()).get_column(
             "item")
