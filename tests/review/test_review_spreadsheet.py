@@ -17,7 +17,7 @@ from conftest import write_jsonl
 from swapjudge.core.analysis import analyze
 from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.review.queue import load_pair_items
-from swapjudge.review.sheet import SheetProblems, load_key, make_sheet, tally, tally_sheets, write_sheet
+from swapjudge.review.sheet import SheetProblems, load_key, make_sheet, sheet_records, tally_sheets, write_sheet
 
 CLI = [sys.executable, "-m", "swapjudge"]
 
@@ -72,7 +72,7 @@ def test_semicolon_cp1252_sheet_round_trip(tmp_path: Path, sheet_files: tuple[Pa
     clean = save_as(tmp_path / "clean.csv", rows)
     excel = save_as(tmp_path / "excel.csv", rows, delimiter=";", encoding="cp1252", header_case=str.title)
     assert b";" in excel.read_bytes().split(b"\r\n")[0] and b"\xe9" in excel.read_bytes()
-    expected = tally(clean, key)
+    expected = sheet_records(clean, key)
     result = tally_sheets([excel], key)
     got = list(result.records)
     # answers with characters outside cp1252 were replaced by the spreadsheet, but the verdicts are the same
@@ -94,7 +94,7 @@ def test_semicolon_cp1252_sheet_round_trip(tmp_path: Path, sheet_files: tuple[Pa
 def test_tab_separated_utf8_bom_and_blank_rows(tmp_path: Path, sheet_files: tuple[Path, Path, Path]) -> None:
     _, sheet, key = sheet_files
     rows = filled(sheet, key, better(key))
-    expected = tally(sheet_with := save_as(tmp_path / "plain.csv", rows), key)
+    expected = sheet_records(sheet_with := save_as(tmp_path / "plain.csv", rows), key)
     assert sheet_with.exists()
     tsv = save_as(tmp_path / "bom.csv", rows, delimiter="\t", encoding="utf-8-sig", header_case=str.upper,
                   trailing_blank=5)
@@ -115,7 +115,7 @@ def test_every_problem_at_once_with_spreadsheet_rows(tmp_path: Path, sheet_files
     rows[30]["task_id"] = "T9999"
     bad = save_as(tmp_path / "bad.csv", rows)
     with pytest.raises(SheetProblems) as err:
-        tally(bad, key)
+        sheet_records(bad, key)
     found = [(p.row, p.field) for p in err.value.problems]
     # data row i is spreadsheet row i + 2 (the header is row 1), whatever line breaks the answers hold
     assert found == [(4, "choice"), (9, "choice"), (32, "task_id"), (None, "task_id")]
@@ -136,7 +136,7 @@ def test_half_filled_sheet(tmp_path: Path, sheet_files: tuple[Path, Path, Path])
     rows = filled(sheet, key, better(key), keep=lambda i: i < 25)
     half = save_as(tmp_path / "half.csv", rows[:33])  # 25 answered, 8 blank, 7 tasks not on the sheet at all
     with pytest.raises(SheetProblems) as err:
-        tally(half, key)
+        sheet_records(half, key)
     assert len(err.value.problems) == 9  # 8 blank choices and the missing tasks
     result = tally_sheets([half], key, allow_partial=True)
     assert len(result.records) == 25

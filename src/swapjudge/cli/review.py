@@ -104,9 +104,9 @@ def tally_command(
     """Turn filled sheets into presentation records with each reviewer as a judge (analyse them like any
     judge's: `swapjudge analyze records.jsonl --allow-unpaired`). Every problem is listed at once, by row."""
     from swapjudge.review.queue import write_table
-    from swapjudge.workflows.review import tally
+    from swapjudge.review.sheet import tally_sheets
 
-    result = tally(filled, key, reviewer=reviewer, allow_partial=allow_partial)
+    result = tally_sheets(filled, key, reviewer=reviewer, allow_partial=allow_partial)
     for warning in result.warnings:
         stderr.print(f"warning: {warning}", highlight=False, markup=False)
     write_table(list(result.records), output)

@@ -1,11 +1,10 @@
-"""`swapjudge review queue|sheet|tally|serve|export`: the pairs a judge could not settle, blind sheets for people
-and the filled sheets back as presentation records with each reviewer as a judge; the live review page opened
+"""`swapjudge review queue|sheet|serve|export`: the pairs a judge could not settle, blind sheets for people (their
+filled copies are read back by `review.sheet.tally_sheets`); the live review page opened
 (created from its plan, or resumed) with what its status page compares the votes with, and its votes written out."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,7 @@ from swapjudge.workflows.sources import report_source
 if TYPE_CHECKING:
     import polars as pl
 
-    from swapjudge.review.sheet import Sheet, Tally
+    from swapjudge.review.sheet import Sheet
     from swapjudge.review.status import JudgeContext
     from swapjudge.review.votes import ReviewStore
 
@@ -60,14 +59,6 @@ def sheet(pairs: str | Path, *, seed: int | None = None, a: str | None = None, b
         if not only:
             return None, only
     return make_sheet(load_pair_items(pairs), seed=seed, a=a, b=b, source=str(pairs), only=only), only
-
-
-def tally(filled: Sequence[str | Path], key: str | Path, *, reviewer: str | None = None,
-          allow_partial: bool = False) -> Tally:
-    """Filled sheets as presentation records, each reviewer a judge; every problem is listed at once, by row."""
-    from swapjudge.review.sheet import tally_sheets
-
-    return tally_sheets(list(filled), key, reviewer=reviewer, allow_partial=allow_partial)
 
 
 @dataclass
