@@ -88,8 +88,8 @@ def test_probes_use_the_clustered_consistency_interval():
     """agreement, panel and repeat report the same consistency interval as analyze, over items."""
     from conftest import pair
     from swapjudge.core.analysis import analyze
-    from swapjudge.probes.agreement import agreement
-    from swapjudge.probes.panel import panel
+    from swapjudge.probes.agreement import agreement_of_records
+    from swapjudge.probes.panel import panel_of_records
     from swapjudge.probes.repeat import repeat_stability
     from swapjudge.reading.records import records_from_dicts
 
@@ -108,7 +108,7 @@ def test_probes_use_the_clustered_consistency_interval():
     repeat = repeat_stability(frame.filter(frame["judge"] == "j1"))
     assert (repeat.per_round[0].consistency.low, repeat.per_round[0].consistency.high) == expected
     both_rounds = analyze(records_from_dicts(rows), judge="j1", min_consistency=0)[0].consistency
-    [agree] = [a for a in agreement(frame) if a.judge == "j1"]
+    [agree] = [a for a in agreement_of_records(frame) if a.judge == "j1"]
     assert (agree.consistency.low, agree.consistency.high) == (both_rounds.low, both_rounds.high)
-    summary = panel(frame).judges[0]
+    summary = panel_of_records(frame).judges[0]
     assert (summary.consistency.low, summary.consistency.high) == (both_rounds.low, both_rounds.high)

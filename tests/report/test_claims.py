@@ -20,7 +20,7 @@ from conftest import pair, write_jsonl
 from swapjudge.cli import app
 from swapjudge.core.analysis import analyze, calculate
 from swapjudge.core.stats import holm
-from swapjudge.probes.panel import item_mean_interval, panel
+from swapjudge.probes.panel import item_mean_interval, panel_of_records
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.report.markdown import render_analysis as markdown_analysis
 from swapjudge.report.text import render_analysis as text_analysis
@@ -112,9 +112,9 @@ def _panel_rows(gpt_for_gpt: str) -> list[dict[str, Any]]:
 
 
 def test_self_preference_is_claimed_only_when_the_gap_is_clearly_positive():
-    favoured = panel(records_from_dicts(_panel_rows("gpt-x")).frame)
-    against = panel(records_from_dicts(_panel_rows("llama-y")).frame)
-    same = panel(records_from_dicts(_panel_rows("mixed")).frame)
+    favoured = panel_of_records(records_from_dicts(_panel_rows("gpt-x")).frame)
+    against = panel_of_records(records_from_dicts(_panel_rows("llama-y")).frame)
+    same = panel_of_records(records_from_dicts(_panel_rows("mixed")).frame)
     fav, neg, zero = (next(w for w in r.self_preference if w.judge == "gpt-judge" and w.system == "gpt-x")
                       for r in (favoured, against, same))
     assert fav.gap == pytest.approx(0.5) and fav.supported and fav.items == 40
@@ -352,11 +352,11 @@ def test_self_preference_score_is_withheld_when_the_judge_fails_the_gate():
     for r in rows:  # the gpt judge now always names slot 1: every pair flips, 0% consistency
         if r["judge"] == "gpt-judge":
             r["verdict"] = "first"
-    result = panel(records_from_dicts(rows).frame)
+    result = panel_of_records(records_from_dicts(rows).frame)
     w = next(w for w in result.self_preference if w.judge == "gpt-judge" and w.system == "gpt-x")
     assert w.withheld and w.judge_score is None and w.gap is None and not w.supported
     assert "withheld" in w.sentence() and w.to_dict()["withheld"] is True
-    kept = panel(records_from_dicts(rows).frame, min_consistency=0)
+    kept = panel_of_records(records_from_dicts(rows).frame, min_consistency=0)
     assert next(w for w in kept.self_preference if w.judge == "gpt-judge").judge_score == pytest.approx(0.5)
 
 

@@ -184,7 +184,7 @@ def _positional(code: str) -> pl.Expr:
     return pl.col(code).replace_strict({0: "first", 1: "second", 2: "tie"}, default=None, return_dtype=pl.String)
 
 
-def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
+def panel_of_records(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
           families: Mapping[str, Sequence[str]] | None = None, confidence: float = 0.95,
           min_consistency: float = DEFAULT_MIN_CONSISTENCY) -> PanelResult:
     """Compare the judges of validated records (all of them, or those named) over the same pairs. A judge whose

@@ -22,7 +22,7 @@ import polars as pl
 from swapjudge.core.analysis import analyze
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.probes.agreement import agreement, kappa
+from swapjudge.probes.agreement import agreement_of_records, kappa
 from swapjudge.probes.calibrate import calibrate
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.review.assign import SAMPLE
@@ -156,7 +156,7 @@ def _judge_kappa(judge: JudgeContext, verdicts: Mapping[str, str], confidence: f
     labels = pl.DataFrame({"item": list(verdicts), "_label": list(verdicts.values())},
                           schema={"item": pl.String, "_label": pl.String})
     frame = frame.drop("label").join(labels, on="item", how="left").rename({"_label": "label"})
-    result = agreement(frame, confidence=confidence)[0]
+    result = agreement_of_records(frame, confidence=confidence)[0]
     chosen = result.kappa_labels_cancelled or result.kappa_labels_per_call
     if chosen is None:
         return None

@@ -169,8 +169,7 @@ def agreement(source: str | Path | Any, *, labels: str | Path | None = None, jud
     reduces Parquet and large JSON Lines files whose records carry their labels to counts when DuckDB is
     installed, "streaming" always does (a separate `labels` file is joined in memory only), "memory" reads the
     records whole; the figures are the same."""
-    from swapjudge.probes.agreement import agreement as judge_agreement
-    from swapjudge.probes.agreement import agreement_of_counts
+    from swapjudge.probes.agreement import agreement_of_counts, agreement_of_records
     from swapjudge.reading.records import choose_judges
     from swapjudge.reading.streaming import open_source
     from swapjudge.workflows.engine import RowsNeeded, streams
@@ -183,17 +182,16 @@ def agreement(source: str | Path | Any, *, labels: str | Path | None = None, jud
                                         judge=name or None, confidence=confidence)
                     for name in choose_judges(reduced.judges(), judge)]
 
-    return judge_agreement(_labelled(source, labels, allow_unpaired), judge=judge, confidence=confidence)
+    return agreement_of_records(_labelled(source, labels, allow_unpaired), judge=judge, confidence=confidence)
 
 
 def panel(source: str | Path | Any, *, judges: Sequence[str] = (), families: Sequence[str] = (),
           labels: str | Path | None = None, confidence: float = 0.95,
           min_consistency: float = DEFAULT_MIN_CONSISTENCY, allow_unpaired: bool = False) -> PanelResult:
     """Several judges over the same pairs (`families`: `gpt=gpt-4,gpt-3.5` specs of model families)."""
-    from swapjudge.probes.panel import panel as judge_panel
-    from swapjudge.probes.panel import parse_families
+    from swapjudge.probes.panel import panel_of_records, parse_families
 
-    return judge_panel(_labelled(source, labels, allow_unpaired), judges=list(judges) or None,
+    return panel_of_records(_labelled(source, labels, allow_unpaired), judges=list(judges) or None,
                        families=parse_families(list(families)), confidence=confidence,
                        min_consistency=min_consistency)
 

@@ -18,7 +18,7 @@ from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import InputError
 from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, text_length
 from swapjudge.probes.length import with_holm as length_with_holm
-from swapjudge.probes.panel import PanelResult, panel
+from swapjudge.probes.panel import PanelResult, panel_of_records
 from swapjudge.probes.segments import segment_analyses
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, fit_ranking
@@ -234,5 +234,5 @@ def judges_panel(source: ReportSource, judges: list[str], confidence: float,
     """The panel when two or more judges judged some of the same pairs completely."""
     if len(judges) < 2:
         return None
-    result = panel(source.frame, judges=judges, confidence=confidence, min_consistency=min_consistency)
+    result = panel_of_records(source.frame, judges=judges, confidence=confidence, min_consistency=min_consistency)
     return result if result.common_pairs else None
