@@ -19,7 +19,7 @@ from swapjudge.core.analysis import analyze
 from swapjudge.errors import InputError
 from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.review.queue import load_pair_items, review_queue
-from swapjudge.review.sheet import load_key, make_sheet, tally, write_sheet
+from swapjudge.review.sheet import load_key, make_sheet, sheet_records, write_sheet
 
 CLI = [sys.executable, "-m", "swapjudge"]
 SYSTEMS = ("zeta-sys-one", "omega-sys-two")
@@ -99,7 +99,7 @@ def test_seed_reproduces_the_sheet(tmp_path: Path, sheet_files: tuple[Path, Path
 def test_always_left_reviewer_is_never_consistent(tmp_path: Path, sheet_files: tuple[Path, Path, Path]) -> None:
     _, sheet, key = sheet_files
     filled = fill(sheet, key, tmp_path / "filled.csv", lambda row, k: "left")
-    records = records_from_dicts(tally(filled, key, reviewer="lefty"))
+    records = records_from_dicts(sheet_records(filled, key, reviewer="lefty"))
     [result] = analyze(records)
     assert result.judge == "lefty"
     assert result.outcomes.complete == 100
@@ -167,7 +167,7 @@ def test_bad_sheets_are_named_precisely(tmp_path: Path, sheet_files: tuple[Path,
     _, sheet, key = sheet_files
     bad = bad_sheet(tmp_path, key, sheet, edit)
     with pytest.raises(InputError) as err:
-        tally(bad, key)
+        sheet_records(bad, key)
     # the spreadsheet's row number (header = row 1; an answer with line breaks is still one row)
     where = "" if not bad_row else f" row {bad_row + 1}"
     # every problem is listed (an unknown id also leaves its own task off the sheet): one of them is this one
