@@ -13,7 +13,7 @@ from scipy.special import expit
 from typer.testing import CliRunner
 
 from swapjudge.cli import app
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.debias import debias
 from swapjudge.reading.records import load_records, records_from_dicts
 
@@ -44,7 +44,7 @@ def test_order_averaging_cancels_a_slot_prior() -> None:
     signal = rng.normal(0.0, 1.0, 400)
     habit = 1.5
     frame = records_from_dicts(judge_calls(signal, habit, probes=10)).frame
-    [raw] = analyze(frame, a="a", b="b")
+    [raw] = analyze_records(frame, a="a", b="b")
     # raw: right in both orders only where the signal beats the habit
     assert raw.accuracy is not None
     assert raw.accuracy.right_both == int(np.sum(np.abs(signal) > habit))
@@ -79,7 +79,7 @@ def test_a_prior_other_than_the_probes_leaves_calibration_partial() -> None:
 
 def test_no_probabilities_no_debiased_section() -> None:
     rows = [{k: v for k, v in r.items() if not k.startswith("p_")} for r in judge_calls(np.ones(3), 0.0)]
-    [raw] = analyze(records_from_dicts(rows).frame, a="a", b="b")
+    [raw] = analyze_records(records_from_dicts(rows).frame, a="a", b="b")
     assert raw.debiased is None and raw.to_dict()["debiased"] is None  # present as null, as every key
 
 

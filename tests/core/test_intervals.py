@@ -206,11 +206,11 @@ def test_clustered_binomial_p_is_the_exact_test_for_independent_pairs_and_a_t_te
 def test_real_mtbench_consistency_interval_is_over_its_80_questions():
     """gpt-4-0613 on MT-Bench (Shi et al.): 2,400 pairs, 30 systems on each of 80 questions."""
     from conftest import shi2024_records
-    from swapjudge.core.analysis import analyze
+    from swapjudge.core.analysis import analyze_records
     from swapjudge.reading.records import records_from_dicts
 
     rows = shi2024_records("MTBench", "gpt-4-0613")
-    [result] = analyze(records_from_dicts(rows))
+    [result] = analyze_records(records_from_dicts(rows))
     c = result.consistency
     assert c.consistent == 1957 and c.pairs == 2400
     d = c.to_dict()

@@ -20,7 +20,7 @@ from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.config import load_config
 from swapjudge.core.adaptive import verdict_confidence
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.drift.adaptive_replay import adaptive_offline
 from swapjudge.errors import ConfigError, InputError
 from swapjudge.reading.records import load_records, records_from_dicts
@@ -325,7 +325,7 @@ def test_registered_threshold_accepts_skipped_swaps_only(tmp_path: Path) -> None
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     for recs in (load_records(path, extras=False), load_records(path), records_from_dicts(rows)):
         assert recs.registered_adaptive_swap == 0.8
-        (res,) = analyze(recs, a="a", b="b")
+        (res,) = analyze_records(recs, a="a", b="b")
         assert (res.outcomes.complete, res.outcomes.incomplete) == (1, 3)
         assert res.win_rate is not None and (res.win_rate.a_wins, res.win_rate.b_wins, res.win_rate.pairs) == (2, 1, 3)
         assert "1 pair(s) without two usable verdicts (failed or unparsable calls) are shown and left out of " \

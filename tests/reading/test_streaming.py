@@ -14,8 +14,7 @@ import pytest
 
 from conftest import shared_data, shi2024_records, write_jsonl, write_parquet
 from record_shapes import SHAPES
-from swapjudge.core.analysis import analyze as analyse_records
-from swapjudge.core.analysis import analyze_source
+from swapjudge.core.analysis import analyze_records, analyze_source
 from swapjudge.errors import InputError
 from swapjudge.reading.records import load_records
 from swapjudge.reading.reduce import FrameSource
@@ -48,7 +47,7 @@ def _documents(results: Any) -> list[dict[str, Any]]:
 
 def _check_all_paths(tmp_path: Path, rows: list[dict[str, Any]], allow_unpaired: bool = False,
                      **options: Any) -> list[dict[str, Any]]:
-    reference = _documents(analyse_records(load_records(rows, allow_unpaired=allow_unpaired), **options))
+    reference = _documents(analyze_records(load_records(rows, allow_unpaired=allow_unpaired), **options))
     loaded = load_records(rows, allow_unpaired=allow_unpaired)
     _same(_documents(analyze_source(FrameSource(loaded.frame), **options)), reference, "counts in memory")
     jsonl = write_jsonl(tmp_path / "records.jsonl", rows)
@@ -116,7 +115,7 @@ def test_escaped_and_non_ascii_names_are_read_as_their_text(tmp_path: Path, asci
                    judge=judges[str(row.get("judge", ""))])
     path = tmp_path / "odd.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in rows), encoding="utf-8")
-    reference = _documents(analyse_records(load_records(rows)))
+    reference = _documents(analyze_records(load_records(rows)))
     with open_source(path) as source:
         assert sorted(source.judges()) == sorted({r["judge"] for r in rows})
         _same(_documents(analyze_source(source)), reference, "streamed odd names")
@@ -261,7 +260,7 @@ def test_without_duckdb_the_core_install_reads_parquet_in_memory_and_streaming_n
     assert plain.returncode in (0, 1), plain.stderr
     document = json.loads(plain.stdout)
     document.pop("schema_version")
-    _same(document, _documents(analyse_records(load_records(rows)))[0], "without duckdb")
+    _same(document, _documents(analyze_records(load_records(rows)))[0], "without duckdb")
     streaming = subprocess.run([sys.executable, "-c", blocked, "analyze", str(path), "--engine", "streaming"],
                                capture_output=True, text=True)
     assert streaming.returncode == 2
@@ -288,7 +287,7 @@ def test_graded_verdicts_are_analysed_in_memory_and_the_streaming_engine_says_so
     for row in rows:
         if row["verdict"] in ("first", "second"):
             row["strength"] = 1 + len(row["item"]) % 2
-    reference = _documents(analyse_records(load_records(rows)))
+    reference = _documents(analyze_records(load_records(rows)))
     assert reference[0]["graded"] is not None
     for path in (write_jsonl(tmp_path / "g.jsonl", rows), write_parquet(tmp_path / "g.parquet", rows)):
         assert not should_stream(path)
@@ -323,4 +322,4 @@ def test_under_an_address_space_ceiling_the_reduction_spills_instead_of_failing(
     free = subprocess.run(command, capture_output=True, text=True)
     assert json.loads(limited.stdout) == json.loads(free.stdout)
     _same(json.loads(free.stdout)["consistency"],
-          _documents(analyse_records(load_records(frame)))[0]["consistency"], "consistency")
+          _documents(analyze_records(load_records(frame)))[0]["consistency"], "consistency")

@@ -11,7 +11,7 @@ import sys
 from rich.console import Console
 
 from conftest import contract_400, pair, write_jsonl
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.probes.segments import segment_analyses
 from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.report import markdown, probe_tables, text
@@ -56,7 +56,7 @@ def test_piped_tables_keep_their_natural_width():
 def test_no_none_when_no_pair_is_complete():
     """Both orders judged, but no usable verdict: consistency has no rate and no band, said in words."""
     rows = [r for i in range(6) for r in pair(f"q{i}", None, None)]
-    [result] = analyze(records_from_dicts(rows))
+    [result] = analyze_records(records_from_dicts(rows))
     assert result.consistency is not None and result.consistency.band is None
     out = io.StringIO()
     Console(file=out, width=200, color_system=None).print(text.render_analysis(result))
@@ -101,7 +101,7 @@ def test_analyze_piped_cuts_no_cell_and_draws_no_endless_rule(tmp_path):
 
 
 def test_analyze_at_a_narrow_terminal_wraps_words_and_keeps_every_figure(tmp_path):
-    analyses = analyze(load_records(_two_judges(tmp_path)), min_consistency=0)
+    analyses = analyze_records(load_records(_two_judges(tmp_path)), min_consistency=0)
     out = io.StringIO()
     text.print_analyses(Console(file=out, force_terminal=True, width=80, color_system=None), analyses)
     body = out.getvalue()

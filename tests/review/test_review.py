@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from conftest import shared_data, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.errors import InputError
 from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.review.queue import load_pair_items, review_queue
@@ -100,7 +100,7 @@ def test_always_left_reviewer_is_never_consistent(tmp_path: Path, sheet_files: t
     _, sheet, key = sheet_files
     filled = fill(sheet, key, tmp_path / "filled.csv", lambda row, k: "left")
     records = records_from_dicts(sheet_records(filled, key, reviewer="lefty"))
-    [result] = analyze(records)
+    [result] = analyze_records(records)
     assert result.judge == "lefty"
     assert result.outcomes.complete == 100
     assert result.consistency is not None and result.consistency.rate == 0.0
@@ -117,7 +117,7 @@ def test_labelled_better_reviewer_is_consistent_and_right(tmp_path: Path,
     done = CliRunner().invoke(app, ["review", "tally", str(filled), "--key", str(key), "-o", str(out),
                                     "--reviewer", "expert"])
     assert done.exit_code == 0, done.stderr
-    [result] = analyze(load_records(out))
+    [result] = analyze_records(load_records(out))
     assert result.consistency is not None and result.consistency.rate == 1.0
     assert result.accuracy is not None
     acc = result.accuracy.to_dict()
@@ -230,7 +230,7 @@ def mtbench_with_raw() -> list[dict[str, Any]]:
 def test_review_queue_of_real_replies(tmp_path: Path) -> None:
     rows = mtbench_with_raw()
     source = write_jsonl(tmp_path / "calls.jsonl", rows)
-    [result] = analyze(load_records(source))
+    [result] = analyze_records(load_records(source))
     o = result.outcomes
     out = tmp_path / "queue.jsonl"
     done = CliRunner().invoke(app, ["review", "queue", str(source), "-o", str(out)])

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from review_server import ENV, ReviewServer, simple_pairs, vote, write_pairs
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.reading.records import load_records
 
 SECRET_A, SECRET_B = "sysALPHA", "sysBETA"
@@ -269,7 +269,7 @@ def test_status_reports_each_reviewers_consistency_as_analyze_does(tmp_path: Pat
     assert SECRET_A not in page.text
     loaded = load_records(export, allow_unpaired=True)
     for row in status["reviewers"]:
-        expected = analyze(loaded, judge=f"human:{row['reviewer']}")[0]
+        expected = analyze_records(loaded, judge=f"human:{row['reviewer']}")[0]
         assert row["votes"] == row["total"] == 60  # 40 pairs each (overlap 2) + 20 re-shows
         assert row["reshown_pairs"] == expected.outcomes.complete == 20
         assert row["consistency"]["rate"] == pytest.approx(expected.consistency.rate)

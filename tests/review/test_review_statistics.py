@@ -17,7 +17,7 @@ import pytest
 from scipy.stats import binomtest
 
 from review_server import ENV
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.policy import Gate
 from swapjudge.probes.calibrate import calibrate
 from swapjudge.reading.pairs_file import PairItem
@@ -97,7 +97,8 @@ def test_reshows_measure_each_reviewers_consistency_and_lean_like_a_judges(tmp_p
             assert (o["item"], o["first"], o["second"]) == (r["item"], r["second"], r["first"])
     loaded = load_records(out, allow_unpaired=True)
     # 99.9% intervals: a seeded draw outside a 95% one is a 1-in-20 event, not a defect
-    fair, leaning = (analyze(loaded, judge=f"human:{name}", confidence=0.999)[0] for name in ("fair", "leaning"))
+    fair, leaning = (analyze_records(loaded, judge=f"human:{name}", confidence=0.999)[0]
+                     for name in ("fair", "leaning"))
     # truth: a call names A with probability 0.9 in either order, so consistency is 0.9^2 + 0.1^2 = 0.82
     assert fair.outcomes.complete == 600 and fair.consistency is not None
     assert fair.consistency.low < 0.82 < fair.consistency.high

@@ -214,9 +214,9 @@ class Analyses(Displayable, Concluded):
         return documents.frame([documents.flatten(a.to_dict()) for a in self.judges], backend)
 
 
-def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,
-            b: str | None = None, tie_policy: TiePolicy | str | None = None,
-            min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95) -> list[JudgeAnalysis]:
+def analyze_records(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,
+                    b: str | None = None, tie_policy: TiePolicy | str | None = None,
+                    min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95) -> list[JudgeAnalysis]:
     """Analyse records, one result per judge (only `judge` when given): the records are reduced to counts in
     memory (`reading.reduce.FrameSource`) and go through the builder the streaming engine's counts go through;
     the rows are read again only for graded verdicts (`strength`), whose levels the counts do not hold."""

@@ -1,7 +1,7 @@
 """The owner's view of a live review, computed by the project's own statistics from the votes so far.
 
 Per reviewer: votes, each reviewer's swap-consistency and flip direction on the re-shown pairs
-(`core.analysis.analyze` of the reviewer's records, exactly as a judge's), agreement with the judge (Cohen's
+(`core.analysis.analyze_records` of the reviewer's records, exactly as a judge's), agreement with the judge (Cohen's
 kappa of the judge's verdicts against the reviewer's, `probes.agreement`), and between reviewers on the pairs
 several of them saw (kappa over items). With judge records, the human-corrected win rate
 (`probes.calibrate.calibrate`) from the random sample's votes only, recomputed as votes arrive so the interval
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.probes.agreement import agreement_of_records, kappa
@@ -107,8 +107,8 @@ def review_status(rows: Sequence[Mapping[str, Any]], totals: Mapping[str, int],
         consistency = flips = None
         reshown = 0
         if mine:
-            result = analyze(records_from_dicts(mine, allow_unpaired=True), judge=judge_name(name),
-                             confidence=confidence)[0]
+            result = analyze_records(records_from_dicts(mine, allow_unpaired=True), judge=judge_name(name),
+                                     confidence=confidence)[0]
             reshown = result.outcomes.complete
             if result.consistency is not None and reshown:
                 consistency = result.consistency.to_dict()
@@ -214,7 +214,8 @@ def judge_context(records_path: str | Path, systems: Sequence[tuple[str, str]], 
         a, b = systems[0]
     frame = loaded.frame.filter(pl.col("judge") == name)
     try:
-        result = analyze(loaded, judge=name, a=a, b=b, min_consistency=min_consistency, confidence=confidence)[0]
+        result = analyze_records(loaded, judge=name, a=a, b=b, min_consistency=min_consistency,
+                                 confidence=confidence)[0]
     except SwapjudgeError as err:
         raise InputError(str(err), path=loaded.source) from None
     return JudgeContext(frame, result.gate, a, b, name or None)

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from swapjudge.core import arguments
-from swapjudge.core.analysis import Analyses
-from swapjudge.core.analysis import analyze as analyse_records
+from swapjudge.core.analysis import Analyses, analyze_records
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import ArgumentError
 from swapjudge.reading.listwise import is_listwise
@@ -61,7 +60,7 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
             return Analyses(tuple(analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=tie_policy,
                                                  min_consistency=min_consistency, confidence=confidence)))
     loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
-    result = Analyses(tuple(analyse_records(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
+    result = Analyses(tuple(analyze_records(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
                                             min_consistency=min_consistency, confidence=confidence)))
     if not fragility:
         return result

@@ -29,7 +29,7 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
     `engine`: "auto" streams Parquet and large JSON Lines judge records when DuckDB is installed, "streaming"
     always does, "memory" reads them whole; the figures are the same."""
     from swapjudge.core import arguments
-    from swapjudge.core.analysis import analyze
+    from swapjudge.core.analysis import analyze_records
     from swapjudge.probes.calibrate import calibrate as corrected
     from swapjudge.reading.records import choose_judges, select_judges
     from swapjudge.reading.streaming import open_source
@@ -50,7 +50,7 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
         judged = load_records(judge_records, allow_unpaired=True)
         people = load_records(human, allow_unpaired=True)
         name = _one_judge(select_judges(judged.frame, judge), judge, judged.source)
-        analysis = _analysis(lambda: analyze(judged, judge=name, **options)[0], judged.source)
+        analysis = _analysis(lambda: analyze_records(judged, judge=name, **options)[0], judged.source)
         frame, source = judged.frame.filter(judged.frame.get_column("judge") == name), judged.source
     return corrected(frame, people.frame, a, b, gate=analysis.gate, judge=name or None, tie_policy=tie_policy,
                      confidence=confidence, judge_source=source, human_source=people.source)

@@ -1,5 +1,5 @@
 """`decide` and `plan`, put together: the records (a file, rows, a frame, or a run in the store), the judge, the
-items of the two systems, the analysis' gate and flip audit (`core.analysis.analyze`, reused as it is), the item
+items of the two systems, the analysis' gate and flip audit (`core.analysis.analyze_records`, reused as it is), the item
 scores, the bound, the fail-closed rule, and the decisions ledger. The statistics live in the sibling modules;
 this module only composes them (it is the one place here that reads files, the store and a run configuration).
 """
@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core import arguments
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.decision.bounds import Bound, betting_sequence, fixed_bound
 from swapjudge.decision.file import DecisionFile, load_decision
 from swapjudge.decision.power import (
@@ -218,8 +218,8 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
     vx, vy = pairs.vx, pairs.vy
     missing = int((vx == MISSING).sum() + (vy == MISSING).sum()) + source.unmade_calls
     incomplete = int((pairs.outcome == Outcome.INCOMPLETE).sum())
-    analysis = analyze(calls, judge=calls.get_column("judge")[0], a=spec.candidate, b=spec.incumbent,
-                       tie_policy=spec.tie_policy, min_consistency=spec.min_consistency)[0]
+    analysis = analyze_records(calls, judge=calls.get_column("judge")[0], a=spec.candidate, b=spec.incumbent,
+                               tie_policy=spec.tie_policy, min_consistency=spec.min_consistency)[0]
     scores = _scores(pairs, spec.candidate, spec.tie_policy)
     bound: Bound | None
     anchored = None

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core import arguments
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.choices import ReadEngine
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
@@ -157,8 +157,8 @@ def report_of_records(source: ReportSource, options: ReportOptions, *, human: pl
     rank_rounds, rank_seed, rank_model = opts.rank_rounds, opts.rank_seed, opts.rank_model
     segmented = None
     if segment is None:
-        analyses = analyze(source.records, judge=judge, a=a, b=b, tie_policy=policy,
-                           min_consistency=min_consistency, confidence=confidence)
+        analyses = analyze_records(source.records, judge=judge, a=a, b=b, tie_policy=policy,
+                                   min_consistency=min_consistency, confidence=confidence)
     else:
         segmented = segment_analyses(source.records, segment, judge=judge, a=a, b=b, tie_policy=policy,
                                      min_consistency=min_consistency, confidence=confidence)
