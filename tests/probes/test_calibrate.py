@@ -16,7 +16,7 @@ from swapjudge.cli import app
 from swapjudge.core.policy import Gate
 from swapjudge.core.ppi import ppi_mean, tuned_lambda
 from swapjudge.errors import InputError
-from swapjudge.probes.calibrate import calibrate, item_scores
+from swapjudge.probes.calibrate import calibrate_records, item_scores
 from swapjudge.reading.records import records_from_dicts
 
 TIE_BAND = 0.25  # a person calls a tie when the two answers' quality gap is this small
@@ -228,8 +228,8 @@ def test_calibrate_bad_input_is_one_line(tmp_path: Path) -> None:
     assert missing.exit_code == 2
     gate = Gate(0.7, True, None)
     with pytest.raises(InputError, match="no usable verdict"):
-        calibrate(records_from_dicts(_records("j", [("1", "a", "b", "first")])).frame,
-                  records_from_dicts(_records("p", [("1", "a", "b", "first")])).frame, "a", "c", gate=gate)
+        calibrate_records(records_from_dicts(_records("j", [("1", "a", "b", "first")])).frame,
+                          records_from_dicts(_records("p", [("1", "a", "b", "first")])).frame, "a", "c", gate=gate)
 
 
 def test_report_has_a_calibration_section(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from scipy.stats import binomtest
 from review_server import ENV
 from swapjudge.core.analysis import analyze_records
 from swapjudge.core.policy import Gate
-from swapjudge.probes.calibrate import calibrate
+from swapjudge.probes.calibrate import calibrate_records
 from swapjudge.reading.pairs_file import PairItem
 from swapjudge.reading.records import load_records, records_from_dicts
 from swapjudge.review.assign import plan_review
@@ -173,7 +173,7 @@ def test_calibrate_on_the_export_of_simulated_reviewers_reaches_nominal_coverage
             opened.close()
             human = records_from_dicts(review_records(store), allow_unpaired=True).frame
             judged = records_from_dicts(_judge_records(items, p, rng, 0.15)).frame
-            result = calibrate(judged, human, A, B, gate=Gate(0.7, True, None))
+            result = calibrate_records(judged, human, A, B, gate=Gate(0.7, True, None))
             covered += result.ppi.corrected.low <= truth <= result.ppi.corrected.high
             judge_covered += result.ppi.judge_only.low <= truth <= result.ppi.judge_only.high
     print(f"coverage of the corrected interval: {covered / replications:.3f}; of the judge's own: "

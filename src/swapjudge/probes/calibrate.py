@@ -95,10 +95,10 @@ class Calibration:
         }
 
 
-def calibrate(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: str, *, gate: Gate,
-              judge: str | None = None, tie_policy: TiePolicy | str = TiePolicy.half_credit,
-              confidence: float = 0.95, judge_source: str = "judge records",
-              human_source: str = "human records") -> Calibration:
+def calibrate_records(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: str, *, gate: Gate,
+                      judge: str | None = None, tie_policy: TiePolicy | str = TiePolicy.half_credit,
+                      confidence: float = 0.95, judge_source: str = "judge records",
+                      human_source: str = "human records") -> Calibration:
     """The PPI++ win rate of a against b from one judge's records and people's records on some of its items."""
     policy = TiePolicy(tie_policy)
     queued = 0

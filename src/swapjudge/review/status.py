@@ -4,7 +4,7 @@ Per reviewer: votes, each reviewer's swap-consistency and flip direction on the 
 (`core.analysis.analyze_records` of the reviewer's records, exactly as a judge's), agreement with the judge (Cohen's
 kappa of the judge's verdicts against the reviewer's, `probes.agreement`), and between reviewers on the pairs
 several of them saw (kappa over items). With judge records, the human-corrected win rate
-(`probes.calibrate.calibrate`) from the random sample's votes only, recomputed as votes arrive so the interval
+(`probes.calibrate.calibrate_records`) from the random sample's votes only, recomputed as votes arrive so the interval
 can be watched narrowing. No system name appears: the two systems are "a" and "b".
 """
 
@@ -23,7 +23,7 @@ from swapjudge.core.analysis import analyze_records
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.probes.agreement import agreement_of_records, kappa
-from swapjudge.probes.calibrate import calibrate
+from swapjudge.probes.calibrate import calibrate_records
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.review.assign import SAMPLE
 from swapjudge.review.export import judge_name, vote_record
@@ -167,8 +167,8 @@ def _calibrated(judge: JudgeContext, sample: Sequence[Mapping[str, Any]],
                 confidence: float) -> dict[str, Any] | None:
     try:
         people = records_from_dicts(sample, allow_unpaired=True).frame
-        result = calibrate(judge.frame, people, judge.a, judge.b, gate=judge.gate, judge=judge.name,
-                           confidence=confidence)
+        result = calibrate_records(judge.frame, people, judge.a, judge.b, gate=judge.gate, judge=judge.name,
+                                   confidence=confidence)
     except SwapjudgeError:
         return None
     out = result.to_dict()

@@ -30,7 +30,7 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
     always does, "memory" reads them whole; the figures are the same."""
     from swapjudge.core import arguments
     from swapjudge.core.analysis import analyze_records
-    from swapjudge.probes.calibrate import calibrate as corrected
+    from swapjudge.probes.calibrate import calibrate_records
     from swapjudge.reading.records import choose_judges, select_judges
     from swapjudge.reading.streaming import open_source
     from swapjudge.workflows.engine import streams
@@ -52,8 +52,8 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
         name = _one_judge(select_judges(judged.frame, judge), judge, judged.source)
         analysis = _analysis(lambda: analyze_records(judged, judge=name, **options)[0], judged.source)
         frame, source = judged.frame.filter(judged.frame.get_column("judge") == name), judged.source
-    return corrected(frame, people.frame, a, b, gate=analysis.gate, judge=name or None, tie_policy=tie_policy,
-                     confidence=confidence, judge_source=source, human_source=people.source)
+    return calibrate_records(frame, people.frame, a, b, gate=analysis.gate, judge=name or None, tie_policy=tie_policy,
+                             confidence=confidence, judge_source=source, human_source=people.source)
 
 
 def _one_judge(chosen: list[str], judge: str | None, source: str) -> str:

@@ -67,14 +67,14 @@ def _people(path: Path) -> pl.DataFrame:
 
 def human_bound(spec: DecisionFile, decision_path: str | None, calls: pl.DataFrame, gate: Gate) -> HumanBound:
     """The corrected win rate of the candidate with its bounds, each one-sided at the decision's alpha."""
-    from swapjudge.probes.calibrate import calibrate
+    from swapjudge.probes.calibrate import calibrate_records
 
     assert spec.human is not None
     path = _labels_path(spec, decision_path)
     people_frame = _people(path)
-    result = calibrate(calls, people_frame, spec.candidate, spec.incumbent, gate=gate,
-                       tie_policy=spec.tie_policy, confidence=1 - 2 * spec.alpha, judge_source="judge records",
-                       human_source=str(path))
+    result = calibrate_records(calls, people_frame, spec.candidate, spec.incumbent, gate=gate,
+                               tie_policy=spec.tie_policy, confidence=1 - 2 * spec.alpha, judge_source="judge records",
+                               human_source=str(path))
     registered = spec.human.design
     if registered == "active" and not result.pi_recorded:
         raise InputError("the decision registers an active design (human.design) but the labels carry no `pi`: "

@@ -16,7 +16,7 @@ from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.outcome import Concluded, Ending, gates_ending
-from swapjudge.probes.calibrate import SPLIT_VALUE, Calibration, calibrate
+from swapjudge.probes.calibrate import SPLIT_VALUE, Calibration, calibrate_records
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.probes.segments import SegmentedAnalysis
@@ -90,8 +90,8 @@ def human_calibrations(analyses: Sequence[JudgeAnalysis], calls_of: Callable[[st
     `calls_of(judge, pair)` gives that judge's records of at least that pair, whichever engine read them."""
     if human is None or policy not in SPLIT_VALUE:
         return ()
-    return tuple(calibrate(calls_of(x.judge or "", x.pair), human, x.pair[0], x.pair[1], gate=x.gate, judge=x.judge,
-                           tie_policy=policy, confidence=confidence, human_source=human_source)
+    return tuple(calibrate_records(calls_of(x.judge or "", x.pair), human, x.pair[0], x.pair[1], gate=x.gate,
+                                   judge=x.judge, tie_policy=policy, confidence=confidence, human_source=human_source)
                  for x in analyses if x.pair is not None)
 
 
