@@ -34,7 +34,7 @@ VALID_SENTENCE = ("the corrected win rate is unbiased for the people's win rate 
                   "the people's")
 
 
-def item_scores(frame: pl.DataFrame, a: str, b: str, policy: TiePolicy | str, *, source: str) -> pl.DataFrame:
+def item_score_frame(frame: pl.DataFrame, a: str, b: str, policy: TiePolicy | str, *, source: str) -> pl.DataFrame:
     """One score per item for a against b: columns `item`, `score`, `orders` (most orders any pair had)."""
     policy = TiePolicy(policy)
     if policy not in SPLIT_VALUE:
@@ -110,8 +110,8 @@ def calibrate_records(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: s
                              "not a random sample: the corrected win rate needs a random sample's labels",
                              path=human_source)
         human_frame = human_frame.filter(~from_queue)
-    judged = item_scores(judge_frame, a, b, policy, source=judge_source)
-    people = item_scores(human_frame, a, b, policy, source=human_source)
+    judged = item_score_frame(judge_frame, a, b, policy, source=judge_source)
+    people = item_score_frame(human_frame, a, b, policy, source=human_source)
     matched = people.join(judged, on="item", how="inner", suffix="_judge")
     if matched.height == 0:
         raise InputError(f"none of the {people.height} labelled items is among the judge's "

@@ -109,12 +109,12 @@ def sequential_bound(calls: pl.DataFrame, people: pl.DataFrame, spec: DecisionFi
     import numpy as np
 
     from swapjudge.decision.bounds import betting_sequence, fixed_bound
-    from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_scores
+    from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_score_frame
 
     if "origin" in people.columns:
         people = people.filter(~(people.get_column("origin").cast(pl.String) == QUEUE_ORIGIN).fill_null(False))
-    judged = item_scores(calls, spec.candidate, spec.incumbent, spec.tie_policy, source="judge records")
-    labels = item_scores(people, spec.candidate, spec.incumbent, spec.tie_policy, source=str(path))
+    judged = item_score_frame(calls, spec.candidate, spec.incumbent, spec.tie_policy, source="judge records")
+    labels = item_score_frame(people, spec.candidate, spec.incumbent, spec.tie_policy, source=str(path))
     first_seen = (people.select("item").with_row_index("_row").group_by("item").agg(pl.col("_row").min()))
     ordered = (labels.join(judged, on="item", how="inner", suffix="_judge").join(first_seen, on="item")
                .sort("_row"))
