@@ -23,9 +23,9 @@ from swapjudge.drift.history import (  # mcnemar: variants' McNemar
     NEVER_MEASURED,
     STALE_SWAP,
     compare_runs,
-    history,
     mcnemar,
     newcombe_paired,
+    run_history,
 )
 from swapjudge.judges.prompts import FORCED_CHOICE_RUBRIC, template_hash
 from swapjudge.runner.provenance import open_store as Store  # the store as the runner opens it: provenance filled
@@ -74,7 +74,7 @@ def test_store_schema_1_is_migrated_with_provenance(tmp_path: Path) -> None:
     con.close()
     with Store(db) as st:
         first, second = st.runs()
-        entries = history(st)
+        entries = run_history(st)
     # the migrated run's stored calls are analysed under its registered policy: one consistent pair of two
     assert entries[0].analysis is not None and entries[0].analysis.consistency is not None
     assert entries[0].analysis.consistency.rate == pytest.approx(0.5)
@@ -231,7 +231,7 @@ def test_newcombe_paired_interval_covers_at_the_nominal_rate() -> None:
 
 def test_history_flags_a_single_order_run_under_another_template(four_runs: Path) -> None:
     with Store(four_runs) as st:
-        entries = history(st)
+        entries = run_history(st)
         cmp = compare_runs(st, 2, 3)
     assert [e.run_id for e in entries] == [1, 2, 3, 4]
     assert entries[0].flags == () and entries[1].flags == ()
@@ -249,7 +249,7 @@ def test_history_of_a_store_that_never_measured_the_swap(tmp_path: Path) -> None
     _replay_records(tmp_path, [A_WINS] * 4)
     run(load_config(_config(tmp_path, "r.yaml", RUBRIC_1, orders="random")), progress=False)
     with Store(tmp_path / "runs.db") as st:
-        (entry,) = history(st)
+        (entry,) = run_history(st)
     assert entry.flags == (NEVER_MEASURED,)
 
 
@@ -287,7 +287,7 @@ def test_compare_says_when_the_pairs_changed(four_runs: Path) -> None:
     run(load_config(directory / "r2.yaml"), progress=False)  # run 5: run 2's setup on the edited pairs
     with Store(four_runs) as st:
         cmp = compare_runs(st, 2, 5)
-        entries = history(st)
+        entries = run_history(st)
     assert [c.what for c in cmp.changes] == ["pairs"]
     assert any(f.startswith("the pairs differ between the runs") for f in cmp.flags)
     assert cmp.consistency_test.pairs == 10 and cmp.consistency_test.only_a == cmp.consistency_test.only_b == 0
