@@ -26,7 +26,7 @@ from swapjudge.probes.agreement import agreement_of_records, kappa
 from swapjudge.probes.calibrate import calibrate_records
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.review.assign import SAMPLE
-from swapjudge.review.export import judge_name, vote_record
+from swapjudge.review.export import reviewer_judge, vote_record
 
 HISTORY_POINTS = 12  # checkpoints of the calibrated interval's history
 
@@ -107,7 +107,7 @@ def review_status(rows: Sequence[Mapping[str, Any]], totals: Mapping[str, int],
         consistency = flips = None
         reshown = 0
         if mine:
-            result = analyze_records(records_from_dicts(mine, allow_unpaired=True), judge=judge_name(name),
+            result = analyze_records(records_from_dicts(mine, allow_unpaired=True), judge=reviewer_judge(name),
                                      confidence=confidence)[0]
             reshown = result.outcomes.complete
             if result.consistency is not None and reshown:
