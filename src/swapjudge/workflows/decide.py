@@ -19,6 +19,7 @@ import polars as pl
 
 from swapjudge.core import arguments
 from swapjudge.core.analysis import analyze_records
+from swapjudge.core.display import percent
 from swapjudge.decision.bounds import Bound, betting_sequence, fixed_bound
 from swapjudge.decision.file import DecisionFile, load_decision
 from swapjudge.decision.power import (
@@ -33,7 +34,7 @@ from swapjudge.decision.power import (
     sequential_items,
 )
 from swapjudge.decision.scores import ItemScores, item_scores
-from swapjudge.decision.verdict import INCONCLUSIVE, Counts, Verdict, pct, rule
+from swapjudge.decision.verdict import INCONCLUSIVE, Counts, Verdict, rule
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 from swapjudge.reading.codes import MISSING, Outcome
 from swapjudge.reading.pairs import PairTable, build_pairs
@@ -404,7 +405,7 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
         design = pilot_design(scores.scores, scores.unscored, share)
         pairs_per_item = scores.pairs / max(1, scores.n + scores.unscored)
         notes.append(f"planned from the pilot's {scores.n + scores.unscored:,} items ({source.label}): its item "
-                     f"scores resampled, win rate {pct(design.rate)}")
+                     f"scores resampled, win rate {percent(design.rate)}")
     else:
         assert expect is not None and splits is not None
         design = expected_design(expect, splits, spec.tie_policy)
@@ -412,9 +413,9 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
                         hypothesis=spec.hypothesis, tie_policy=str(spec.tie_policy), simulations=simulations,
                         seed=seed, registered_items=spec.items)
     if design.splits is not None and 1 - design.splits < spec.min_consistency:
-        notes.append(f"with {pct(design.splits)} split pairs, swap-consistency could be as low as "
-                     f"{pct(1 - design.splits)} (if every split is a flip), below the gate of "
-                     f"{pct(spec.min_consistency)}: the decision would then keep")
+        notes.append(f"with {percent(design.splits)} split pairs, swap-consistency could be as low as "
+                     f"{percent(1 - design.splits)} (if every split is a flip), below the gate of "
+                     f"{percent(spec.min_consistency)}: the decision would then keep")
     calls = None if result.items is None else math.ceil(result.items * pairs_per_item) * 2
     result = dataclasses.replace(result, calls=calls, notes=(*result.notes, *notes))
     return result if config is None or calls is None else _priced(result, Path(config), spec)
