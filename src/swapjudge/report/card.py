@@ -5,16 +5,14 @@ built once (`card_tables`) and laid out three ways. Only formatting: every figur
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from swapjudge.report.probe_tables import Table, fold, table, to_rich
-from swapjudge.report.wording import interval, p_number, pct, plain
+from swapjudge.report.wording import e, interval, p_number, pct, plain, prose
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -295,15 +293,6 @@ def render_markdown(card: Mapping[str, Any]) -> str:
 
 def render_comparison_markdown(doc: Mapping[str, Any]) -> str:
     return "### swapjudge judge cards side by side\n\n" + _markdown(comparison_tables(doc))
-
-
-def e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
-
-
-def prose(value: Any) -> str:
-    """A sentence for HTML: escaped, its `code` marks shown as <code>."""
-    return re.sub(r"`([^`]*)`", r"<code>\1</code>", e(value))
 
 
 def _html_table(t: Table) -> str:
