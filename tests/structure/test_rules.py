@@ -34,7 +34,7 @@ def _tree(path: Path) -> ast.Module:
 PROTOCOL_NAMES = {"from_config", "read_file", "render_html", "render_markdown", "render_text", "main"}
 KNOWN_DUPLICATES = {
     "default_max_tokens",
-    "headline", "load_records",
+    "load_records",
     "rank", "render_analysis", "render_calculation", "render_user", "run", "win_rate", "with_holm",
 }
 
