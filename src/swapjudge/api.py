@@ -21,7 +21,7 @@ from swapjudge.core.choices import (
     OutcomeSource,
     ReadEngine,
 )
-from swapjudge.reading.records import load_records as load_any_records
+from swapjudge.reading.records import read_records
 from swapjudge.workflows.analyze import analyze
 from swapjudge.workflows.run import dry_run, run
 
@@ -39,8 +39,8 @@ def load_records(source: str | Path | Any, *, allow_unpaired: bool = False, extr
     `extras=False` reads a file's core columns only (what the swap analysis needs: faster on large files);
     `allow_unpaired` counts a pair judged in one order only as incomplete instead of an error."""
     source = arguments.records_source(source, "source")
-    return load_any_records(source, allow_unpaired=arguments.flag(allow_unpaired, "allow_unpaired"),
-                            extras=arguments.flag(extras, "extras"))
+    return read_records(source, allow_unpaired=arguments.flag(allow_unpaired, "allow_unpaired"),
+                        extras=arguments.flag(extras, "extras"))
 
 
 def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,

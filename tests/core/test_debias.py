@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from swapjudge.cli import app
 from swapjudge.core.analysis import analyze_records
 from swapjudge.core.debias import debias
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 
 
 def judge_calls(signal: np.ndarray, habit: float, *, probes: int = 0) -> list[dict[str, Any]]:
@@ -88,7 +88,7 @@ def test_analyze_reports_debiased_next_to_raw(tmp_path: Path) -> None:
     path = tmp_path / "calls.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in judge_calls(rng.normal(0, 1, 60), 2.0, probes=5)))
     # the fast loader without extras keeps the probabilities
-    assert "p_first" in load_records(path, extras=False).frame.columns
+    assert "p_first" in read_records(path, extras=False).frame.columns
     result = CliRunner().invoke(app, ["analyze", str(path), "--format", "json"])
     assert result.exit_code == 1  # the raw judge fails the gate ...
     out = json.loads(result.stdout)

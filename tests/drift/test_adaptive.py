@@ -23,7 +23,7 @@ from swapjudge.core.adaptive import verdict_confidence
 from swapjudge.core.analysis import analyze_records
 from swapjudge.drift.adaptive_replay import adaptive_offline
 from swapjudge.errors import ConfigError, InputError
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.runner.dry_run import estimate
 from swapjudge.runner.session import run
 from swapjudge.store import Store
@@ -323,7 +323,7 @@ def test_registered_threshold_accepts_skipped_swaps_only(tmp_path: Path) -> None
             _call("q3", "a", "b", "first", **reg), _call("q3", "b", "a", None, **reg)]  # swap made, failed
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    for recs in (load_records(path, extras=False), load_records(path), records_from_dicts(rows)):
+    for recs in (read_records(path, extras=False), read_records(path), records_from_dicts(rows)):
         assert recs.registered_adaptive_swap == 0.8
         (res,) = analyze_records(recs, a="a", b="b")
         assert (res.outcomes.complete, res.outcomes.incomplete) == (1, 3)
@@ -335,7 +335,7 @@ def test_registered_threshold_accepts_skipped_swaps_only(tmp_path: Path) -> None
     bad = [*rows, _call("q4", "a", "b", None, **reg)]
     path.write_text("".join(json.dumps(r) + "\n" for r in bad), encoding="utf-8")
     with pytest.raises(InputError, match="pair judged in one order only") as err:
-        load_records(path, extras=False)
+        read_records(path, extras=False)
     assert err.value.line == 7
     # a threshold outside (0.5, 1] registers nothing
     odd = [{**r, "registered_adaptive_swap": "yes"} for r in rows]

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, shared_data
 from swapjudge.core.analysis import analyze_records
 from swapjudge.importers import ImportResult, import_files, per_call_consistency, write_records
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 
 LOG_LINE = re.compile(r"^(\d+) out of (\d+) answers are consistent\.", re.M)
 
@@ -104,8 +104,8 @@ def test_round_trip_matches_the_native_example_file(tmp_path: Path) -> None:
     the same calls (examples/mtbench_gpt4_vs_vicuna.jsonl), apart from the judge's name."""
     out = tmp_path / "shi.jsonl"
     write_records(imported().records, out)
-    mine = analyze_records(load_records(out), judge="MTBench/gpt-4-0613")[0].to_dict()
-    native = analyze_records(load_records(ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"))[0].to_dict()
+    mine = analyze_records(read_records(out), judge="MTBench/gpt-4-0613")[0].to_dict()
+    native = analyze_records(read_records(ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"))[0].to_dict()
     assert mine.pop("judge") == "MTBench/gpt-4-0613" and native.pop("judge") == "gpt-4-0613"
     assert json.dumps(mine, sort_keys=True) == json.dumps(native, sort_keys=True)
     assert mine["outcomes"]["consistent"] == 1957

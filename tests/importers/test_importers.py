@@ -14,7 +14,7 @@ from swapjudge.errors import InputError
 from swapjudge.importers import FORMATS, ImportOptions, ImportResult, import_files, write_records
 from swapjudge.importers.arena_hard import label_verdict
 from swapjudge.importers.csv_table import parse_map
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 
 FIX = Path(__file__).parents[1] / "fixtures" / "importers"
 
@@ -245,8 +245,8 @@ def test_csv_round_trip_equals_analysing_the_native_records(tmp_path: Path) -> N
                                                       map="first=first,second=second,tie=tie"))
     out = tmp_path / "imported.jsonl"
     write_records(res.records, out)
-    direct = analyze_records(load_records(native), a="A", b="B")[0].to_dict()
-    imported = analyze_records(load_records(out), a="A", b="B")[0].to_dict()
+    direct = analyze_records(read_records(native), a="A", b="B")[0].to_dict()
+    imported = analyze_records(read_records(out), a="A", b="B")[0].to_dict()
     assert imported == direct
     assert direct["outcomes"]["consistent"] == 11 and direct["outcomes"]["flips_first"] == 3
 
@@ -295,7 +295,7 @@ def test_write_records_csv_round_trips_through_the_loader(tmp_path: Path) -> Non
     res = import_files("fastchat", [FIX / "fastchat" / "gpt-4_pair.jsonl"])
     out = tmp_path / "records.csv"
     write_records(res.records, out)
-    loaded = load_records(out, allow_unpaired=True)
+    loaded = read_records(out, allow_unpaired=True)
     assert len(loaded) == len(res.records) == 11
     assert loaded.frame.get_column("verdict").null_count() == 1
 

@@ -262,9 +262,9 @@ def test_the_bootstrap_gives_the_same_intervals_whatever_the_rounds_drawn_at_onc
     from one stream in order, so a seed's resamples, and the intervals, are those of one big batch."""
     import swapjudge.ranking.bradley_terry as bt
     from swapjudge.ranking.battles import comparisons_from_records
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
 
-    data = comparisons_from_records(load_records(mixed(60, seed=3)), judge="j1")
+    data = comparisons_from_records(read_records(mixed(60, seed=3)), judge="j1")
     whole = fit_ranking(data, rounds=37, seed=5).to_dict()
     n_items = int(np.unique(data.item).size)
     for rounds_at_once in (1, 4):

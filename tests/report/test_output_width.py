@@ -13,7 +13,7 @@ from rich.console import Console
 from conftest import contract_400, pair, write_jsonl
 from swapjudge.core.analysis import analyze_records
 from swapjudge.probes.segments import segment_analyses
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.report import markdown, probe_tables, text
 from swapjudge.report.wording import plain
 
@@ -22,7 +22,7 @@ CLI = [sys.executable, "-m", "swapjudge"]
 
 def segments_tables() -> list[probe_tables.Table]:
     """A real segments table (about 110 columns wide) of the MT-Bench gpt-4 calls, by task."""
-    records = load_records("examples/mtbench_gpt4_vs_vicuna.jsonl")
+    records = read_records("examples/mtbench_gpt4_vs_vicuna.jsonl")
     return probe_tables.segments_tables(segment_analyses(records, "task"))
 
 
@@ -101,7 +101,7 @@ def test_analyze_piped_cuts_no_cell_and_draws_no_endless_rule(tmp_path):
 
 
 def test_analyze_at_a_narrow_terminal_wraps_words_and_keeps_every_figure(tmp_path):
-    analyses = analyze_records(load_records(_two_judges(tmp_path)), min_consistency=0)
+    analyses = analyze_records(read_records(_two_judges(tmp_path)), min_consistency=0)
     out = io.StringIO()
     text.print_analyses(Console(file=out, force_terminal=True, width=80, color_system=None), analyses)
     body = out.getvalue()

@@ -15,7 +15,7 @@ from test_review import SYSTEMS, llmbar_pairs
 
 from conftest import write_jsonl
 from swapjudge.core.analysis import analyze_records
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.review.queue import load_pair_items
 from swapjudge.review.sheet import SheetProblems, load_key, make_sheet, sheet_records, tally_sheets, write_sheet
 
@@ -88,7 +88,7 @@ def test_semicolon_cp1252_sheet_round_trip(tmp_path: Path, sheet_files: tuple[Pa
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert sum(line.startswith("warning:") for line in done.stderr.splitlines()) == 1
-    assert len(load_records(out)) == 40
+    assert len(read_records(out)) == 40
 
 
 def test_tab_separated_utf8_bom_and_blank_rows(tmp_path: Path, sheet_files: tuple[Path, Path, Path]) -> None:
@@ -149,7 +149,7 @@ def test_half_filled_sheet(tmp_path: Path, sheet_files: tuple[Path, Path, Path])
     line = next(x for x in done.stderr.splitlines() if x.startswith("unanswered by reviewer: 15 task(s): "))
     assert line.removeprefix("unanswered by reviewer: 15 task(s): ").split(", ") == unanswered
     # the pairs with one order answered are incomplete, not an error, when analysed as such
-    records = load_records(out, allow_unpaired=True)
+    records = read_records(out, allow_unpaired=True)
     [analysis] = analyze_records(records)
     assert analysis.outcomes.complete + analysis.outcomes.incomplete == analysis.outcomes.total
     assert analysis.outcomes.complete * 2 + analysis.outcomes.incomplete == 25
@@ -164,7 +164,7 @@ def test_one_sheet_per_reviewer_into_one_records_file(tmp_path: Path, sheet_file
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "(alice, bob)" in done.stderr
-    by_judge = {a.judge: a for a in analyze_records(load_records(out), a=SYSTEMS[0], b=SYSTEMS[1])}
+    by_judge = {a.judge: a for a in analyze_records(read_records(out), a=SYSTEMS[0], b=SYSTEMS[1])}
     assert set(by_judge) == {"alice", "bob"}
     assert by_judge["alice"].consistency.rate == 1.0 and by_judge["bob"].consistency.rate == 0.0
     assert by_judge["bob"].flip_direction.first == 20  # always left: every pair splits toward slot 1

@@ -21,7 +21,7 @@ from swapjudge.core.analysis import analyze_records
 from swapjudge.core.policy import Gate
 from swapjudge.probes.calibrate import calibrate_records
 from swapjudge.reading.pairs_file import PairItem
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.review.assign import plan_review
 from swapjudge.review.export import export_review, review_records
 from swapjudge.review.queue import unsettled_pairs
@@ -95,7 +95,7 @@ def test_reshows_measure_each_reviewers_consistency_and_lean_like_a_judges(tmp_p
         if r["reshow"]:
             o = by_task[r["reshow_of"]]
             assert (o["item"], o["first"], o["second"]) == (r["item"], r["second"], r["first"])
-    loaded = load_records(out, allow_unpaired=True)
+    loaded = read_records(out, allow_unpaired=True)
     # 99.9% intervals: a seeded draw outside a 95% one is a 1-in-20 event, not a defect
     fair, leaning = (analyze_records(loaded, judge=f"human:{name}", confidence=0.999)[0]
                      for name in ("fair", "leaning"))
@@ -189,7 +189,7 @@ def test_the_export_keeps_the_sample_apart_from_the_queue_and_calibrate_uses_the
     judge_rows = _judge_records(items, p, rng, 0.0)
     judge_file = tmp_path / "judge.jsonl"
     judge_file.write_text("".join(json.dumps(r) + "\n" for r in judge_rows))
-    queue = unsettled_pairs(load_records(judge_file), judge="j")
+    queue = unsettled_pairs(read_records(judge_file), judge="j")
     assert len(queue) > 10
     store = tmp_path / "review.db"
     review(store, items, {"ann": truthful(0.8)}, rng, seed=4, sample=30, queue=queue, reshow=0.0)

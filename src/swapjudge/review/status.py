@@ -199,9 +199,9 @@ def judge_context(records_path: str | Path, systems: Sequence[tuple[str, str]], 
     """The judge the status page compares the votes with: its records (one judge: `judge`, needed when the file
     holds several), its self-consistency gate, and the two systems a and b of the win rate (given, or the two
     every reviewed pair compares)."""
-    from swapjudge.reading.records import load_records, select_judges
+    from swapjudge.reading.records import read_records, select_judges
 
-    loaded = load_records(records_path, allow_unpaired=True)
+    loaded = read_records(records_path, allow_unpaired=True)
     names = select_judges(loaded.frame, judge)
     if judge is None and len(names) > 1:
         raise InputError(f"records hold {len(names)} judges ({', '.join(names)}); choose one with {{judge}}",

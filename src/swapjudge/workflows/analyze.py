@@ -16,7 +16,7 @@ from swapjudge.core.analysis import Analyses, analyze_records
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import ArgumentError
 from swapjudge.reading.listwise import is_listwise
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 
 def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = None, judge: str | None = None,
@@ -59,7 +59,7 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
         with open_source(source, allow_unpaired=allow_unpaired) as reduced:
             return Analyses(tuple(analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=tie_policy,
                                                  min_consistency=min_consistency, confidence=confidence)))
-    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
+    loaded = read_records(source, allow_unpaired=allow_unpaired, extras=False)
     result = Analyses(tuple(analyze_records(loaded, judge=judge, a=a, b=b, tie_policy=tie_policy,
                                             min_consistency=min_consistency, confidence=confidence)))
     if not fragility:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 if TYPE_CHECKING:
     from swapjudge.core.analysis import JudgeAnalysis
@@ -42,13 +42,13 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
         from swapjudge.core.analysis import analyze_source
 
         with open_source(judge_records, allow_unpaired=True) as reduced:
-            people = load_records(human, allow_unpaired=True)
+            people = read_records(human, allow_unpaired=True)
             name = _one_judge(choose_judges(reduced.judges(), judge), judge, reduced.path)
             analysis = _analysis(lambda: analyze_source(reduced, judge=name, **options)[0], reduced.path)
             frame, source = reduced.pair_calls(name, (a, b)), reduced.path
     else:
-        judged = load_records(judge_records, allow_unpaired=True)
-        people = load_records(human, allow_unpaired=True)
+        judged = read_records(judge_records, allow_unpaired=True)
+        people = read_records(human, allow_unpaired=True)
         name = _one_judge(select_judges(judged.frame, judge), judge, judged.source)
         analysis = _analysis(lambda: analyze_records(judged, judge=name, **options)[0], judged.source)
         frame, source = judged.frame.filter(judged.frame.get_column("judge") == name), judged.source

@@ -88,11 +88,11 @@ def _load(records: Any, run: int | None) -> tuple[RecordSet, dict[str, Any]]:
         return _store_source(Path(records), run)
     if run is not None:
         raise SwapjudgeError("{run} applies to a run store, and the records given are not one", arguments=("run",))
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
 
     # a file is read without its provenance columns (the decision needs none): much faster on large files
     extras = {"extras": False} if isinstance(records, str | Path) else {}
-    return load_records(records, allow_unpaired=True, **extras), {}
+    return read_records(records, allow_unpaired=True, **extras), {}
 
 
 def _select(records: RecordSet, spec: DecisionFile, extra: dict[str, Any]) -> _Source:

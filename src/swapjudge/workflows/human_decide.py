@@ -48,7 +48,7 @@ def _labels_path(spec: DecisionFile, decision_path: str | None) -> Path:
 
 def _people(path: Path) -> pl.DataFrame:
     """People's records from a records file, or the live votes of a review store (SQLite)."""
-    from swapjudge.reading.records import load_records, records_from_dicts
+    from swapjudge.reading.records import read_records, records_from_dicts
 
     with path.open("rb") as handle:
         is_sqlite = handle.read(16) == b"SQLite format 3\x00"
@@ -62,7 +62,7 @@ def _people(path: Path) -> pl.DataFrame:
         if not rows:
             raise InputError("the review store holds no vote yet", path=str(path))
         return records_from_dicts(rows, allow_unpaired=True).frame
-    return load_records(path, allow_unpaired=True).frame
+    return read_records(path, allow_unpaired=True).frame
 
 
 def human_bound(spec: DecisionFile, decision_path: str | None, calls: pl.DataFrame, gate: Gate) -> HumanBound:

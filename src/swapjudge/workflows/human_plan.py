@@ -40,14 +40,14 @@ def human_plan(decision: Any, *, pilot: str | Path | Any, human: str | Path | An
     from swapjudge.core.confidence import records_confidence
     from swapjudge.decision.file import load_decision
     from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_pi, item_score_frame
-    from swapjudge.reading.records import load_records, select_judges
+    from swapjudge.reading.records import read_records, select_judges
     from swapjudge.workflows.decide import decision_argument
 
     spec, _ = load_decision(decision_argument(decision))
     a, b = spec.candidate, spec.incumbent
     level = 1.0 - 2.0 * spec.alpha if confidence is None else float(confidence)
-    judged = load_records(pilot, allow_unpaired=True)
-    people = load_records(human, allow_unpaired=True)
+    judged = read_records(pilot, allow_unpaired=True)
+    people = read_records(human, allow_unpaired=True)
     names = select_judges(judged.frame, spec.judge)
     if len(names) > 1:
         raise InputError(f"the pilot holds {len(names)} judges ({', '.join(names)}); name one in the decision "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 from swapjudge.outcome import Ending, gates_ending
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 if TYPE_CHECKING:
     import polars as pl
@@ -52,7 +52,7 @@ def segments(source: str | Path | Any, by: str, *, judge: str | None = None, a: 
                 refuse_field(fields, by)
             return segment_analyses_of_source(reduced, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                                               min_consistency=min_consistency, confidence=confidence)
-    loaded = load_records(source, allow_unpaired=allow_unpaired)
+    loaded = read_records(source, allow_unpaired=allow_unpaired)
     return segment_analyses(loaded, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                             min_consistency=min_consistency, confidence=confidence)
 
@@ -95,7 +95,7 @@ def length(source: str | Path | Any, *, pairs: str | Path | None = None, judge: 
         raise ArgumentError("{alpaca_cv} needs {difficulty} or {gamed_baseline}", "alpaca_cv", "difficulty",
                             "gamed_baseline")
     # the records' own text fields (and AlpacaEval's preference and instruction_index) are extras
-    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=pairs is None or alpaca.given)
+    loaded = read_records(source, allow_unpaired=allow_unpaired, extras=pairs is None or alpaca.given)
     texts = load_answer_texts(pairs) if pairs is not None else texts_from_records(loaded.frame)
     if not texts:
         raise ArgumentError("no answer texts: pass {pairs} FILE, or give the records first_text/second_text",
@@ -142,7 +142,7 @@ def repeat(source: str | Path | Any, *, judge: str | None = None, seed: int = 0,
     from swapjudge.probes.repeat import repeat_stability
     from swapjudge.reading.records import select_judges
 
-    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
+    loaded = read_records(source, allow_unpaired=allow_unpaired, extras=False)
     results = []
     for name in select_judges(loaded.frame, judge):
         r = repeat_stability(loaded.frame.filter(pl.col("judge") == name), judge=name or None,
@@ -158,7 +158,7 @@ def _labelled(source: str | Path | Any, labels: str | Path | None, allow_unpaire
     """The records' frame, its labels taken from a labels file when one is given."""
     from swapjudge.reading.sidefiles import load_labels, with_labels
 
-    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
+    loaded = read_records(source, allow_unpaired=allow_unpaired, extras=False)
     return with_labels(loaded.frame, load_labels(labels)) if labels is not None else loaded.frame
 
 
@@ -209,7 +209,7 @@ def variants(sources: Sequence[str | Path], *, judges: Sequence[str] = (), round
         frames = []
         names = [p.stem if paths[0].stem != paths[1].stem else f"{i + 1}:{p.stem}" for i, p in enumerate(paths)]
         for path, name in zip(paths, names, strict=True):
-            frame = load_records(path, allow_unpaired=allow_unpaired, extras=False).frame
+            frame = read_records(path, allow_unpaired=allow_unpaired, extras=False).frame
             if judges:
                 frame = frame.filter(pl.col("judge").is_in(list(judges)))
             if frame.get_column("judge").n_unique() != 1:
@@ -219,7 +219,7 @@ def variants(sources: Sequence[str | Path], *, judges: Sequence[str] = (), round
         return compare_variants(pl.concat(frames), names[0], names[1], field="judge", confidence=confidence)
     if len(sources) != 1:
         raise SwapjudgeError("give one records file with both variants, or two files")
-    frame = load_records(sources[0], allow_unpaired=allow_unpaired, extras=False).frame
+    frame = read_records(sources[0], allow_unpaired=allow_unpaired, extras=False).frame
     if len(rounds) == 2:
         if len(judges) > 1:
             raise ArgumentError("with {round} twice, give at most one {judge}", "round", "judge")

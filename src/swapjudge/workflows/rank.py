@@ -27,7 +27,7 @@ from swapjudge.core.display import Displayable
 from swapjudge.errors import ArgumentError, InputError
 from swapjudge.outcome import Concluded, Ending
 from swapjudge.reading.listwise import is_listwise
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 if TYPE_CHECKING:
     from swapjudge.ranking.bradley_terry import Ranking
@@ -143,7 +143,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     if _streams(source, read, adjusted, source_kind):
         return _rank_counted(source, judge, Model(model), source_kind, bootstrap, seed, confidence,
                              IntervalMethod(interval), min_consistency)
-    loaded = load_records(source, allow_unpaired=adjusted or source_kind is OutcomeSource.calls)
+    loaded = read_records(source, allow_unpaired=adjusted or source_kind is OutcomeSource.calls)
     name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
     checked = rank_gate(choose_judge(loaded.frame, judge, loaded.source), min_consistency, confidence)
     if adjusted:

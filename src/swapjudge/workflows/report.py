@@ -23,7 +23,7 @@ from swapjudge.probes.segments import segment_analyses
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, fit_ranking
 from swapjudge.reading.pairs import Outcome, build_pairs
-from swapjudge.reading.records import load_records, select_judges
+from swapjudge.reading.records import read_records, select_judges
 from swapjudge.reading.sidefiles import texts_from_records
 from swapjudge.review.queue import review_queue
 from swapjudge.workflows.report_inputs import (
@@ -71,7 +71,7 @@ def report(source: str | Path, *, pairs: str | Path | None = None, run: int | No
         if streamed is not None:
             return streamed
     loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
-    people = load_records(human, allow_unpaired=True) if human is not None else None
+    people = read_records(human, allow_unpaired=True) if human is not None else None
     return report_of_records(loaded, options, human=people.frame if people is not None else None,
                              human_source=people.source if people is not None else "human records")
 
@@ -99,7 +99,7 @@ def _streamed(source: str | Path, read: ReadEngine, options: ReportOptions, *, p
     whole_if_needed = read is ReadEngine.auto and rows is not None and rows <= AUTO_WHOLE_RECORDS
     if whole_if_needed and needs_rows(fields, pairs=pairs is not None):
         return None
-    people = load_records(human, allow_unpaired=True) if human is not None else None
+    people = read_records(human, allow_unpaired=True) if human is not None else None
     opts = options.resolved({})  # a records file registered nothing
     segment = opts.segment
     usable = segment is not None and segment in fields and segment not in NOT_SEGMENTS

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.errors import ArgumentError, SwapjudgeError
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 from swapjudge.workflows.sources import report_source
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def sheet(pairs: str | Path, *, seed: int | None = None, a: str | None = None, b
                             "flipped")
     only = None
     if flipped is not None:
-        only = unsettled_pairs(load_records(flipped, allow_unpaired=True), judge=judge, a=a, b=b)
+        only = unsettled_pairs(read_records(flipped, allow_unpaired=True), judge=judge, a=a, b=b)
         if not only:
             return None, only
     return make_sheet(load_pair_items(pairs), seed=seed, a=a, b=b, source=str(pairs), only=only), only
@@ -91,7 +91,7 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
     read from `judge_records` (default `queue`), pi proportional to its square root, floored at `pi_min`."""
     from swapjudge.core.active_ppi import ACTIVE, DESIGNS
     from swapjudge.reading.pairs_file import load_pairs
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
     from swapjudge.review.assign import ReviewPlan, parse_reviewers, plan_review
     from swapjudge.review.queue import unsettled_pairs
     from swapjudge.review.status import judge_context
@@ -112,7 +112,7 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
                             "({judge_records} or {queue})", "design", "judge_records", "queue")
 
     def make_plan() -> ReviewPlan:
-        queued = (unsettled_pairs(load_records(queue, allow_unpaired=True), judge=judge, a=a, b=b)
+        queued = (unsettled_pairs(read_records(queue, allow_unpaired=True), judge=judge, a=a, b=b)
                   if queue is not None else None)
         items = load_pairs(pairs).items
         uncertainty = None
@@ -121,7 +121,7 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
             from swapjudge.review.design import item_uncertainty
 
             systems = [pair_of(it, a, b, str(pairs)) for it in items]
-            uncertainty, _ = item_uncertainty(load_records(judged, allow_unpaired=True), items, systems,
+            uncertainty, _ = item_uncertainty(read_records(judged, allow_unpaired=True), items, systems,
                                               judge=judge)
         return plan_review(items, names, seed=seed, reshow=reshow, overlap=overlap, sample=sample, queue=queued,
                            a=a, b=b, source=str(pairs), design=design, budget=budget, uncertainty=uncertainty,
