@@ -58,7 +58,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     Parquet file or a large JSON Lines file to counts with the streaming engine, "memory" reads every record,
     "streaming" always reduces (the same figures either way). Listwise (best-of-N) records give a
     `ListwiseRanking` instead: the Plackett-Luce fit with slot effects (`fit`), withheld the same way."""
-    from swapjudge.workflows.rank import rank as rank_judge
+    from swapjudge.workflows.rank import rank_judge
 
     return rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                       confidence=confidence, interval=interval, min_consistency=min_consistency,

@@ -19,7 +19,7 @@ from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Comparisons, fit
 from swapjudge.ranking.fragility import overtaker, top_fragility
 from swapjudge.reading.records import read_records
-from swapjudge.workflows.rank import rank as rank_judge
+from swapjudge.workflows.rank import rank_judge
 
 
 def top_of(rows: list[dict[str, Any]]) -> str:

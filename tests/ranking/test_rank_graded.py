@@ -16,7 +16,7 @@ import pytest
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, fit, fit_ranking
 from swapjudge.reading.records import read_records
-from swapjudge.workflows.rank import rank as rank_records
+from swapjudge.workflows.rank import rank_judge
 
 LEVEL_OF_SCORE = {1.0: ("first", 2), 0.75: ("first", 1), 0.5: ("tie", None), 0.25: ("second", 1),
                   0.0: ("second", 2)}
@@ -48,7 +48,7 @@ def test_noise_free_graded_scores_recover_the_strengths_exactly() -> None:
     assert np.abs(exact.scores - truth).max() < 1e-9
     # the default ridge (a N(0, 10^2) prior) pulls them in by less than 0.01 on these 13 pairs
     assert 0 < np.abs(fit(data, Model.bt_half).scores - truth).max() < 1e-2
-    ranked = rank_records(read_records(rows), outcome="graded", bootstrap=0, min_consistency=0)
+    ranked = rank_judge(read_records(rows), outcome="graded", bootstrap=0, min_consistency=0)
     assert ranked.outcome == "graded" and ranked.ranking.model is Model.bt_half
     assert ranked.ranking.comparisons == 13 and ranked.ranking.items == 13
     by_name = {r.system: r for r in ranked.ranking.rows}

@@ -77,13 +77,13 @@ def rank_command(
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges.
     Listwise (best-of-N) records are ranked by a Plackett-Luce fit with slot effects instead."""
     from swapjudge.report import rank as render
-    from swapjudge.workflows.rank import JudgeRanking, rank
+    from swapjudge.workflows.rank import JudgeRanking, rank_judge
 
     controls = [c.strip() for c in (control or "").split(",") if c.strip()]
-    result = rank(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
-                  confidence=confidence, interval=interval, min_consistency=min_consistency,
-                  order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value,
-                  fragility=fragility)
+    result = rank_judge(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
+                        confidence=confidence, interval=interval, min_consistency=min_consistency,
+                        order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value,
+                        fragility=fragility)
     conclude(result)  # a withheld ranking has nothing to show but why
     if output is OutputFormat.json:
         dump_json(result.to_dict())

@@ -81,12 +81,12 @@ class JudgeRanking(Displayable, Concluded):
         return {"judge": self.judge, "outcome": self.outcome, **self.gate.to_dict(), **fitted, **extra}
 
 
-def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
-         outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
-         confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
-         min_consistency: float = DEFAULT_MIN_CONSISTENCY, order_effect: bool = False,
-         control: Sequence[str] = (), pairs: str | Path | None = None,
-         engine: ReadEngine | str = ReadEngine.auto, fragility: bool = False) -> JudgeRanking:
+def rank_judge(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
+               outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
+               confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
+               min_consistency: float = DEFAULT_MIN_CONSISTENCY, order_effect: bool = False,
+               control: Sequence[str] = (), pairs: str | Path | None = None,
+               engine: ReadEngine | str = ReadEngine.auto, fragility: bool = False) -> JudgeRanking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
 
     A judge below `min_consistency` (over all its complete pairs) gets no ranking: the result comes back withheld
