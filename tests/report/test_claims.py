@@ -22,8 +22,8 @@ from swapjudge.core.analysis import analyze_records, calculate
 from swapjudge.core.stats import holm
 from swapjudge.probes.panel import item_mean_interval, panel_of_records
 from swapjudge.reading.records import records_from_dicts
-from swapjudge.report.markdown import render_analysis as markdown_analysis
-from swapjudge.report.text import render_analysis as text_analysis
+from swapjudge.report.markdown import markdown_analysis
+from swapjudge.report.text import text_analysis
 from swapjudge.report.wording import flip_direction_sentence
 
 runner = CliRunner()

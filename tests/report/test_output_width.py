@@ -59,8 +59,8 @@ def test_no_none_when_no_pair_is_complete():
     [result] = analyze_records(records_from_dicts(rows))
     assert result.consistency is not None and result.consistency.band is None
     out = io.StringIO()
-    Console(file=out, width=200, color_system=None).print(text.render_analysis(result))
-    md = markdown.render_analysis(result)
+    Console(file=out, width=200, color_system=None).print(text.text_analysis(result))
+    md = markdown.markdown_analysis(result)
     for rendered in (out.getvalue(), md):
         assert "None" not in rendered
         assert "n/a (no complete pair)" in rendered

@@ -41,10 +41,10 @@ def gate_banner(judge: str, passed: bool, reason: str | None) -> str:
 
 
 def analysis_html(analyses: Sequence[Any]) -> str:
-    from swapjudge.report.text import render_analysis
+    from swapjudge.report.text import text_analysis
     from swapjudge.report.wording import judge_name
 
-    parts = [gate_banner(judge_name(a), a.gate.passed, a.gate.reason) + rich_html(render_analysis(a))
+    parts = [gate_banner(judge_name(a), a.gate.passed, a.gate.reason) + rich_html(text_analysis(a))
              for a in analyses]
     return "<div class=\"swapjudge\">" + "".join(parts) + "</div>"
 
@@ -86,15 +86,15 @@ def judge_ranking_markdown(result: Any) -> str:
 
 
 def calculation_html(calc: Any) -> str:
-    from swapjudge.report.text import render_calculation
+    from swapjudge.report.text import text_calculation
 
-    return "<div class=\"swapjudge\">" + rich_html(render_calculation(calc)) + "</div>"
+    return "<div class=\"swapjudge\">" + rich_html(text_calculation(calc)) + "</div>"
 
 
 def calculation_markdown(calc: Any) -> str:
-    from swapjudge.report.markdown import render_calculation
+    from swapjudge.report.markdown import markdown_calculation
 
-    return str(render_calculation(calc))
+    return str(markdown_calculation(calc))
 
 
 def _run_head(run: Any) -> str:
