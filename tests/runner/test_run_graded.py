@@ -15,7 +15,7 @@ from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.config import load_config
 from swapjudge.core.analysis import analyze_records
 from swapjudge.runner.provenance import run_provenance
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 from swapjudge.store import Store
 from swapjudge.store.analysis import run_record_set
 
@@ -33,7 +33,7 @@ def graded_pairs(directory: Path, n: int) -> Path:
 
 
 def _run(cfg: Path):  # type: ignore[no-untyped-def]
-    return run(load_config(cfg), progress=False)
+    return run_session(load_config(cfg), progress=False)
 
 
 @pytest.mark.parametrize(("backend", "structured"), [("openai", True), ("openai", False), ("anthropic", True),

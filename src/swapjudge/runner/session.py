@@ -238,5 +238,5 @@ def restrict_to(pairs: PairsFile, plan: CallPlan, only: frozenset[tuple[str, str
                                 pair_set_hash=digest))  # another pair set than the whole file's
 
 
-def run(loaded: LoadedConfig, **kwargs: Any) -> RunOutcome:
+def run_session(loaded: LoadedConfig, **kwargs: Any) -> RunOutcome:
     return asyncio.run(run_async(loaded, **kwargs))
