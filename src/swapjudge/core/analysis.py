@@ -55,7 +55,7 @@ from swapjudge.core.policy import (
     WinRate,
     decision,
     gate,
-    win_rate,
+    win_rate_of_counts,
     withheld_copy,
 )
 from swapjudge.core.stats import holm, mean_interval
@@ -491,7 +491,7 @@ def adaptive_view_of_counts(analysis: JudgeAnalysis, unswapped: tuple[int, int, 
     aw, bw, splits = (0, 0, 0) if rate is None else (rate.a_wins, rate.b_wins, rate.splits)
     aw, bw, splits = aw + named_a, bw + named_b, splits + named_tie
     policy = rate.policy if rate is not None else settings.get("tie_policy") or "half_credit"
-    mixed = win_rate(a, b, aw, bw, splits, policy, float(settings.get("confidence", 0.95)))
+    mixed = win_rate_of_counts(a, b, aw, bw, splits, policy, float(settings.get("confidence", 0.95)))
     notes.append(
         f"win rate over all {mixed.pairs} pair(s): each swapped pair by its two-order outcome under the tie policy, "
         f"each of the {unswapped_n} unswapped pair(s) by its one verdict in its coin-flipped order (a position-driven "
