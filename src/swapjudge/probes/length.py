@@ -166,7 +166,7 @@ class LengthProbe:
         }
 
 
-def with_holm(probes: Sequence[LengthProbe]) -> list[LengthProbe]:
+def length_with_holm(probes: Sequence[LengthProbe]) -> list[LengthProbe]:
     """Several judges probed at once: the slope tests and the prefer-longer tests each get Holm-adjusted p."""
     if len(probes) < 2:
         return list(probes)

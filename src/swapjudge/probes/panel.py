@@ -196,7 +196,7 @@ def panel_of_records(frame: pl.DataFrame, *, judges: Sequence[str] | None = None
         raise SwapjudgeError("a panel needs at least two judges; judges in the file: "
                              + ", ".join(repr(j) for j in present))
     pairs = build_pairs(frame.filter(pl.col("judge").is_in(chosen))).frame
-    summaries = with_holm(tuple(summarize(name, PairTable(pairs.filter(pl.col("judge") == name)), confidence)
+    summaries = panel_with_holm(tuple(summarize(name, PairTable(pairs.filter(pl.col("judge") == name)), confidence)
                                  for name in chosen))
 
     complete = pairs.filter(pl.col("outcome") != Outcome.INCOMPLETE).with_columns(
@@ -251,7 +251,7 @@ def _review_rows(complete: pl.DataFrame, disagreeing: pl.DataFrame, majority: np
     return keyed.join(verdicts, on=list(PAIR_KEY), how="left").sort(list(PAIR_KEY))
 
 
-def with_holm(summaries: tuple[JudgeSummary, ...]) -> tuple[JudgeSummary, ...]:
+def panel_with_holm(summaries: tuple[JudgeSummary, ...]) -> tuple[JudgeSummary, ...]:
     """The judges' flip-direction tests are run at once: each gets its Holm-adjusted p."""
     adjusted = holm([s.flip_direction.p_value for s in summaries])
     return tuple(replace(s, flip_direction=replace(s.flip_direction, p_holm=p))

@@ -79,7 +79,7 @@ def length(source: str | Path | Any, *, pairs: str | Path | None = None, judge: 
 
     from swapjudge.probes.alpaca_files import load_gamed_baseline, load_instruction_difficulty
     from swapjudge.probes.alpaca_lc import INSTRUCTION_INDEX, PREFERENCE, rows_for_pair
-    from swapjudge.probes.length import LengthOptions, length_probe, lengths_for_pairs, with_holm
+    from swapjudge.probes.length import LengthOptions, length_probe, length_with_holm, lengths_for_pairs
     from swapjudge.reading.pairs import build_pairs
     from swapjudge.reading.records import select_judges
     from swapjudge.reading.sidefiles import load_answer_texts, texts_from_records
@@ -125,7 +125,7 @@ def length(source: str | Path | Any, *, pairs: str | Path | None = None, judge: 
             f.get_column("outcome").to_numpy()[found], lx[found], ly[found], opts, judge=name or None,
             x=x[found], y=y[found], pair=pair, missing_texts=int((~found).sum()), items=items[found],
             alpaca=rows, gamed=gamed))
-    return with_holm(results)
+    return length_with_holm(results)
 
 
 def length_ending(results: Sequence[LengthProbe], pair_given: bool) -> Ending:

@@ -16,8 +16,7 @@ from swapjudge.core.choices import ReadEngine
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import InputError
-from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, text_length
-from swapjudge.probes.length import with_holm as length_with_holm
+from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, length_with_holm, text_length
 from swapjudge.probes.panel import PanelResult, panel_of_records
 from swapjudge.probes.segments import segment_analyses
 from swapjudge.ranking.battles import comparisons_from_records
