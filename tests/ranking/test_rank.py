@@ -552,7 +552,7 @@ def test_a_system_that_never_loses_has_an_open_upper_bound() -> None:
         assert top.low is None and not top.low_open
         assert top.to_dict()["high"] is None and top.to_dict()["rating_high"] is None
         assert top.to_dict()["open"] == {"low": False, "high": True} and top.to_dict()["score_set_by_ridge"]
-        line = next(ln for ln in render_rank.summary(ranking) if ln.startswith("note: s0 never lost"))
+        line = next(ln for ln in render_rank.ranking_summary(ranking) if ln.startswith("note: s0 never lost"))
         assert "open above" in line
         for row in ranking.rows[1:]:  # the many that lose to it are not called open below
             assert row.low is not None and row.high is not None and not row.never_wins
@@ -625,9 +625,9 @@ def test_one_item_or_identical_items_give_no_interval() -> None:
 def test_few_items_are_noted_and_no_bootstrap_json_has_no_nan(tmp_path: Path) -> None:
     few = fit_ranking(never_loses(n_items=12), rounds=50)
     assert few.to_dict()["bootstrap"]["few_items"] is True
-    assert any("only 12 items" in line for line in render_rank.summary(few))
+    assert any("only 12 items" in line for line in render_rank.ranking_summary(few))
     many = fit_ranking(never_loses(n_items=40), rounds=50)
-    assert not any("items: below 30" in line for line in render_rank.summary(many))
+    assert not any("items: below 30" in line for line in render_rank.ranking_summary(many))
     runner = CliRunner()
     out = runner.invoke(app, ["rank", str(EXAMPLE), "--bootstrap", "0", "--format", "json"])
     assert out.exit_code == 0, out.output

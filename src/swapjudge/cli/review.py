@@ -68,9 +68,9 @@ def sheet_command(
 ) -> None:
     """A blind review sheet: each pair twice (the second time swapped), shuffled, no system names."""
     from swapjudge.review.sheet import write_sheet
-    from swapjudge.workflows.review import sheet as blind_sheet
+    from swapjudge.workflows.review import sheet
 
-    made, only = blind_sheet(pairs, seed=seed, a=a, b=b, flipped=flipped, judge=judge)
+    made, only = sheet(pairs, seed=seed, a=a, b=b, flipped=flipped, judge=judge)
     if made is None:
         stderr.print(f"{display_path(flipped)}: the judge settled every pair (no flip, no half-tie): "
                      "no sheet written", highlight=False, markup=False)

@@ -188,7 +188,7 @@ def _design_words(result: Calibration) -> str:
     return "active sample, each label weighted by 1/pi"
 
 
-def sentences(result: Calibration) -> list[str]:
+def calibration_sentences(result: Calibration) -> list[str]:
     """The plain-words reading of a calibration, each sentence only where the numbers support it."""
     p = result.ppi
     level = f"{round(p.confidence * 100)}%"

@@ -15,8 +15,7 @@ from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.report import plots
 from swapjudge.report.probe_tables import Table, length_tables, panel_tables
-from swapjudge.report.rank import limit_text, rank_range
-from swapjudge.report.rank import summary as ranking_summary
+from swapjudge.report.rank import limit_text, rank_range, ranking_summary
 from swapjudge.report.wording import (
     ARENA_HARD_LABEL,
     ARENA_HARD_NOTE,
@@ -471,7 +470,7 @@ def _panel_section(result: PanelResult) -> str:
 
 
 def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
-    from swapjudge.probes.calibrate import sentences as calibration_sentences
+    from swapjudge.probes.calibrate import calibration_sentences
 
     state = "" if a.gate.passed else " failed"
     parts = [f'<section class="judge" id="judge-{index}" data-judge="{e(a.judge or "")}">',

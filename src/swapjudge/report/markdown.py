@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from swapjudge.report.rank import limit_text, rank_range
-from swapjudge.report.rank import summary as ranking_summary
+from swapjudge.report.rank import limit_text, rank_range, ranking_summary
 from swapjudge.report.wording import (
     ARENA_HARD_LABEL,
     ARENA_HARD_NOTE,
@@ -223,7 +222,7 @@ def render_panel(result: PanelResult) -> str:
 
 def render_report(inputs: ReportInputs) -> str:
     """The pull-request summary of a report: each judge's table, its segments, the unsettled pairs, the source."""
-    from swapjudge.probes.calibrate import sentences as calibration_sentences  # here: it loads numpy
+    from swapjudge.probes.calibrate import calibration_sentences  # here: it loads numpy
 
     parts = []
     for analysis in inputs.analyses:

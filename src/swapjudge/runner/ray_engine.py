@@ -31,7 +31,7 @@ from rich.console import Console
 
 from swapjudge.config import LoadedConfig, Price, RayConfig
 from swapjudge.errors import SwapjudgeError
-from swapjudge.judges.openai import PROVIDER as OPENAI
+from swapjudge.judges import openai
 from swapjudge.judges.openai import OpenAIJudge
 from swapjudge.judges.registry import create_judge
 from swapjudge.redact import redact
@@ -61,7 +61,7 @@ def install_hint() -> str:
 def endpoint(loaded: LoadedConfig) -> tuple[str, dict[str, str]]:
     """The Chat Completions URL and the headers (with the key, where one is read) of the judge's server: from the
     provider's one client factory, so the key is read and sent exactly as on the synchronous path."""
-    client = OPENAI.client(resolved_judge_config(loaded))
+    client = openai.PROVIDER.client(resolved_judge_config(loaded))
     return client.endpoint(OpenAIJudge.path), client.headers  # the full URL: base_url is the redacted display form
 
 
