@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.display import register_display
-from swapjudge.report import decision as decision_report
+from swapjudge.report import decision
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -120,10 +120,10 @@ register_display("swapjudge.workflows.run.RunResult", html=run_html, markdown=ru
 register_display("swapjudge.core.calculator.Calculation", html=calculation_html, markdown=calculation_markdown)
 register_display("swapjudge.ranking.bradley_terry.Ranking", html=ranking_html, markdown=ranking_markdown)
 register_display("swapjudge.workflows.rank.JudgeRanking", html=judge_ranking_html, markdown=judge_ranking_markdown)
-register_display("swapjudge.decision.verdict.Verdict", html=decision_report.render_html_fragment,
-                 markdown=decision_report.render_markdown)
-register_display("swapjudge.decision.power.Plan", html=decision_report.render_plan_html,
-                 markdown=decision_report.render_plan_markdown)
+register_display("swapjudge.decision.verdict.Verdict", html=decision.render_html_fragment,
+                 markdown=decision.render_markdown)
+register_display("swapjudge.decision.power.Plan", html=decision.render_plan_html,
+                 markdown=decision.render_plan_markdown)
 
 
 def card_html(doc: dict[str, Any]) -> str:

@@ -224,16 +224,16 @@ def subset_card(info: SubsetInfo, rows: list[dict[str, Any]], *, tie_policy: str
     """`analyze`, `agreement` and (with the answer texts of `pairs`) the length probe on one subset's records, as
     those commands read them; `keep_pairs` keeps each pair's verdicts for paired comparisons."""
     from swapjudge.reading.records import read_records
-    from swapjudge.workflows import probe as probing
+    from swapjudge.workflows import probe
     from swapjudge.workflows.analyze import analyze
 
     analyses = analyze(rows, tie_policy=tie_policy, min_consistency=min_consistency, confidence=confidence)
-    agreement = probing.agreement(rows, confidence=confidence)
+    agreement = probe.agreement(rows, confidence=confidence)
     pair_rows = [r for r in rows if r["first"] != r["second"] and int(r.get("round") or 0) == 0]
     length = None
     if pairs is not None:
         try:
-            length = probing.length(pair_rows, pairs=pairs)[0]
+            length = probe.length(pair_rows, pairs=pairs)[0]
         except SwapjudgeError:
             length = None  # no pair of the subset has both answer texts
     per_pair: tuple[tuple[Any, ...], ...] = ()
