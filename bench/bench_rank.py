@@ -18,9 +18,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from swapjudge.ranking.bradley_terry import (
+    Battle,
     Comparisons,
     Model,
-    Outcome,
     comparison_cells,
     fit,
     fit_ranking,
@@ -44,7 +44,7 @@ def synthetic(n_systems: int = 130, n_items: int = 50_000, pairs_per_item: int =
     p_left = 1.0 / (1.0 + theta * np.exp(-d))
     p_right = 1.0 / (1.0 + theta * np.exp(d))
     u = rng.random(len(d))
-    outcome = np.where(u < p_left, Outcome.LEFT, np.where(u < p_left + p_right, Outcome.RIGHT, Outcome.TIE))
+    outcome = np.where(u < p_left, Battle.LEFT, np.where(u < p_left + p_right, Battle.RIGHT, Battle.TIE))
     systems = tuple(f"system-{i:03d}" for i in range(n_systems))
     return Comparisons(systems=systems, item=item, left=left, right=right, outcome=outcome), strength
 
@@ -71,7 +71,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     start = time.perf_counter()
     data, truth = synthetic()
-    ties = float(np.mean(data.outcome == Outcome.TIE))
+    ties = float(np.mean(data.outcome == Battle.TIE))
     n_items = len(np.unique(data.item))
     print(f"data: {len(data.systems)} systems, {len(data):,} comparisons, {n_items:,} items, "
           f"{ties:.1%} ties (generated in {time.perf_counter() - start:.1f} s)")
@@ -128,9 +128,9 @@ def main() -> None:
 
     index = pd.Index(range(len(data.systems)))
     xs, ys = data.left.tolist(), data.right.tolist()
-    to_winner = {Outcome.LEFT: evalica.Winner.X, Outcome.RIGHT: evalica.Winner.Y,
-                 Outcome.TIE: evalica.Winner.Draw}
-    winners = [to_winner[Outcome(o)] for o in data.outcome.tolist()]
+    to_winner = {Battle.LEFT: evalica.Winner.X, Battle.RIGHT: evalica.Winner.Y,
+                 Battle.TIE: evalica.Winner.Draw}
+    winners = [to_winner[Battle(o)] for o in data.outcome.tolist()]
 
     bt_s = best_of(args.repeats, lambda: evalica.bradley_terry(xs, ys, winners, index=index))
     nm_s = best_of(args.repeats, lambda: evalica.newman(xs, ys, winners, index=index))
@@ -150,9 +150,9 @@ def main() -> None:
     vals = np.tile([1.0, -1.0], 2 * n)
     design = sparse.csr_matrix((vals, (rows, cols.ravel())), shape=(2 * n, k))
     label = np.concatenate([np.ones(n), np.zeros(n)])
-    tie = data.outcome == Outcome.TIE
-    weight = np.concatenate([np.where(tie, 0.5, (data.outcome == Outcome.LEFT).astype(float)),
-                             np.where(tie, 0.5, (data.outcome == Outcome.RIGHT).astype(float))])
+    tie = data.outcome == Battle.TIE
+    weight = np.concatenate([np.where(tie, 0.5, (data.outcome == Battle.LEFT).astype(float)),
+                             np.where(tie, 0.5, (data.outcome == Battle.RIGHT).astype(float))])
     keep = weight > 0
     design, label, weight = design[keep], label[keep], weight[keep]
 

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core.ppi import ppi_mean
-from swapjudge.probes.calibrate import item_scores
+from swapjudge.probes.calibrate import item_score_frame
 from swapjudge.reading.records import records_from_dicts
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "shi2024" / "verdicts_both_orders.csv"
@@ -33,8 +33,8 @@ def pooled(path: Path, judge: str) -> pl.DataFrame:
                          "first": "candidate" if r["model_first"] == cand else "vicuna",
                          "second": "candidate" if r["model_second"] == cand else "vicuna",
                          "verdict": VERDICTS[r["verdict"]]})
-    return item_scores(records_from_dicts(rows, allow_unpaired=True).frame, "candidate", "vicuna", "half_credit",
-                       source=str(path))
+    return item_score_frame(records_from_dicts(rows, allow_unpaired=True).frame, "candidate", "vicuna", "half_credit",
+                            source=str(path))
 
 
 def main() -> None:

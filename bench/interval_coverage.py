@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from swapjudge.core.policy import win_rate
+from swapjudge.core.policy import win_rate_of_counts
 
 SIZES = (10, 30, 100)
 RATES = tuple(round(0.05 * k, 2) for k in range(1, 20))  # 0.05 .. 0.95
@@ -35,7 +35,7 @@ def _outcomes(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, n
     keep = wins + splits <= n
     wins, splits = wins[keep], splits[keep]
     losses = n - wins - splits
-    bounds = np.array([(r.low, r.high) for r in (win_rate("a", "b", int(w), int(lo), int(s)).half_credit
+    bounds = np.array([(r.low, r.high) for r in (win_rate_of_counts("a", "b", int(w), int(lo), int(s)).half_credit
                                                  for w, s, lo in zip(wins, splits, losses, strict=True))])
     return wins, splits, losses, bounds[:, 0], bounds[:, 1]
 

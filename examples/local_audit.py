@@ -26,12 +26,12 @@ from typing import Any
 from rich.console import Console
 
 from swapjudge.config import LoadedConfig, load_config
-from swapjudge.core.analysis import analyze
-from swapjudge.reading.records import records_from_dicts
-from swapjudge.reading.textfiles import write_atomic
+from swapjudge.core.analysis import analyze_records
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.local import LocalJudge, from_config
 from swapjudge.judges.model_files import PACKAGED_MODELS, ensure_model
+from swapjudge.reading.records import records_from_dicts
+from swapjudge.reading.textfiles import write_atomic
 from swapjudge.report import markdown, text
 from swapjudge.runner.identical_probe import IdenticalProbeSession
 from swapjudge.runner.session import run_async
@@ -136,9 +136,9 @@ def main() -> int:
         rows = [{k: r[k] for k in core if k in r} for r in records]
         rows += [{k: p[k] for k in core if k in p} for p in probes]
         cfg = loaded.config
-        analyses = analyze(records_from_dicts(rows, source=str(outcome.store_path)), a=cfg.pairs.a, b=cfg.pairs.b,
-                           tie_policy=cfg.tie_policy, min_consistency=cfg.gates.min_self_consistency,
-                           confidence=cfg.confidence)
+        analyses = analyze_records(records_from_dicts(rows, source=str(outcome.store_path)), a=cfg.pairs.a,
+                                   b=cfg.pairs.b, tie_policy=cfg.tie_policy,
+                                   min_consistency=cfg.gates.min_self_consistency, confidence=cfg.confidence)
     except SwapjudgeError as err:
         stderr.print(f"[bold red]error:[/] {err}", highlight=False)
         return 2

@@ -10,8 +10,8 @@ import pytest
 
 import swapjudge as sj
 from conftest import contract_400, pair, write_jsonl
-from swapjudge.core.analysis import analyze as core_analyze
-from swapjudge.reading.records import load_records as core_load
+from swapjudge.core.analysis import analyze_records
+from swapjudge.reading.records import read_records
 
 
 def test_all_names_resolve_and_nothing_else_is_public():
@@ -33,7 +33,7 @@ def test_import_is_light():
 def test_every_source_gives_the_file_loaders_result(tmp_path):
     rows = contract_400()
     path = write_jsonl(tmp_path / "r.jsonl", rows)
-    expected = core_analyze(core_load(path), a="A", b="B", min_consistency=0.5)[0].to_dict()
+    expected = analyze_records(read_records(path), a="A", b="B", min_consistency=0.5)[0].to_dict()
     for source in (path, str(path), rows, pl.DataFrame(rows), pd.DataFrame(rows)):
         got = sj.analyze(source, a="A", b="B", min_consistency=0.5)
         assert got[0].to_dict() == expected and got.to_dict() == {"schema_version": 1, **expected}, type(source)

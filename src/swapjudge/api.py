@@ -21,7 +21,7 @@ from swapjudge.core.choices import (
     OutcomeSource,
     ReadEngine,
 )
-from swapjudge.reading.records import load_records as load_any_records
+from swapjudge.reading.records import read_records
 from swapjudge.workflows.analyze import analyze
 from swapjudge.workflows.run import dry_run, run
 
@@ -39,8 +39,8 @@ def load_records(source: str | Path | Any, *, allow_unpaired: bool = False, extr
     `extras=False` reads a file's core columns only (what the swap analysis needs: faster on large files);
     `allow_unpaired` counts a pair judged in one order only as incomplete instead of an error."""
     source = arguments.records_source(source, "source")
-    return load_any_records(source, allow_unpaired=arguments.flag(allow_unpaired, "allow_unpaired"),
-                            extras=arguments.flag(extras, "extras"))
+    return read_records(source, allow_unpaired=arguments.flag(allow_unpaired, "allow_unpaired"),
+                        extras=arguments.flag(extras, "extras"))
 
 
 def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
@@ -58,7 +58,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     Parquet file or a large JSON Lines file to counts with the streaming engine, "memory" reads every record,
     "streaming" always reduces (the same figures either way). Listwise (best-of-N) records give a
     `ListwiseRanking` instead: the Plackett-Luce fit with slot effects (`fit`), withheld the same way."""
-    from swapjudge.workflows.rank import rank as rank_judge
+    from swapjudge.workflows.rank import rank_judge
 
     return rank_judge(source, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                       confidence=confidence, interval=interval, min_consistency=min_consistency,

@@ -5,15 +5,15 @@ import sys
 import pytest
 
 from conftest import contract_300, contract_400, pair, shi2024_records, write_jsonl
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.errors import SwapjudgeError
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 
 CLI = [sys.executable, "-m", "swapjudge"]
 
 
 def one(rows, **kwargs):
-    [result] = analyze(records_from_dicts(rows), **kwargs)
+    [result] = analyze_records(records_from_dicts(rows), **kwargs)
     return result
 
 
@@ -132,7 +132,7 @@ def test_several_judges_give_one_object_each(tmp_path):
     assert [j["judge"] for j in data["judges"]] == ["j1", "j2"]
     assert data["judges"][1]["consistency"]["rate"] == pytest.approx(241 / 300)
     with pytest.raises(SwapjudgeError, match="no records for judge 'j3'"):
-        analyze(load_records(path), judge="j3")
+        analyze_records(read_records(path), judge="j3")
 
 
 def test_single_order_data_reports_first_slot_rate_only():
@@ -175,11 +175,11 @@ def test_registered_tie_policy_is_the_default_and_a_change_is_said(tmp_path):
     rows = [dict(r, registered_tie_policy="exclude") for r in contract_300()]
     path = write_jsonl(tmp_path / "r.jsonl", rows)
     for extras in (True, False):
-        recs = load_records(path, extras=extras)
+        recs = read_records(path, extras=extras)
         assert recs.registered_tie_policy == "exclude"
-        [default] = analyze(recs, a="B", b="A")
+        [default] = analyze_records(recs, a="B", b="A")
         assert default.win_rate.policy.value == "exclude" and not default.notes
-        [other] = analyze(recs, a="B", b="A", tie_policy="half_credit")
+        [other] = analyze_records(recs, a="B", b="A", tie_policy="half_credit")
         assert "registered with exclude" in other.notes[-1]
     out = subprocess.run([*CLI, "analyze", str(path), "--a", "B", "--b", "A", "--tie-policy", "no_credit",
                           "--format", "json"], capture_output=True, text=True)

@@ -68,7 +68,7 @@ def test_first_slot_difference_covers_when_paired_by_item():
 
 def test_history_behaviour_uses_the_clustered_consistency_interval():
     from conftest import pair
-    from swapjudge.core.analysis import analyze
+    from swapjudge.core.analysis import analyze_records
     from swapjudge.drift.history import behaviour
     from swapjudge.reading.records import records_from_dicts
 
@@ -77,7 +77,7 @@ def test_history_behaviour_uses_the_clustered_consistency_interval():
         verdicts = ("first", "second") if item % 3 else ("first", "first")
         for system in ("B", "C", "D"):
             rows += pair(item, *verdicts, a="A", b=system)
-    [result] = analyze(records_from_dicts(rows), min_consistency=0)
+    [result] = analyze_records(records_from_dicts(rows), min_consistency=0)
     assert result.consistency.to_dict()["independent"] == "items"
     b = behaviour(result)
     assert (b.consistency.low, b.consistency.high) == (result.consistency.low, result.consistency.high)
@@ -87,9 +87,9 @@ def test_history_behaviour_uses_the_clustered_consistency_interval():
 def test_probes_use_the_clustered_consistency_interval():
     """agreement, panel and repeat report the same consistency interval as analyze, over items."""
     from conftest import pair
-    from swapjudge.core.analysis import analyze
-    from swapjudge.probes.agreement import agreement
-    from swapjudge.probes.panel import panel
+    from swapjudge.core.analysis import analyze_records
+    from swapjudge.probes.agreement import agreement_of_records
+    from swapjudge.probes.panel import panel_of_records
     from swapjudge.probes.repeat import repeat_stability
     from swapjudge.reading.records import records_from_dicts
 
@@ -101,14 +101,14 @@ def test_probes_use_the_clustered_consistency_interval():
                 for system in ("B", "C", "D"):
                     rows += pair(item, *verdicts, a="A", b=system, judge=judge, round=rnd)
     frame = records_from_dicts(rows).frame
-    [one] = analyze(records_from_dicts([r for r in rows if r["judge"] == "j1" and r["round"] == 0]),
-                    min_consistency=0)
+    [one] = analyze_records(records_from_dicts([r for r in rows if r["judge"] == "j1" and r["round"] == 0]),
+                            min_consistency=0)
     expected = (one.consistency.low, one.consistency.high)
     assert one.consistency.to_dict()["independent"] == "items"
     repeat = repeat_stability(frame.filter(frame["judge"] == "j1"))
     assert (repeat.per_round[0].consistency.low, repeat.per_round[0].consistency.high) == expected
-    both_rounds = analyze(records_from_dicts(rows), judge="j1", min_consistency=0)[0].consistency
-    [agree] = [a for a in agreement(frame) if a.judge == "j1"]
+    both_rounds = analyze_records(records_from_dicts(rows), judge="j1", min_consistency=0)[0].consistency
+    [agree] = [a for a in agreement_of_records(frame) if a.judge == "j1"]
     assert (agree.consistency.low, agree.consistency.high) == (both_rounds.low, both_rounds.high)
-    summary = panel(frame).judges[0]
+    summary = panel_of_records(frame).judges[0]
     assert (summary.consistency.low, summary.consistency.high) == (both_rounds.low, both_rounds.high)

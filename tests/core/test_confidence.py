@@ -23,7 +23,7 @@ from swapjudge.core.confidence import (
     VERDICT_Y,
     records_confidence,
 )
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 
 def _rec(item, first, second, verdict, pf=None, ps=None, judge="j"):
@@ -87,7 +87,7 @@ def test_rules_case_by_case():
         # item 6: one call unparsed
         _rec(6, "a", "b", None), _rec(6, "b", "a", "first", 0.6, 0.4),
     ]
-    pairs, conf = records_confidence(load_records(rows).frame)
+    pairs, conf = records_confidence(read_records(rows).frame)
     by_item = {str(i): k for k, i in enumerate(pairs.frame.get_column("item").to_list())}
     c = conf.confidence
     assert c[by_item["1"]] == pytest.approx((0.8 / 0.9 + 0.7 / 0.9) / 2)
@@ -111,7 +111,7 @@ def test_rules_case_by_case():
 def test_consistency_only_judge_names_its_measure():
     rows = [_rec(1, "a", "b", "first"), _rec(1, "b", "a", "second"),
             _rec(2, "a", "b", "first"), _rec(2, "b", "a", "first")]
-    _, conf = records_confidence(load_records(rows).frame)
+    _, conf = records_confidence(read_records(rows).frame)
     assert conf.measure_name == MEASURES[CONSISTENCY]
     assert np.array_equal(conf.settled(1.0), [True, False])
 
@@ -120,7 +120,7 @@ def test_single_order_with_probabilities():
     # every pair judged once (single-order data): the confidence is that call's probability of its verdict
     rows = [_rec(1, "a", "b", "second", 0.3, 0.6), _rec(2, "b", "a", "first", 0.7, 0.2),
             _rec(3, "b", "a", "tie", 0.1, 0.2), _rec(4, "a", "b", "first")]
-    records = load_records(rows)
+    records = read_records(rows)
     assert records.single_order
     _, conf = records_confidence(records.frame)
     assert not conf.swap_seen.any()
@@ -148,7 +148,7 @@ def test_against_scalar_rules_on_random_records():
             calls.append(_rec(item, first, second, verdict, pf, ps))
         rows.extend(calls)
         expected[str(item)] = _expected(calls)
-    records = load_records(rows, allow_unpaired=True)
+    records = read_records(rows, allow_unpaired=True)
     pairs, conf = records_confidence(records.frame)
     items = [str(i) for i in pairs.frame.get_column("item").to_list()]
     assert len(items) == 400

@@ -13,9 +13,9 @@ from scipy.special import expit
 from typer.testing import CliRunner
 
 from swapjudge.cli import app
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.debias import debias
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 
 
 def judge_calls(signal: np.ndarray, habit: float, *, probes: int = 0) -> list[dict[str, Any]]:
@@ -44,7 +44,7 @@ def test_order_averaging_cancels_a_slot_prior() -> None:
     signal = rng.normal(0.0, 1.0, 400)
     habit = 1.5
     frame = records_from_dicts(judge_calls(signal, habit, probes=10)).frame
-    [raw] = analyze(frame, a="a", b="b")
+    [raw] = analyze_records(frame, a="a", b="b")
     # raw: right in both orders only where the signal beats the habit
     assert raw.accuracy is not None
     assert raw.accuracy.right_both == int(np.sum(np.abs(signal) > habit))
@@ -79,7 +79,7 @@ def test_a_prior_other_than_the_probes_leaves_calibration_partial() -> None:
 
 def test_no_probabilities_no_debiased_section() -> None:
     rows = [{k: v for k, v in r.items() if not k.startswith("p_")} for r in judge_calls(np.ones(3), 0.0)]
-    [raw] = analyze(records_from_dicts(rows).frame, a="a", b="b")
+    [raw] = analyze_records(records_from_dicts(rows).frame, a="a", b="b")
     assert raw.debiased is None and raw.to_dict()["debiased"] is None  # present as null, as every key
 
 
@@ -88,7 +88,7 @@ def test_analyze_reports_debiased_next_to_raw(tmp_path: Path) -> None:
     path = tmp_path / "calls.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in judge_calls(rng.normal(0, 1, 60), 2.0, probes=5)))
     # the fast loader without extras keeps the probabilities
-    assert "p_first" in load_records(path, extras=False).frame.columns
+    assert "p_first" in read_records(path, extras=False).frame.columns
     result = CliRunner().invoke(app, ["analyze", str(path), "--format", "json"])
     assert result.exit_code == 1  # the raw judge fails the gate ...
     out = json.loads(result.stdout)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.stats import mean_interval, proportion_interval
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 sys.path.insert(0, str(ROOT / "bench"))
 from graded_coverage import Judge, coverage, truths
@@ -50,7 +50,7 @@ def test_counts_are_exact_on_pairs_of_known_kind() -> None:
     kinds = rng.choice(list(KINDS), size=600)
     truth = Counter(kinds)
     pairs = [(f"q{i}", "a", "b", *KINDS[k]) for i, k in enumerate(kinds)]
-    graded = analyze(load_records(records_of(pairs)), min_consistency=0)[0].to_dict()["graded"]
+    graded = analyze_records(read_records(records_of(pairs)), min_consistency=0)[0].to_dict()["graded"]
     consistent = truth["strong_consistent"] + truth["weak_consistent"] + truth["tie_tie"]
     assert graded["pairs"] == 600 and graded["ungraded"] == 0
     assert graded["strength_consistency"]["consistent"] == consistent
@@ -104,7 +104,7 @@ def test_an_independent_pass_over_pairs_gives_the_same_figures() -> None:
         row["item"], row["round"] = it.split(":")[0], int(it.split(":")[1])
     for row, (it, *_rest) in zip(rows[1::2], pairs, strict=True):
         row["item"], row["round"] = it.split(":")[0], int(it.split(":")[1])
-    result = analyze(load_records(rows), a="a", b="b", min_consistency=0)[0]
+    result = analyze_records(read_records(rows), a="a", b="b", min_consistency=0)[0]
     ref = independent(pairs, "a", "b")
     graded = result.to_dict()["graded"]
     expected = proportion_interval(ref["agree"], 0.95, ref["item"])
@@ -124,7 +124,7 @@ def test_graded_figures_only_when_records_carry_strength() -> None:
     rows = records_of([("q1", "a", "b", "A>B", "B>A"), ("q2", "a", "b", "A>B", "A>B")])
     for row in rows:
         row.pop("strength")
-    out = analyze(load_records(rows), min_consistency=0)[0].to_dict()
+    out = analyze_records(read_records(rows), min_consistency=0)[0].to_dict()
     assert out["graded"] is None
     assert out["win_rate"]["graded"] is None and out["win_rate"]["arena_hard"] is None
 
@@ -132,7 +132,7 @@ def test_graded_figures_only_when_records_carry_strength() -> None:
 def test_a_call_naming_a_slot_without_strength_leaves_its_pair_ungraded() -> None:
     rows = records_of([("q1", "a", "b", "A>>B", "B>>A"), ("q2", "a", "b", "A>B", "B>A")])
     rows[2]["strength"] = None  # q2's a-first call: slot 1, strength unknown
-    graded = analyze(load_records(rows), min_consistency=0)[0].to_dict()["graded"]
+    graded = analyze_records(read_records(rows), min_consistency=0)[0].to_dict()["graded"]
     assert (graded["pairs"], graded["ungraded"]) == (1, 1)
     assert graded["strength_consistency"]["rate"] == 1.0
 
@@ -140,13 +140,13 @@ def test_a_call_naming_a_slot_without_strength_leaves_its_pair_ungraded() -> Non
 def test_the_gate_is_on_direction_whatever_the_strengths() -> None:
     # every pair consistent in direction, none in strength: the gate passes, strength consistency is 0
     steady = [(f"q{i}", "a", "b", "A>>B", "B>A") for i in range(20)]
-    result = analyze(load_records(records_of(steady)))[0]
+    result = analyze_records(read_records(records_of(steady)))[0]
     assert result.gate.passed and result.to_dict()["graded"]["strength_consistency"]["rate"] == 0.0
     assert result.to_dict()["win_rate"]["graded"]["value"] == pytest.approx(0.875)
     # every pair a weak flip: direction consistency 0, the gate fails and withholds the graded rates too;
     # no strength can turn it into a pass
     flipping = [(f"q{i}", "a", "b", "A>B", "A>B") for i in range(20)]
-    failed = analyze(load_records(records_of(flipping)))[0]
+    failed = analyze_records(read_records(records_of(flipping)))[0]
     assert not failed.gate.passed
     assert failed.to_dict()["win_rate"] is None
     assert failed.win_rate is not None and failed.win_rate.graded is not None

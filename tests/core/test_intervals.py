@@ -12,7 +12,7 @@ import statsmodels.api as sm
 from scipy import special, stats
 
 from conftest import ROOT
-from swapjudge.core.policy import win_rate, win_rate_over_pairs
+from swapjudge.core.policy import win_rate_of_counts, win_rate_over_pairs
 from swapjudge.core.stats import cluster_design, clustered_binomial_p, mean_interval, proportion_interval, wilson
 from swapjudge.core.swap import consistency
 from swapjudge.probes.length import length_probe, length_slope
@@ -38,7 +38,7 @@ def test_half_credit_is_monotone_in_wins_and_never_zero_width():
         bounds = {}
         for w in range(n + 1):
             for s in range(n + 1 - w):
-                r = win_rate("a", "b", w, n - w - s, s).half_credit
+                r = win_rate_of_counts("a", "b", w, n - w - s, s).half_credit
                 assert r.high - r.low > 0, (w, s, n)
                 bounds[w, s] = (r.low, r.high)
         for (w, s), (low, high) in bounds.items():
@@ -47,14 +47,15 @@ def test_half_credit_is_monotone_in_wins_and_never_zero_width():
             for key in better:
                 assert bounds[key][0] >= low - 1e-12 and bounds[key][1] >= high - 1e-12, ((w, s), key, n)
     # the issue's cases: 20 tie/tie pairs, and 8 wins + 2 splits against 10 wins of 10
-    ties = win_rate("a", "b", 0, 0, 20).half_credit
+    ties = win_rate_of_counts("a", "b", 0, 0, 20).half_credit
     assert ties.low < 0.47 and ties.high > 0.53
-    assert win_rate("a", "b", 8, 0, 2).half_credit.low < win_rate("a", "b", 10, 0, 0).half_credit.low
+    assert (win_rate_of_counts("a", "b", 8, 0, 2).half_credit.low
+            < win_rate_of_counts("a", "b", 10, 0, 0).half_credit.low)
 
 
 def test_half_credit_without_splits_is_wilson_away_from_small_counts():
     for k, n in ((40, 100), (7, 20), (15, 30)):
-        r = win_rate("a", "b", k, n - k, 0).half_credit
+        r = win_rate_of_counts("a", "b", k, n - k, 0).half_credit
         w = wilson(k, n)
         assert (r.low, r.high) == pytest.approx((w.low, w.high), rel=1e-12)
 
@@ -128,7 +129,7 @@ def test_win_rate_intervals_cover_when_rounds_repeat_items():
         hits["half"] += rate.half_credit.low <= truth_half <= rate.half_credit.high
         hits["no_credit"] += rate.no_credit.low <= 1.2 / 2.6 <= rate.no_credit.high
         hits["per_call"] += rate.per_call.low <= truth_half <= rate.per_call.high
-        flat = win_rate("a", "b", int((code == 0).sum()), int((code == 2).sum()), int((code == 1).sum()))
+        flat = win_rate_of_counts("a", "b", int((code == 0).sum()), int((code == 2).sum()), int((code == 1).sum()))
         hits["naive"] += flat.half_credit.low <= truth_half <= flat.half_credit.high
     assert truth_exclude is None
     for key in ("half", "no_credit", "per_call"):
@@ -206,11 +207,11 @@ def test_clustered_binomial_p_is_the_exact_test_for_independent_pairs_and_a_t_te
 def test_real_mtbench_consistency_interval_is_over_its_80_questions():
     """gpt-4-0613 on MT-Bench (Shi et al.): 2,400 pairs, 30 systems on each of 80 questions."""
     from conftest import shi2024_records
-    from swapjudge.core.analysis import analyze
+    from swapjudge.core.analysis import analyze_records
     from swapjudge.reading.records import records_from_dicts
 
     rows = shi2024_records("MTBench", "gpt-4-0613")
-    [result] = analyze(records_from_dicts(rows))
+    [result] = analyze_records(records_from_dicts(rows))
     c = result.consistency
     assert c.consistent == 1957 and c.pairs == 2400
     d = c.to_dict()

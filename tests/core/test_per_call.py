@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from conftest import pair, shi2024_records, write_jsonl
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.reading.records import records_from_dicts
 
 
 def _one(rows, **kwargs):
-    [result] = analyze(records_from_dicts(rows), **kwargs)
+    [result] = analyze_records(records_from_dicts(rows), **kwargs)
     return result
 
 

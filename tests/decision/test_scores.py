@@ -1,4 +1,4 @@
-"""Item scores against the analysis' own win rates (core.analysis.analyze), policy by policy."""
+"""Item scores against the analysis' own win rates (core.analysis.analyze_records), policy by policy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from decision_streams import stream
 from swapjudge.api import load_records
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.decision.scores import item_scores
 from swapjudge.reading.codes import Outcome
 from swapjudge.workflows.decide import decide
@@ -16,7 +16,7 @@ from swapjudge.workflows.decide import decide
 @pytest.mark.parametrize("policy", ["half_credit", "no_credit", "exclude", "separate"])
 def test_one_pair_per_item_the_mean_score_is_the_analysis_win_rate(policy):
     rows = stream(300, 0.4, 0.3, seed=2, split="half")
-    analysis = analyze(load_records(rows), a="v2", b="v1", tie_policy=policy, min_consistency=0)[0]
+    analysis = analyze_records(load_records(rows), a="v2", b="v1", tie_policy=policy, min_consistency=0)[0]
     verdict = decide(rows, {"candidate": "v2", "incumbent": "v1", "tie_policy": policy, "items": 300,
                             "min_consistency": 0})
     assert verdict.bound is not None

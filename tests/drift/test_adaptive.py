@@ -20,12 +20,12 @@ from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.cli import app
 from swapjudge.config import load_config
 from swapjudge.core.adaptive import verdict_confidence
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.drift.adaptive_replay import adaptive_offline
 from swapjudge.errors import ConfigError, InputError
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.runner.dry_run import estimate
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 from swapjudge.store import Store
 from swapjudge.store.analysis import analyze_run
 
@@ -98,7 +98,7 @@ def test_runner_adaptive_option_and_offline_analysis(tmp_path: Path) -> None:
     cli = CliRunner()
     with UnsureJudge(policy="better") as server:
         full = write_config(tmp_path, base_url=server.openai_url, name="full.yaml", judge={"logprobs": True})
-        both = run(load_config(full), progress=False)
+        both = run_session(load_config(full), progress=False)
         assert both.stats.made == 2 * N_ITEMS and both.stats.adaptive_skipped == 0
         calls = stored_calls(tmp_path / "swapjudge.db", both.run_id)
         probs = sorted({round(json.loads(c["probabilities"])["first" if c["verdict"] == "first" else "second"], 3)
@@ -119,7 +119,7 @@ def test_runner_adaptive_option_and_offline_analysis(tmp_path: Path) -> None:
         server.total = 0
         adaptive = write_config(tmp_path, base_url=server.openai_url, name="adaptive.yaml",
                                 judge={"logprobs": True, "max_tokens": 50}, adaptive_swap=0.9)
-        out = run(load_config(adaptive), progress=False)
+        out = run_session(load_config(adaptive), progress=False)
     assert server.total == N_ITEMS + len(UNSURE)
     assert out.stats.adaptive_skipped == sure and out.stats.made == N_ITEMS + len(UNSURE)
     calls = stored_calls(tmp_path / "swapjudge.db", out.run_id)
@@ -153,7 +153,7 @@ def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: 
     with UnsureJudge(policy="better") as server:
         url = server.openai_url
         cfg = load_config(write_config(tmp_path, base_url=url, judge={"logprobs": True}, adaptive_swap=0.9))
-        first = run(cfg, progress=False)
+        first = run_session(cfg, progress=False)
         assert server.total == N_ITEMS + len(UNSURE)
         # as if killed during the first orders: four of them (two sure, two unsure) and every swap not stored yet
         lost = ("q001", "q002", "q004", "q008")
@@ -177,7 +177,7 @@ def test_adaptive_run_resumes_without_calling_skipped_or_stored_calls(tmp_path: 
         assert f"of its {N_ITEMS} swapped calls, 20 would be skipped" in text and "4 depend on first verdicts" in text
         server.total = 0
         server.requests.clear()
-        again = run(cfg, progress=False)
+        again = run_session(cfg, progress=False)
         # the 4 lost first orders, then the 8 unsure pairs' swaps; no sure pair's swap, no call twice
         assert again.resumed and again.run_id == first.run_id
         assert server.total == len(lost) + len(UNSURE) and max(server.requests.values()) == 1
@@ -209,7 +209,7 @@ def test_adaptive_run_with_no_pair_swapped_measures_nothing(tmp_path: Path) -> N
     write_pairs(tmp_path, N_ITEMS)
     with UnsureJudge(policy="better") as server:
         cfg = write_config(tmp_path, base_url=server.openai_url, judge={"logprobs": True}, adaptive_swap=0.55)
-        out = run(load_config(cfg), progress=False)
+        out = run_session(load_config(cfg), progress=False)
     assert server.total == N_ITEMS and out.stats.adaptive_skipped == N_ITEMS
     with Store(tmp_path / "swapjudge.db") as st:
         (analysis,) = analyze_run(st, out.run_id)
@@ -230,7 +230,7 @@ def test_adaptive_needs_both_orders(tmp_path: Path) -> None:
 def test_adaptive_command_needs_probabilities(tmp_path: Path) -> None:
     write_pairs(tmp_path, 4)
     with JudgeServer(policy="better") as server:
-        outcome = run(load_config(write_config(tmp_path, base_url=server.openai_url)), progress=False)
+        outcome = run_session(load_config(write_config(tmp_path, base_url=server.openai_url)), progress=False)
     res = CliRunner().invoke(app, ["adaptive", str(outcome.run_id), "--store", str(tmp_path / "swapjudge.db")])
     assert res.exit_code == 2 and "no call carries verdict probabilities" in res.stderr
     res = CliRunner().invoke(app, ["adaptive", "1", "--store", str(tmp_path / "swapjudge.db"), "--thresholds", "x"])
@@ -323,9 +323,9 @@ def test_registered_threshold_accepts_skipped_swaps_only(tmp_path: Path) -> None
             _call("q3", "a", "b", "first", **reg), _call("q3", "b", "a", None, **reg)]  # swap made, failed
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    for recs in (load_records(path, extras=False), load_records(path), records_from_dicts(rows)):
+    for recs in (read_records(path, extras=False), read_records(path), records_from_dicts(rows)):
         assert recs.registered_adaptive_swap == 0.8
-        (res,) = analyze(recs, a="a", b="b")
+        (res,) = analyze_records(recs, a="a", b="b")
         assert (res.outcomes.complete, res.outcomes.incomplete) == (1, 3)
         assert res.win_rate is not None and (res.win_rate.a_wins, res.win_rate.b_wins, res.win_rate.pairs) == (2, 1, 3)
         assert "1 pair(s) without two usable verdicts (failed or unparsable calls) are shown and left out of " \
@@ -335,7 +335,7 @@ def test_registered_threshold_accepts_skipped_swaps_only(tmp_path: Path) -> None
     bad = [*rows, _call("q4", "a", "b", None, **reg)]
     path.write_text("".join(json.dumps(r) + "\n" for r in bad), encoding="utf-8")
     with pytest.raises(InputError, match="pair judged in one order only") as err:
-        load_records(path, extras=False)
+        read_records(path, extras=False)
     assert err.value.line == 7
     # a threshold outside (0.5, 1] registers nothing
     odd = [{**r, "registered_adaptive_swap": "yes"} for r in rows]

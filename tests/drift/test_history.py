@@ -23,13 +23,13 @@ from swapjudge.drift.history import (  # mcnemar: variants' McNemar
     NEVER_MEASURED,
     STALE_SWAP,
     compare_runs,
-    history,
     mcnemar,
     newcombe_paired,
+    run_history,
 )
 from swapjudge.judges.prompts import FORCED_CHOICE_RUBRIC, template_hash
 from swapjudge.runner.provenance import open_store as Store  # the store as the runner opens it: provenance filled
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 from swapjudge.store import PROVENANCE_COLUMNS, SCHEMA_VERSION
 from swapjudge.store.schema import _SCHEMA
 
@@ -74,7 +74,7 @@ def test_store_schema_1_is_migrated_with_provenance(tmp_path: Path) -> None:
     con.close()
     with Store(db) as st:
         first, second = st.runs()
-        entries = history(st)
+        entries = run_history(st)
     # the migrated run's stored calls are analysed under its registered policy: one consistent pair of two
     assert entries[0].analysis is not None and entries[0].analysis.consistency is not None
     assert entries[0].analysis.consistency.rate == pytest.approx(0.5)
@@ -104,8 +104,8 @@ def test_runs_carry_provenance(tmp_path: Path) -> None:
         c1 = write_config(tmp_path, base_url=server.openai_url, name="a.yaml", judge={"version": "snap-1"})
         c2 = write_config(tmp_path, base_url=server.openai_url, name="b.yaml", judge={"structured_output": False},
                           pairs={"path": "shuffled.jsonl", "a": "good", "b": "bad"}, rubric=RUBRIC_1)
-        run(load_config(c1), progress=False)
-        run(load_config(c2), progress=False)
+        run_session(load_config(c1), progress=False)
+        run_session(load_config(c2), progress=False)
     with Store(tmp_path / "swapjudge.db") as st:
         r1, r2 = st.runs()
     assert (r1.judge_model, r1.judge_version, r2.judge_version) == ("judge-model", "snap-1", None)
@@ -153,12 +153,13 @@ def four_runs(tmp_path: Path) -> Path:
     another template (chain of thought); run 4: one order only under run 2's setup."""
     _pairs_file(tmp_path)
     _replay_records(tmp_path, [A_WINS] * 8 + [FLIP_FIRST] * 2)
-    run(load_config(_config(tmp_path, "r1.yaml", RUBRIC_1)), progress=False)
+    run_session(load_config(_config(tmp_path, "r1.yaml", RUBRIC_1)), progress=False)
     # the same judge file path (the same judge), new contents: only the rubric changed in the setup
     _replay_records(tmp_path, [A_WINS] * 4 + [FLIP_FIRST] * 4 + [B_WINS] * 2)
-    run(load_config(_config(tmp_path, "r2.yaml", RUBRIC_2)), progress=False)
-    run(load_config(_config(tmp_path, "r3.yaml", RUBRIC_2, orders="random", chain_of_thought=True)), progress=False)
-    run(load_config(_config(tmp_path, "r4.yaml", RUBRIC_2, orders="random")), progress=False)
+    run_session(load_config(_config(tmp_path, "r2.yaml", RUBRIC_2)), progress=False)
+    run_session(load_config(_config(tmp_path, "r3.yaml", RUBRIC_2, orders="random", chain_of_thought=True)),
+                progress=False)
+    run_session(load_config(_config(tmp_path, "r4.yaml", RUBRIC_2, orders="random")), progress=False)
     return tmp_path / "runs.db"
 
 
@@ -231,7 +232,7 @@ def test_newcombe_paired_interval_covers_at_the_nominal_rate() -> None:
 
 def test_history_flags_a_single_order_run_under_another_template(four_runs: Path) -> None:
     with Store(four_runs) as st:
-        entries = history(st)
+        entries = run_history(st)
         cmp = compare_runs(st, 2, 3)
     assert [e.run_id for e in entries] == [1, 2, 3, 4]
     assert entries[0].flags == () and entries[1].flags == ()
@@ -247,9 +248,9 @@ def test_history_flags_a_single_order_run_under_another_template(four_runs: Path
 def test_history_of_a_store_that_never_measured_the_swap(tmp_path: Path) -> None:
     _pairs_file(tmp_path, 4)
     _replay_records(tmp_path, [A_WINS] * 4)
-    run(load_config(_config(tmp_path, "r.yaml", RUBRIC_1, orders="random")), progress=False)
+    run_session(load_config(_config(tmp_path, "r.yaml", RUBRIC_1, orders="random")), progress=False)
     with Store(tmp_path / "runs.db") as st:
-        (entry,) = history(st)
+        (entry,) = run_history(st)
     assert entry.flags == (NEVER_MEASURED,)
 
 
@@ -284,10 +285,10 @@ def test_compare_says_when_the_pairs_changed(four_runs: Path) -> None:
     rows = [json.loads(line) for line in (directory / "pairs.jsonl").read_text().splitlines()]
     rows[0]["answers"]["b"] = "a rewritten answer b0"
     write_jsonl(directory / "pairs.jsonl", rows)
-    run(load_config(directory / "r2.yaml"), progress=False)  # run 5: run 2's setup on the edited pairs
+    run_session(load_config(directory / "r2.yaml"), progress=False)  # run 5: run 2's setup on the edited pairs
     with Store(four_runs) as st:
         cmp = compare_runs(st, 2, 5)
-        entries = history(st)
+        entries = run_history(st)
     assert [c.what for c in cmp.changes] == ["pairs"]
     assert any(f.startswith("the pairs differ between the runs") for f in cmp.flags)
     assert cmp.consistency_test.pairs == 10 and cmp.consistency_test.only_a == cmp.consistency_test.only_b == 0

@@ -19,7 +19,7 @@ from swapjudge.core.adaptive import verdict_confidence
 from swapjudge.core.stats import binomial_p
 from swapjudge.drift.history import STALE_SWAP, compare_runs
 from swapjudge.judges.model_files import TEST_MODEL
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 from swapjudge.store import Store
 from swapjudge.store.analysis import analyze_run
 
@@ -88,10 +88,11 @@ def test_history_compare_and_adaptive_on_local_model_runs(tmp_path: Path) -> Non
     _setup(tmp_path)
     label = {json.loads(x)["item"]: json.loads(x)["label"] for x in (tmp_path / "pairs.jsonl").read_text().splitlines()}
     db = tmp_path / "runs.db"
-    r1 = run(load_config(_config(tmp_path, "r1.yaml", RUBRIC_1)), progress=False)
-    r2 = run(load_config(_config(tmp_path, "r2.yaml", RUBRIC_2)), progress=False)
+    r1 = run_session(load_config(_config(tmp_path, "r1.yaml", RUBRIC_1)), progress=False)
+    r2 = run_session(load_config(_config(tmp_path, "r2.yaml", RUBRIC_2)), progress=False)
     # the rubric edited again and judged in one order only: no fresh swap measurement
-    r3 = run(load_config(_config(tmp_path, "r3.yaml", RUBRIC_2 + "\nBe brief.", orders="random")), progress=False)
+    r3 = run_session(load_config(_config(tmp_path, "r3.yaml", RUBRIC_2 + "\nBe brief.", orders="random")),
+                     progress=False)
     assert (r1.stats.made, r2.stats.made, r3.stats.made) == (2 * N_PAIRS, 2 * N_PAIRS, N_PAIRS)
     c1, c2 = _calls(db, r1.run_id), _calls(db, r2.run_id)
     assert all(c["error"] is None and c["verdict"] in ("first", "second") and c["probabilities"] for c in c1 + c2)
@@ -151,7 +152,7 @@ def test_history_compare_and_adaptive_on_local_model_runs(tmp_path: Path) -> Non
     # the adaptive option in a live run (another judge version: a new judge, nothing served from the cache):
     # the swap is made exactly for the pairs whose stored first verdict is below the threshold
     threshold = sorted(p["conf"] for p in p1.values())[N_PAIRS // 2]
-    ad = run(load_config(_config(tmp_path, "ad.yaml", RUBRIC_1, judge={"version": "adaptive"},
+    ad = run_session(load_config(_config(tmp_path, "ad.yaml", RUBRIC_1, judge={"version": "adaptive"},
                                  adaptive_swap=round(threshold, 4))), progress=False)
     ca = _calls(db, ad.run_id)
     heads = {c["item"]: c for c in ca if c["order_index"] == 0}

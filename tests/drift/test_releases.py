@@ -24,7 +24,7 @@ from swapjudge.drift.releases import answer_properties, release_report
 from swapjudge.errors import ConfigError, InputError
 from swapjudge.reading.pairs_file import load_pairs
 from swapjudge.runner.plan import release_pairs
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 from swapjudge.store import Store
 from swapjudge.store.analysis import run_record_set
 
@@ -117,7 +117,7 @@ def test_each_step_wins_while_the_baseline_chain_shows_the_drift(tmp_path: Path)
     _chain(tmp_path)
     with LengthLovingJudge() as server:
         cfg = _config(tmp_path, server.openai_url)
-        outcome = run(load_config(cfg), progress=False)
+        outcome = run_session(load_config(cfg), progress=False)
     # 4 steps + 3 baseline comparisons not already a step, 40 items, both orders
     assert outcome.complete and outcome.stats.planned == 7 * N_ITEMS * 2
     loaded = load_config(cfg)
@@ -180,4 +180,4 @@ def test_releases_command_errors(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "not a release plan" in res.stderr
     cfg.write_text(cfg.read_text().replace("- v5", "- v9"))
     with pytest.raises(InputError, match=r"release\(s\) not in any answer: v9"):
-        run(load_config(cfg), progress=False)
+        run_session(load_config(cfg), progress=False)

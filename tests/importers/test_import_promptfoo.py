@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from swapjudge.cli import app
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.importers import import_files
 from swapjudge.reading.records import records_from_dicts
 
@@ -31,7 +31,7 @@ def test_select_best_both_orders_become_pairs() -> None:
     assert {r["judge"] for r in res.records} == {"openai:chat:judge"}
     assert [a.kind for a in res.awkward] == ["null_verdict", "null_verdict"]
     assert all("Invalid select-best verdict" in a.reason for a in res.awkward)
-    out = analyze(records_from_dicts(res.records), a=x, b=y)[0].to_dict()
+    out = analyze_records(records_from_dicts(res.records), a=x, b=y)[0].to_dict()
     assert out["pairs"] == {"total": 6, "complete": 5, "incomplete": 1}
     assert out["consistency"]["rate"] == 0.8 and out["outcomes"]["flips_first"] == 1
     # half credit over the 5 complete pairs: x wins q1, q3; y wins q2, q4; q5 is a split
@@ -83,7 +83,7 @@ def test_pairwise_llm_rubric_both_orders_and_an_unreadable_grader_reply_is_null(
     }
     assert [a.reason for a in res.awkward] == ["grader gave no verdict (Could not extract JSON from llm-rubric "
                                                "response)"] * 2
-    out = analyze(records_from_dicts(res.records), a=x, b=y)[0].to_dict()
+    out = analyze_records(records_from_dicts(res.records), a=x, b=y)[0].to_dict()
     assert out["consistency"]["rate"] == 0.8 and out["pairs"]["incomplete"] == 1
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, shared_data
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.importers import ImportResult, import_files, per_call_consistency, write_records
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 
 LOG_LINE = re.compile(r"^(\d+) out of (\d+) answers are consistent\.", re.M)
 
@@ -60,7 +60,7 @@ def test_every_row_becomes_a_record_and_the_empty_verdicts_are_listed() -> None:
 ])
 def test_per_pair_counts(judge: str, complete: int, total: int, consistent: int, to_first: int,
                          to_second: int) -> None:
-    result = analyze(records_from_dicts(imported().records), judge=judge)[0].to_dict()
+    result = analyze_records(records_from_dicts(imported().records), judge=judge)[0].to_dict()
     assert result["pairs"]["complete"] == complete and result["pairs"]["total"] == total
     assert result["outcomes"]["consistent"] == consistent
     assert result["flip_direction"]["first"] == to_first
@@ -104,8 +104,8 @@ def test_round_trip_matches_the_native_example_file(tmp_path: Path) -> None:
     the same calls (examples/mtbench_gpt4_vs_vicuna.jsonl), apart from the judge's name."""
     out = tmp_path / "shi.jsonl"
     write_records(imported().records, out)
-    mine = analyze(load_records(out), judge="MTBench/gpt-4-0613")[0].to_dict()
-    native = analyze(load_records(ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"))[0].to_dict()
+    mine = analyze_records(read_records(out), judge="MTBench/gpt-4-0613")[0].to_dict()
+    native = analyze_records(read_records(ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"))[0].to_dict()
     assert mine.pop("judge") == "MTBench/gpt-4-0613" and native.pop("judge") == "gpt-4-0613"
     assert json.dumps(mine, sort_keys=True) == json.dumps(native, sort_keys=True)
     assert mine["outcomes"]["consistent"] == 1957

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.errors import InputError
 from swapjudge.importers import FORMATS, ImportOptions, ImportResult, import_files, write_records
 from swapjudge.importers.arena_hard import label_verdict
 from swapjudge.importers.csv_table import parse_map
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 
 FIX = Path(__file__).parents[1] / "fixtures" / "importers"
 
@@ -146,7 +146,7 @@ def test_judgebench_decisions_are_read_in_each_calls_own_frame() -> None:
 
 def test_judgebench_labels_feed_the_accuracy_analysis() -> None:
     res = import_files("judgebench", sorted((FIX / "judgebench").glob("*.jsonl")))
-    result = analyze(records_from_dicts(res.records, allow_unpaired=True))[0].to_dict()
+    result = analyze_records(records_from_dicts(res.records, allow_unpaired=True))[0].to_dict()
     # complete labelled pairs: p1 (right twice), p2 (label B; first call wrong, second right)
     assert result["pairs"]["complete"] == 3 and result["accuracy"]["pairs"] == 2
 
@@ -202,13 +202,13 @@ def test_alpaca_eval_analysis_says_consistency_cannot_be_measured() -> None:
     res = import_files("alpaca-eval", [path])
     loaded = records_from_dicts(res.records)
     assert loaded.single_order
-    out = analyze(loaded, judge="alpaca_eval_cot_gpt4_turbo_fn")[0].to_dict()
+    out = analyze_records(loaded, judge="alpaca_eval_cot_gpt4_turbo_fn")[0].to_dict()
     assert out["single_order"] is True and out["consistency"]["rate"] is None
     # usable verdicts: i0 second, i1 second, i3 second, i2 tie -> first-slot rate 0 of 3
     assert (out["verdicts"]["first"], out["verdicts"]["second"], out["verdicts"]["tie"]) == (0, 3, 1)
     assert out["verdicts"]["first_slot_rate"] == 0.0
     assert not out["gate"]["passed"]
-    weighted = analyze(loaded, judge="weighted_alpaca_eval_gpt4_turbo")[0].to_dict()
+    weighted = analyze_records(loaded, judge="weighted_alpaca_eval_gpt4_turbo")[0].to_dict()
     assert weighted["verdicts"]["first_slot_rate"] == 0.5 and weighted["consistency"]["rate"] is None
 
 
@@ -245,8 +245,8 @@ def test_csv_round_trip_equals_analysing_the_native_records(tmp_path: Path) -> N
                                                       map="first=first,second=second,tie=tie"))
     out = tmp_path / "imported.jsonl"
     write_records(res.records, out)
-    direct = analyze(load_records(native), a="A", b="B")[0].to_dict()
-    imported = analyze(load_records(out), a="A", b="B")[0].to_dict()
+    direct = analyze_records(read_records(native), a="A", b="B")[0].to_dict()
+    imported = analyze_records(read_records(out), a="A", b="B")[0].to_dict()
     assert imported == direct
     assert direct["outcomes"]["consistent"] == 11 and direct["outcomes"]["flips_first"] == 3
 
@@ -295,7 +295,7 @@ def test_write_records_csv_round_trips_through_the_loader(tmp_path: Path) -> Non
     res = import_files("fastchat", [FIX / "fastchat" / "gpt-4_pair.jsonl"])
     out = tmp_path / "records.csv"
     write_records(res.records, out)
-    loaded = load_records(out, allow_unpaired=True)
+    loaded = read_records(out, allow_unpaired=True)
     assert len(loaded) == len(res.records) == 11
     assert loaded.frame.get_column("verdict").null_count() == 1
 

@@ -243,8 +243,8 @@ def test_entry_point_registers_the_scorer_by_name() -> None:
 @pytest.mark.parametrize("policy", ["half_credit", "no_credit", "exclude", "separate"])
 def test_pair_values_average_to_the_policy_win_rate(policy: str) -> None:
     """Score.value per sample, averaged over the samples the policy scores, equals swapjudge's win rate under
-    that policy (core.policy.win_rate, computed from the outcome counts)."""
-    from swapjudge.core.policy import TiePolicy, win_rate
+    that policy (core.policy.win_rate_of_counts, computed from the outcome counts)."""
+    from swapjudge.core.policy import TiePolicy, win_rate_of_counts
     from swapjudge.integrations.inspect import pair_value
 
     rng = np.random.default_rng(7)
@@ -260,7 +260,8 @@ def test_pair_values_average_to_the_policy_win_rate(policy: str) -> None:
         calls = [{"first": a, "second": b, "verdict": v1}, {"first": b, "second": a, "verdict": v2}]
         values.append(pair_value(calls, a, TiePolicy(policy)))
     counts = {k: int((kinds == k).sum()) for k in make}
-    expected = win_rate(a, b, counts["a"], counts["b"], counts["flip"] + counts["tie"] + counts["half"], policy)
+    expected = win_rate_of_counts(a, b, counts["a"], counts["b"], counts["flip"] + counts["tie"] + counts["half"],
+                                  policy)
     scored = [v for v in values if v is not None]
     if policy == "separate":  # the headline is a's share of consistent wins; Score.value gives splits half
         assert np.mean(scored) == pytest.approx(expected.half_credit.value)

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.cli import app
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.judges.model_files import TEST_MODEL, resolve_model
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 ALIAS = "smollm2-135m"
 
@@ -81,7 +81,7 @@ def test_run_through_llama_cpp_server(llama_server: str, tmp_path: Path, monkeyp
     # the exported records analyse to exactly what the stored verdicts say
     exported = CliRunner().invoke(app, ["export", "--latest", "-o", "calls.jsonl"])
     assert exported.exit_code == 0, exported.output
-    [result] = analyze(load_records(tmp_path / "calls.jsonl"), a="good", b="bad", min_consistency=0)
+    [result] = analyze_records(read_records(tmp_path / "calls.jsonl"), a="good", b="bad", min_consistency=0)
     verdict = {(c["item"], c["first"]): c["verdict"] for c in calls}
     consistent = 0
     complete = 0

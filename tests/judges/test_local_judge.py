@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.errors import ConfigError
 from swapjudge.judges.base import Judge, JudgeReply, JudgeRequest
 from swapjudge.judges.local import LocalJudge, from_config
@@ -111,7 +111,7 @@ def test_smollm2_on_ten_llmbar_pairs_both_orders() -> None:
     # The analysis of the same records reports what the verdicts say: consistency 0, every flip to slot 1.
     rows = [{"judge": "smollm2", "item": f"pair-{r['item']}", "first": r["first"], "second": r["second"],
              "verdict": r["verdict"], "label": r["label"]} for r in records]
-    (result,) = analyze(records_from_dicts(rows), a="output_1", b="output_2")
+    (result,) = analyze_records(records_from_dicts(rows), a="output_1", b="output_2")
     out = result.to_dict()
     assert out["pairs"]["complete"] == 10
     assert out["consistency"]["rate"] == consistent / 10 == 0.0

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from conftest import pair, shi2024_records, write_jsonl
 from swapjudge.cli import app
 from swapjudge.errors import InputError
-from swapjudge.probes.agreement import agreement, cohen_kappa
+from swapjudge.probes.agreement import agreement_of_records, cohen_kappa
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.reading.sidefiles import load_labels
 
@@ -36,7 +36,7 @@ def small_rows(with_labels=True):
 
 
 def test_accuracy_per_order_and_both_orders_match_a_hand_count():
-    [r] = agreement(records_from_dicts(small_rows()).frame)
+    [r] = agreement_of_records(records_from_dicts(small_rows()).frame)
     acc = r.accuracy
     # labelled: items 1-7 (7 is labelled tie). Naming an answer: 1-6. Better answer in slot 1 named: items 1, 2, 3.
     # In slot 2: items 1, 3, 5.
@@ -54,7 +54,7 @@ def test_accuracy_per_order_and_both_orders_match_a_hand_count():
 
 def test_a_consistent_tie_on_a_tie_labelled_pair_is_right():
     rows = small_rows() + pair(9, "tie", "tie", label="tie") + pair(10, "tie", "first", label="tie")
-    d = agreement(records_from_dicts(rows).frame)[0].accuracy.to_dict()
+    d = agreement_of_records(records_from_dicts(rows).frame)[0].accuracy.to_dict()
     # 9 pairs labelled; right in both: 1, 3 and the consistent tie 9; the half-tie 10 is right in one call only
     assert d["pairs"] == 9 and d["tie_pairs"] == 3 and d["decided_pairs"] == 6
     assert d["both"] == pytest.approx(3 / 9)
@@ -65,7 +65,7 @@ def test_a_consistent_tie_on_a_tie_labelled_pair_is_right():
 
 
 def test_kappa_equals_scikit_learn_on_the_same_vectors():
-    [r] = agreement(records_from_dicts(small_rows()).frame)
+    [r] = agreement_of_records(records_from_dicts(small_rows()).frame)
     # written out by hand from SMALL: identity verdicts (A/B/tie) per labelled item 1-7
     labels = ["A", "A", "B", "B", "B", "A", "tie"]
     cancelled = ["A", "tie", "B", "A", "tie", "tie", "A"]  # consistent winner, else tie
@@ -99,7 +99,7 @@ def test_cohen_kappa_matches_scikit_learn_on_random_and_real_vectors():
             continue
         one.append(verdict)
         other.append({"first": "second", "second": "first", "tie": "tie"}[twin])
-    [r] = agreement(records_from_dicts(rows).frame)
+    [r] = agreement_of_records(records_from_dicts(rows).frame)
     assert r.kappa_orders.n == len(one) == 2400
     assert r.kappa_orders.value == pytest.approx(cohen_kappa_score(one, other))
     # system names as categories (the old rule) pool 31 names and inflate it: 0.725 against 0.673
@@ -111,7 +111,7 @@ def test_labels_from_a_separate_file(tmp_path):
     csv_labels.write_text("item,label\n" + "".join(f"{i},{lab}\n" for i, _, _, lab in SMALL if lab))
     jsonl_labels = write_jsonl(tmp_path / "labels.jsonl", [{"item": i, "label": lab} for i, _, _, lab in SMALL])
     records = write_jsonl(tmp_path / "r.jsonl", small_rows(with_labels=False))
-    expected = agreement(records_from_dicts(small_rows()).frame)[0].to_dict()
+    expected = agreement_of_records(records_from_dicts(small_rows()).frame)[0].to_dict()
     for labels in (csv_labels, jsonl_labels):
         out = runner.invoke(app, ["agreement", str(records), "--labels", str(labels), "--format", "json"])
         assert out.exit_code == 0, out.output
@@ -175,7 +175,7 @@ def positional_vectors(rows):
 
 def test_a_random_judge_on_five_systems_has_kappa_near_zero():
     rows = random_judge_rows()
-    [r] = agreement(records_from_dicts(rows).frame)
+    [r] = agreement_of_records(records_from_dicts(rows).frame)
     assert r.kappa_orders.n == 2000 and r.labelled_pairs == 2000
     for k in (r.kappa_orders, r.kappa_labels_x_first, r.kappa_labels_y_first, r.kappa_labels_cancelled,
               r.kappa_labels_per_call):
@@ -203,7 +203,7 @@ def test_per_call_accuracy_and_kappa_match_scikit_learn():
             row["verdict"] = "tie" if row["label"] == "tie" else "first" if row["label"] == row["first"] else "second"
         if rng.random() < 0.05:
             row["verdict"] = None
-    [r] = agreement(records_from_dicts(rows).frame)
+    [r] = agreement_of_records(records_from_dicts(rows).frame)
     verdicts, gold, _, _ = positional_vectors(rows)
     per_call = r.accuracy.to_dict()["per_call"]
     assert per_call["calls"] == len(verdicts)

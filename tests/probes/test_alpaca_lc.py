@@ -33,7 +33,7 @@ from swapjudge.probes.alpaca_lc import (
 from swapjudge.probes.length import LengthOptions, length_probe
 from swapjudge.probes.logit import fit_logit
 from swapjudge.reading.pairs import build_pairs
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 runner = CliRunner()
 ANNOTATIONS = ("alpaca_eval", "alpaca-7b_weighted_alpaca_eval_gpt4_turbo.annotations.json")
@@ -184,7 +184,7 @@ def test_soft_label_reads_alpaca_evals_preference_toward_the_winner():
 
 def test_rows_for_pair_two_orders_use_the_pair_score_and_single_calls_their_preference(tmp_path):
     both = [*pair("q1", "first", "second"), *pair("q2", "first", "first"), *pair("q3", "second", "first")]
-    frame = load_records(write_jsonl(tmp_path / "b.jsonl", both)).frame
+    frame = read_records(write_jsonl(tmp_path / "b.jsonl", both)).frame
     pairs = build_pairs(frame, keep=("preference", "instruction_index"))
     rows = rows_for_pair(pairs.frame, "A", "B", np.array([10.0, 10, 10]), np.array([4.0, 4, 4]))
     assert rows.label.tolist() == [1.0, 0.5, 0.0] and rows.delta_len.tolist() == [6.0, 6.0, 6.0]
@@ -195,7 +195,7 @@ def test_rows_for_pair_two_orders_use_the_pair_score_and_single_calls_their_pref
                "instruction_index": 1},
               {"item": "q3", "first": "A", "second": "B", "verdict": None, "preference": None,
                "instruction_index": 2}]
-    frame = load_records(write_jsonl(tmp_path / "s.jsonl", single)).frame
+    frame = read_records(write_jsonl(tmp_path / "s.jsonl", single)).frame
     pairs = build_pairs(frame, keep=("preference", "instruction_index"))
     rows = rows_for_pair(pairs.frame, "A", "B", np.zeros(3), np.zeros(3), {"0": 0.5, "1": -1.0, "2": 2.0}, "d.csv")
     assert rows.label[:2] == pytest.approx([0.9, 0.3]) and np.isnan(rows.label[2])

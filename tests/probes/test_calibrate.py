@@ -16,7 +16,7 @@ from swapjudge.cli import app
 from swapjudge.core.policy import Gate
 from swapjudge.core.ppi import ppi_mean, tuned_lambda
 from swapjudge.errors import InputError
-from swapjudge.probes.calibrate import calibrate, item_scores
+from swapjudge.probes.calibrate import calibrate_records, item_score_frame
 from swapjudge.reading.records import records_from_dicts
 
 TIE_BAND = 0.25  # a person calls a tie when the two answers' quality gap is this small
@@ -124,15 +124,15 @@ def test_item_scores_order_cancelled_and_single_order() -> None:
         ("3", "a", "b", "tie"), ("3", "b", "a", "first"),  # half-tie: split
         ("4", "a", "b", "second"), ("4", "b", "a", "first"),  # consistent b
     ])).frame
-    scores = dict(item_scores(both, "a", "b", "half_credit", source="x").select("item", "score").iter_rows())
+    scores = dict(item_score_frame(both, "a", "b", "half_credit", source="x").select("item", "score").iter_rows())
     assert scores == {"1": 1.0, "2": 0.5, "3": 0.5, "4": 0.0}
-    no_credit = item_scores(both, "a", "b", "no_credit", source="x")
+    no_credit = item_score_frame(both, "a", "b", "no_credit", source="x")
     assert no_credit.get_column("score").to_list() == [1.0, 0.0, 0.0, 0.0]
     single = records_from_dicts(_records("p", [("1", "b", "a", "second"), ("2", "a", "b", "tie")])).frame
-    s = dict(item_scores(single, "a", "b", "half_credit", source="x").select("item", "score").iter_rows())
+    s = dict(item_score_frame(single, "a", "b", "half_credit", source="x").select("item", "score").iter_rows())
     assert s == {"1": 1.0, "2": 0.5}
     with pytest.raises(InputError, match="half_credit or no_credit"):
-        item_scores(both, "a", "b", "exclude", source="x")
+        item_score_frame(both, "a", "b", "exclude", source="x")
 
 
 def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -228,8 +228,8 @@ def test_calibrate_bad_input_is_one_line(tmp_path: Path) -> None:
     assert missing.exit_code == 2
     gate = Gate(0.7, True, None)
     with pytest.raises(InputError, match="no usable verdict"):
-        calibrate(records_from_dicts(_records("j", [("1", "a", "b", "first")])).frame,
-                  records_from_dicts(_records("p", [("1", "a", "b", "first")])).frame, "a", "c", gate=gate)
+        calibrate_records(records_from_dicts(_records("j", [("1", "a", "b", "first")])).frame,
+                          records_from_dicts(_records("p", [("1", "a", "b", "first")])).frame, "a", "c", gate=gate)
 
 
 def test_report_has_a_calibration_section(tmp_path: Path) -> None:
@@ -253,8 +253,8 @@ def _pooled_mtbench(judge: str) -> Any:
         cand = r["second"] if r["first"] == "vicuna-13b-v1.3" else r["first"]
         rows.append({**r, "item": f"{r['item']}|{cand}", "first": "candidate" if r["first"] == cand else "vicuna",
                      "second": "candidate" if r["second"] == cand else "vicuna"})
-    return item_scores(records_from_dicts(rows, allow_unpaired=True).frame, "candidate", "vicuna", "half_credit",
-                       source=judge)
+    return item_score_frame(records_from_dicts(rows, allow_unpaired=True).frame, "candidate", "vicuna", "half_credit",
+                            source=judge)
 
 
 def test_real_judges_corrected_toward_a_reference_rater() -> None:

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from conftest import pair, shi2024_records, write_jsonl
 from swapjudge.cli import app
 from swapjudge.errors import SwapjudgeError
-from swapjudge.probes.panel import family_of, panel, parse_families
+from swapjudge.probes.panel import family_of, panel_of_records, parse_families
 from swapjudge.reading.records import records_from_dicts
 
 runner = CliRunner()
@@ -37,7 +37,7 @@ def cancelled_verdicts(rows):
 
 
 def test_panel_of_the_three_mtbench_judges(mtbench_rows):
-    result = panel(records_from_dicts(mtbench_rows).frame)
+    result = panel_of_records(records_from_dicts(mtbench_rows).frame)
     by_judge = {s.judge: s for s in result.judges}
     assert by_judge["gpt-4-0613"].consistency.consistent == 1957
     assert by_judge["gpt-4-0613"].consistency.pairs == 2400
@@ -60,7 +60,7 @@ def test_panel_of_the_three_mtbench_judges(mtbench_rows):
 
 
 def test_self_preference_warning_for_same_family(mtbench_rows):
-    result = panel(records_from_dicts(mtbench_rows).frame)
+    result = panel_of_records(records_from_dicts(mtbench_rows).frame)
     flagged = {(w.judge, w.system) for w in result.self_preference}
     assert ("gpt-4-0613", "gpt-4") in flagged and ("gpt-4-0613", "gpt-3.5-turbo") in flagged
     assert not any(s == "gpt4all-13b-snoozy" for _, s in flagged)  # a different family despite the prefix
@@ -68,7 +68,7 @@ def test_self_preference_warning_for_same_family(mtbench_rows):
     w = next(w for w in result.self_preference if (w.judge, w.system) == ("gpt-4-0613", "gpt-4"))
     assert w.gap == pytest.approx(w.judge_score - w.others_score) and w.pairs == 80
     # a mapping that puts gemini with the vicuna family flags gemini-pro's vicuna-13b-v1.3 pairs
-    mapped = panel(records_from_dicts(mtbench_rows).frame, families={"x": ["gemini", "vicuna"]})
+    mapped = panel_of_records(records_from_dicts(mtbench_rows).frame, families={"x": ["gemini", "vicuna"]})
     assert any(w.judge == "gemini-pro" and w.system.startswith("vicuna") for w in mapped.self_preference)
 
 
@@ -92,7 +92,7 @@ def test_majority_and_accuracy_with_labels_by_hand():
     for judge, verdicts in spec.items():
         for item, (a_first, b_first) in enumerate(verdicts):
             rows += pair(item, a_first, b_first, judge=judge, label="A")
-    result = panel(records_from_dicts(rows).frame)
+    result = panel_of_records(records_from_dicts(rows).frame)
     # pair 0: all A (agree); pair 1: A, B, B -> B majority; pair 2: split, split, B -> split majority
     assert result.common_pairs == 3 and result.disagreement.k == 2
     assert result.majority == {"winner": 2, "split": 1, "(no majority)": 0}

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.errors import InputError
 from swapjudge.importers import ImportOptions, import_files
 from swapjudge.ranking.arena_hard import arena_hard_scores
@@ -168,7 +168,7 @@ def test_analyze_reports_the_same_figure_as_the_arena_hard_convention(tmp_path: 
     rng = np.random.default_rng(7)
     paths = write_judgments(tmp_path / "gpt-4.1", rng, "base", {"cand": 0.5}, questions=200)
     records = imported(*paths)
-    result = analyze(records, a="cand", b="base", min_consistency=0)[0].to_dict()
+    result = analyze_records(records, a="cand", b="base", min_consistency=0)[0].to_dict()
     convention = result["win_rate"]["arena_hard"]
     assert convention["value"] * 100 == pytest.approx(arena_hard_scores(records, "base")["cand"].score, abs=1e-9)
     assert "3 battles" in convention["convention"] and convention["independent"] == "battles"

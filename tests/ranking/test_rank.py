@@ -21,9 +21,9 @@ from swapjudge.cli import app
 from swapjudge.errors import InputError
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import (
+    Battle,
     Comparisons,
     Model,
-    Outcome,
     _acceleration,
     _jackknife,
     comparison_cells,
@@ -51,7 +51,7 @@ def simulate(strength: np.ndarray, theta: float, n_items: int, pairs_per_item: i
     p_left = 1.0 / (1.0 + theta * np.exp(-d))
     p_right = 1.0 / (1.0 + theta * np.exp(d))
     u = rng.random(n)
-    outcome = np.where(u < p_left, Outcome.LEFT, np.where(u < p_left + p_right, Outcome.RIGHT, Outcome.TIE))
+    outcome = np.where(u < p_left, Battle.LEFT, np.where(u < p_left + p_right, Battle.RIGHT, Battle.TIE))
     return Comparisons(systems=tuple(f"s{i}" for i in range(k)),
                        item=np.repeat(np.arange(n_items), pairs_per_item), left=left, right=right,
                        outcome=outcome)
@@ -70,8 +70,8 @@ def small() -> Comparisons:
 
 
 def evalica_winners(data: Comparisons) -> list[evalica.Winner]:
-    to = {Outcome.LEFT: evalica.Winner.X, Outcome.RIGHT: evalica.Winner.Y, Outcome.TIE: evalica.Winner.Draw}
-    return [to[Outcome(o)] for o in data.outcome.tolist()]
+    to = {Battle.LEFT: evalica.Winner.X, Battle.RIGHT: evalica.Winner.Y, Battle.TIE: evalica.Winner.Draw}
+    return [to[Battle(o)] for o in data.outcome.tolist()]
 
 
 # ---- agreement with independent implementations -----------------------------------------------------------
@@ -111,7 +111,7 @@ def test_rao_kupper_matches_direct_likelihood_maximisation(small: Comparisons) -
         win = pl_ / (pl_ + theta * pr)
         loss = pr / (pr + theta * pl_)
         tie = (theta**2 - 1.0) * pl_ * pr / ((pl_ + theta * pr) * (pr + theta * pl_))
-        p = np.where(out == Outcome.LEFT, win, np.where(out == Outcome.RIGHT, loss, tie))
+        p = np.where(out == Battle.LEFT, win, np.where(out == Battle.RIGHT, loss, tie))
         return float(-np.log(p).sum())
 
     best = optimize.minimize(negative_log_likelihood, np.zeros(k), method="BFGS",
@@ -126,7 +126,7 @@ def test_rao_kupper_matches_direct_likelihood_maximisation(small: Comparisons) -
 
 
 def test_without_ties_all_three_models_are_bradley_terry(small: Comparisons) -> None:
-    keep = small.outcome != Outcome.TIE
+    keep = small.outcome != Battle.TIE
     no_ties = Comparisons(small.systems, small.item[keep], small.left[keep], small.right[keep],
                           small.outcome[keep])
     bt = fit(no_ties, Model.bt_half).scores
@@ -190,7 +190,7 @@ def test_fitted_tie_rate_matches_observed_between_equal_systems() -> None:
     data = simulate(np.zeros(4), 2.0, n_items=5_000, pairs_per_item=2, rng=rng)
     ranking = fit_ranking(data, Model.rao_kupper, rounds=0)
     _, tie, _ = ranking.probabilities("s0", "s1")
-    assert tie == pytest.approx(float(np.mean(data.outcome == Outcome.TIE)), abs=0.01)
+    assert tie == pytest.approx(float(np.mean(data.outcome == Battle.TIE)), abs=0.01)
     assert tie == pytest.approx(1.0 / 3.0, abs=0.02)  # (theta - 1) / (theta + 1) at theta = 2
 
 
@@ -202,7 +202,7 @@ def test_bootstrap_resamples_items_not_comparisons(small: Comparisons) -> None:
     same intervals; counting the copies as new items would (wrongly) narrow them by about sqrt(2)."""
     twice = Comparisons(small.systems, np.concatenate([small.item, small.item]),
                         np.concatenate([small.left, small.right]), np.concatenate([small.right, small.left]),
-                        np.concatenate([small.outcome, np.where(small.outcome == Outcome.TIE, Outcome.TIE,
+                        np.concatenate([small.outcome, np.where(small.outcome == Battle.TIE, Battle.TIE,
                                                                 1 - small.outcome)]))
     base = fit_ranking(small, rounds=300, seed=4, ridge=0.0)
     same_items = fit_ranking(twice, rounds=300, seed=4, ridge=0.0)
@@ -538,7 +538,7 @@ def never_loses(n_items: int = 40, seed: int = 1) -> Comparisons:
     pairs = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
     left, right = np.tile(pairs[:, 0], n_items), np.tile(pairs[:, 1], n_items)
     outcome = rng.choice([0, 1, 2], size=left.size, p=[0.45, 0.3, 0.25])
-    outcome[left == 0] = Outcome.LEFT
+    outcome[left == 0] = Battle.LEFT
     return Comparisons(("s0", "s1", "s2", "s3"), np.repeat(np.arange(n_items), 6), left, right, outcome)
 
 
@@ -552,7 +552,7 @@ def test_a_system_that_never_loses_has_an_open_upper_bound() -> None:
         assert top.low is None and not top.low_open
         assert top.to_dict()["high"] is None and top.to_dict()["rating_high"] is None
         assert top.to_dict()["open"] == {"low": False, "high": True} and top.to_dict()["score_set_by_ridge"]
-        line = next(ln for ln in render_rank.summary(ranking) if ln.startswith("note: s0 never lost"))
+        line = next(ln for ln in render_rank.ranking_summary(ranking) if ln.startswith("note: s0 never lost"))
         assert "open above" in line
         for row in ranking.rows[1:]:  # the many that lose to it are not called open below
             assert row.low is not None and row.high is not None and not row.never_wins
@@ -569,7 +569,7 @@ def test_one_loss_in_many_items_still_leaves_the_upper_bound_to_the_ridge() -> N
     # score has no finite estimate; the 97.5% percentile falls among them, so it is the ridge's
     data = never_loses()
     outcome = data.outcome.copy()
-    outcome[0] = Outcome.RIGHT  # item 0: s1 beats s0
+    outcome[0] = Battle.RIGHT  # item 0: s1 beats s0
     one_loss = Comparisons(data.systems, data.item, data.left, data.right, outcome)
     for method in ("percentile", "bca"):
         ranking = fit_ranking(one_loss, rounds=300, seed=0, interval=method)
@@ -577,7 +577,7 @@ def test_one_loss_in_many_items_still_leaves_the_upper_bound_to_the_ridge() -> N
         assert not top.never_loses and top.high is None and top.high_open and top.low is not None
         assert all(row.low is not None and row.high is not None for row in ranking.rows if row.system != "s0")
     # with its one loss on each of 10 items, no resample is without a loss: the data bound it
-    outcome[(data.left == 0) & (data.right == 1) & (data.item < 10)] = Outcome.RIGHT
+    outcome[(data.left == 0) & (data.right == 1) & (data.item < 10)] = Battle.RIGHT
     bounded = fit_ranking(Comparisons(data.systems, data.item, data.left, data.right, outcome), rounds=300, seed=0)
     assert all(row.low is not None and row.high is not None for row in bounded.rows)
 
@@ -617,7 +617,7 @@ def test_one_item_or_identical_items_give_no_interval() -> None:
     assert "none" in out
     # one different item is enough for an interval
     varied = alike.outcome.copy()
-    varied[0] = Outcome.RIGHT
+    varied[0] = Battle.RIGHT
     assert fit_ranking(Comparisons(alike.systems, alike.item, alike.left, alike.right, varied), rounds=50).no_interval \
         is None
 
@@ -625,9 +625,9 @@ def test_one_item_or_identical_items_give_no_interval() -> None:
 def test_few_items_are_noted_and_no_bootstrap_json_has_no_nan(tmp_path: Path) -> None:
     few = fit_ranking(never_loses(n_items=12), rounds=50)
     assert few.to_dict()["bootstrap"]["few_items"] is True
-    assert any("only 12 items" in line for line in render_rank.summary(few))
+    assert any("only 12 items" in line for line in render_rank.ranking_summary(few))
     many = fit_ranking(never_loses(n_items=40), rounds=50)
-    assert not any("items: below 30" in line for line in render_rank.summary(many))
+    assert not any("items: below 30" in line for line in render_rank.ranking_summary(many))
     runner = CliRunner()
     out = runner.invoke(app, ["rank", str(EXAMPLE), "--bootstrap", "0", "--format", "json"])
     assert out.exit_code == 0, out.output

@@ -18,8 +18,8 @@ from conftest import pair, shi2024_records
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Comparisons, fit
 from swapjudge.ranking.fragility import overtaker, top_fragility
-from swapjudge.reading.records import load_records
-from swapjudge.workflows.rank import rank as rank_judge
+from swapjudge.reading.records import read_records
+from swapjudge.workflows.rank import rank_judge
 
 
 def top_of(rows: list[dict[str, Any]]) -> str:
@@ -93,7 +93,7 @@ def test_a_small_ranking_matches_a_brute_force_over_item_sets(wins: tuple[int, i
                      a="Y", b="Z")
         rows += pair(i, "first" if (i * 5) % 16 < xy else "second", "second" if (i * 5) % 16 < xy else "first",
                      a="X", b="Y")
-    data = comparisons_from_records(load_records(rows))
+    data = comparisons_from_records(read_records(rows))
     names = sorted({str(r["item"]) for r in rows})
     f = top_fragility(data, item_names=names)
     top = int(np.argmax(fit(data).scores))

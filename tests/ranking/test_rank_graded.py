@@ -15,8 +15,8 @@ import pytest
 
 from swapjudge.ranking.battles import comparisons_from_records
 from swapjudge.ranking.bradley_terry import Model, fit, fit_ranking
-from swapjudge.reading.records import load_records
-from swapjudge.workflows.rank import rank as rank_records
+from swapjudge.reading.records import read_records
+from swapjudge.workflows.rank import rank_judge
 
 LEVEL_OF_SCORE = {1.0: ("first", 2), 0.75: ("first", 1), 0.5: ("tie", None), 0.25: ("second", 1),
                   0.0: ("second", 2)}
@@ -40,7 +40,7 @@ def test_noise_free_graded_scores_recover_the_strengths_exactly() -> None:
         rows += pair_rows(f"bc{i}", "b", "c", 0.25, 0.25)
     for i in range(5):  # a vs c: one pair at 1/2 (tie twice), four at 0 (much worse twice): mean 1/10
         rows += pair_rows(f"ac{i}", "a", "c", 0.5 if i == 0 else 0.0, 0.5 if i == 0 else 0.0)
-    data = comparisons_from_records(load_records(rows), outcome="graded")
+    data = comparisons_from_records(read_records(rows), outcome="graded")
     truth = np.log([1.0, 3.0, 9.0])
     truth -= truth.mean()
     exact = fit(data, Model.bt_half, ridge=0.0)
@@ -48,7 +48,7 @@ def test_noise_free_graded_scores_recover_the_strengths_exactly() -> None:
     assert np.abs(exact.scores - truth).max() < 1e-9
     # the default ridge (a N(0, 10^2) prior) pulls them in by less than 0.01 on these 13 pairs
     assert 0 < np.abs(fit(data, Model.bt_half).scores - truth).max() < 1e-2
-    ranked = rank_records(load_records(rows), outcome="graded", bootstrap=0, min_consistency=0)
+    ranked = rank_judge(read_records(rows), outcome="graded", bootstrap=0, min_consistency=0)
     assert ranked.outcome == "graded" and ranked.ranking.model is Model.bt_half
     assert ranked.ranking.comparisons == 13 and ranked.ranking.items == 13
     by_name = {r.system: r for r in ranked.ranking.rows}
@@ -79,7 +79,7 @@ def test_item_bootstrap_intervals_cover_the_true_strengths() -> None:
     strength -= strength.mean()
     covered = total = 0
     for replicate in range(60):
-        data = comparisons_from_records(load_records(simulate(rng, strength, 120, 3)), outcome="graded")
+        data = comparisons_from_records(read_records(simulate(rng, strength, 120, 3)), outcome="graded")
         ranking = fit_ranking(data, Model.bt_half, rounds=200, seed=replicate)
         for row in ranking.rows:
             truth = strength[int(row.system[1:])]

@@ -21,7 +21,7 @@ from conftest import ROOT, same_on_both_engines, shared_data, shi2024_records, w
 from record_shapes import SHAPES, mixed
 from swapjudge.errors import ArgumentError, SwapjudgeError
 from swapjudge.ranking.bradley_terry import Comparisons, fit_ranking
-from swapjudge.workflows.rank import rank as rank_records
+from swapjudge.workflows.rank import rank_judge
 
 EXAMPLE = ROOT / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
 
@@ -34,7 +34,7 @@ def _check(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> list[t
 
 def _gated_ranking(path: Path, **options: Any) -> dict[str, Any]:
     """The ranking's document, or the `GateError` its gate raises (as the CLI ends it)."""
-    result = rank_records(path, **options)
+    result = rank_judge(path, **options)
     result.raise_for_gate()
     return result.to_dict()
 
@@ -74,7 +74,7 @@ def test_the_gate_blocks_alike(tmp_path: Path) -> None:
     assert found[0][0] == "GateError" and "no ranking reported" in found[0][1]
     # the library returns the withheld ranking, the same from both engines: the gate, why, and no systems
     (status, withheld), *_ = same_on_both_engines(
-        tmp_path, rows, lambda path, **o: rank_records(path, **o).to_dict(), judge="j1", min_consistency=0.99,
+        tmp_path, rows, lambda path, **o: rank_judge(path, **o).to_dict(), judge="j1", min_consistency=0.99,
         bootstrap=10)
     assert status == "ok" and "systems" not in withheld and not withheld["gate"]["passed"]
     assert withheld["withheld"].startswith("gate: judge j1: swap-consistency")
@@ -122,8 +122,8 @@ def test_a_generated_arena_like_file(tmp_path: Path) -> None:
     path = tmp_path / "arena.parquet"
     write(40_000, path)
     options = {"judge": "judge-b", "bootstrap": 100, "seed": 1, "min_consistency": 0}
-    reference = rank_records(path, engine="memory", **options).to_dict()
-    assert rank_records(path, engine="streaming", **options).to_dict() == reference
+    reference = rank_judge(path, engine="memory", **options).to_dict()
+    assert rank_judge(path, engine="streaming", **options).to_dict() == reference
     assert reference["items"] > 1000 and len(reference["systems"]) == 8
 
 
@@ -209,13 +209,13 @@ def test_rankings_that_need_the_rows_are_refused_by_streaming_and_read_whole_by_
     rows = SHAPES["mixed"]()
     path = write_parquet(tmp_path / "r.parquet", rows)
     with pytest.raises(ArgumentError) as caught:
-        rank_records(path, judge="j1", order_effect=True, engine="streaming")
+        rank_judge(path, judge="j1", order_effect=True, engine="streaming")
     assert str(caught.value).startswith("order_effect and control fit single calls from the records in memory")
-    auto = rank_records(path, judge="j1", order_effect=True, bootstrap=20, min_consistency=0)
-    assert auto.to_dict() == rank_records(path, judge="j1", order_effect=True, bootstrap=20, min_consistency=0,
-                                          engine="memory").to_dict()
+    auto = rank_judge(path, judge="j1", order_effect=True, bootstrap=20, min_consistency=0)
+    assert auto.to_dict() == rank_judge(path, judge="j1", order_effect=True, bootstrap=20, min_consistency=0,
+                                        engine="memory").to_dict()
     with pytest.raises(ArgumentError, match="outcome graded ranks graded verdicts"):
-        rank_records(path, judge="j1", outcome="graded", engine="streaming")
+        rank_judge(path, judge="j1", outcome="graded", engine="streaming")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -262,9 +262,9 @@ def test_the_bootstrap_gives_the_same_intervals_whatever_the_rounds_drawn_at_onc
     from one stream in order, so a seed's resamples, and the intervals, are those of one big batch."""
     import swapjudge.ranking.bradley_terry as bt
     from swapjudge.ranking.battles import comparisons_from_records
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
 
-    data = comparisons_from_records(load_records(mixed(60, seed=3)), judge="j1")
+    data = comparisons_from_records(read_records(mixed(60, seed=3)), judge="j1")
     whole = fit_ranking(data, rounds=37, seed=5).to_dict()
     n_items = int(np.unique(data.item).size)
     for rounds_at_once in (1, 4):

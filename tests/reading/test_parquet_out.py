@@ -13,10 +13,10 @@ import pytest
 
 from conftest import shared_data
 from record_shapes import SHAPES
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.errors import InputError
 from swapjudge.reading.parquet_out import records_frame, write_records_parquet
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 
 def test_mixed_types_are_kept_as_the_loaders_read_them(tmp_path: Path) -> None:
@@ -35,8 +35,8 @@ def test_a_written_file_analyses_as_its_records(tmp_path: Path, shape: str) -> N
     path = tmp_path / "records.parquet"
     assert write_records_parquet(rows, path) == len(rows)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-    expected = [r.to_dict() for r in analyze(load_records(rows))]
-    assert [r.to_dict() for r in analyze(load_records(path))] == expected
+    expected = [r.to_dict() for r in analyze_records(read_records(rows))]
+    assert [r.to_dict() for r in analyze_records(read_records(path))] == expected
 
 
 def test_a_missing_folder_is_an_input_error(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import contract_400, pair, write_jsonl
 from swapjudge.errors import InputError
-from swapjudge.reading.records import _fast_frame, _slow_frame, load_records, records_from_dicts
+from swapjudge.reading.records import _fast_frame, _slow_frame, read_records, records_from_dicts
 
 CLI = [sys.executable, "-m", "swapjudge"]
 
@@ -23,7 +23,7 @@ def error_of(tmp_path, text, name="r.jsonl", **kwargs):
     path = tmp_path / name
     path.write_text(text)
     with pytest.raises(InputError) as info:
-        load_records(path, **kwargs)
+        read_records(path, **kwargs)
     return info.value
 
 
@@ -62,12 +62,12 @@ def test_csv_line_numbers_count_multiline_cells(tmp_path):
 
 def test_jsonl_and_csv_load_the_same_frame(tmp_path):
     rows = [*pair(1, "first", "second"), *pair("q2", None, "tie"), *pair(3, "tie", "first")]
-    j = load_records(write_jsonl(tmp_path / "r.jsonl", rows))
+    j = read_records(write_jsonl(tmp_path / "r.jsonl", rows))
     with (tmp_path / "r.csv").open("w") as f:
         f.write("item,first,second,verdict\n")
         for r in rows:
             f.write(f"{r['item']},{r['first']},{r['second']},{r['verdict'] or ''}\n")
-    c = load_records(tmp_path / "r.csv")
+    c = read_records(tmp_path / "r.csv")
     cols = ["judge", "round", "item", "first", "second", "verdict", "label"]
     assert j.frame.select(cols).equals(c.frame.select(cols))
     assert j.frame.get_column("verdict").to_list() == ["first", "second", None, "tie", "tie", "first"]
@@ -90,7 +90,7 @@ def test_mixed_item_types_and_blank_lines(tmp_path):
     text = lines(dict(item=7, first="A", second="B", verdict=None), "", "   ",
                  dict(item="7", first="B", second="A", verdict="first"))
     # integer 7 and string "7" are the same item (compared as strings): one complete-or-not pair
-    recs = load_records(_write(tmp_path, text))
+    recs = read_records(_write(tmp_path, text))
     assert recs.frame.get_column("item").to_list() == ["7", "7"]
 
 
@@ -102,13 +102,13 @@ def _write(tmp_path, text):
 
 def test_single_order_file_is_accepted_and_flagged(tmp_path):
     rows = [dict(item=i, first="A", second="B", verdict="first") for i in range(5)]
-    recs = load_records(write_jsonl(tmp_path / "r.jsonl", rows))
+    recs = read_records(write_jsonl(tmp_path / "r.jsonl", rows))
     assert recs.single_order
 
 
 def test_allow_unpaired_keeps_lonely_calls(tmp_path):
     rows = [*pair(1, "first", "second"), dict(item=2, first="A", second="B", verdict="tie")]
-    recs = load_records(write_jsonl(tmp_path / "r.jsonl", rows), allow_unpaired=True)
+    recs = read_records(write_jsonl(tmp_path / "r.jsonl", rows), allow_unpaired=True)
     assert len(recs) == 3 and not recs.single_order
 
 

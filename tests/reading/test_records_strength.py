@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from swapjudge.errors import InputError
-from swapjudge.reading.records import _fast_frame, load_records
+from swapjudge.reading.records import _fast_frame, read_records
 
 
 def write(tmp_path, rows, name="r.jsonl"):
@@ -27,7 +27,7 @@ GRADED = [
 def test_strength_is_read_as_small_integers_and_paired_per_order(tmp_path):
     path = write(tmp_path, GRADED)
     for extras in (True, False):
-        records = load_records(path, extras=extras)
+        records = read_records(path, extras=extras)
         assert records.frame.schema["strength"] == pl.Int8
         assert records.frame.get_column("strength").to_list() == [2, 1, None, None]
         pairs = records.pairs.frame.sort("item")
@@ -47,17 +47,17 @@ def test_csv_dicts_and_dataframes_read_the_same(tmp_path):
     csv.write_text("item,first,second,verdict,strength\nq1,a,b,first,2\nq1,b,a,second,1\n"
                    "q2,a,b,tie,\nq2,b,a,first,\n")
     expected = [2, 1, None, None]
-    assert load_records(csv).frame.get_column("strength").to_list() == expected
-    assert load_records(GRADED).frame.get_column("strength").to_list() == expected
+    assert read_records(csv).frame.get_column("strength").to_list() == expected
+    assert read_records(GRADED).frame.get_column("strength").to_list() == expected
     # pandas holds an integer column with gaps as floats: 2.0 is 2
-    assert load_records(pd.DataFrame(GRADED)).frame.get_column("strength").to_list() == expected
-    assert load_records(pl.DataFrame(GRADED)).frame.get_column("strength").to_list() == expected
+    assert read_records(pd.DataFrame(GRADED)).frame.get_column("strength").to_list() == expected
+    assert read_records(pl.DataFrame(GRADED)).frame.get_column("strength").to_list() == expected
 
 
 def test_earlier_arena_hard_names_are_read_as_numbers(tmp_path):
     rows = [dict(r) for r in GRADED]
     rows[0]["strength"], rows[1]["strength"] = "strong", "slight"
-    assert load_records(write(tmp_path, rows)).frame.get_column("strength").to_list() == [2, 1, None, None]
+    assert read_records(write(tmp_path, rows)).frame.get_column("strength").to_list() == [2, 1, None, None]
 
 
 @pytest.mark.parametrize(("index", "value", "words"), [
@@ -73,7 +73,7 @@ def test_a_bad_strength_names_file_line_and_field(tmp_path, index, value, words)
     rows[index]["strength"] = value
     path = write(tmp_path, rows)
     with pytest.raises(InputError) as info:
-        load_records(path)
+        read_records(path)
     assert info.value.line == index + 1 and info.value.field == "strength"
     assert words in str(info.value) and str(path) in str(info.value)
 
@@ -82,11 +82,11 @@ def test_a_strength_on_a_null_verdict_is_an_error(tmp_path):
     rows = [dict(r) for r in GRADED]
     rows[3].update(verdict=None, strength=2)
     with pytest.raises(InputError, match=r"r.jsonl:4: field `strength`: 2 on a null verdict"):
-        load_records(write(tmp_path, rows))
+        read_records(write(tmp_path, rows))
 
 
 def test_a_bad_strength_in_a_list_names_the_row():
     rows = [dict(r) for r in GRADED]
     rows[1]["strength"] = 7
     with pytest.raises(InputError, match=r"records row 2: field `strength`"):
-        load_records(rows)
+        read_records(rows)

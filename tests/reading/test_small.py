@@ -14,10 +14,9 @@ import pytest
 
 from conftest import shi2024_records, write_jsonl
 from record_shapes import SHAPES
-from swapjudge.core.analysis import analyze as analyse_records
-from swapjudge.core.analysis import analyze_source
+from swapjudge.core.analysis import analyze_records, analyze_source
 from swapjudge.errors import InputError
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 from swapjudge.reading.reduce import FrameSource, Kinds, PairCounts
 from swapjudge.reading.small import SMALL_BYTES, small_source
 from swapjudge.workflows.analyze import analyze
@@ -53,7 +52,7 @@ def _json(results: Any) -> str:
 def _check(path: Path, allow_unpaired: bool = False, **options: Any) -> None:
     small = small_source(path, allow_unpaired=allow_unpaired)
     assert small is not None
-    loaded = load_records(path, allow_unpaired=allow_unpaired, extras=False)
+    loaded = read_records(path, allow_unpaired=allow_unpaired, extras=False)
     memory = FrameSource(loaded.frame)
     assert small.judges() == memory.judges()
     for judge in memory.judges():
@@ -64,7 +63,7 @@ def _check(path: Path, allow_unpaired: bool = False, **options: Any) -> None:
     for column in ("registered_tie_policy", "registered_a", "registered_b"):
         assert small.registered(column) == memory.registered(column)
     # the documents: to the last bit the in-memory analysis of the loaded records, and `analyze` takes this road
-    reference = _json(analyse_records(loaded, **options))
+    reference = _json(analyze_records(loaded, **options))
     assert _json(analyze_source(small, **options)) == reference
     assert _json(analyze(path, allow_unpaired=allow_unpaired, **options)) == reference
 

@@ -14,10 +14,9 @@ import pytest
 
 from conftest import shared_data, shi2024_records, write_jsonl, write_parquet
 from record_shapes import SHAPES
-from swapjudge.core.analysis import analyze as analyse_records
-from swapjudge.core.analysis import analyze_source
+from swapjudge.core.analysis import analyze_records, analyze_source
 from swapjudge.errors import InputError
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 from swapjudge.reading.reduce import FrameSource
 from swapjudge.reading.streaming import open_source, should_stream
 from swapjudge.workflows.analyze import analyze
@@ -48,8 +47,8 @@ def _documents(results: Any) -> list[dict[str, Any]]:
 
 def _check_all_paths(tmp_path: Path, rows: list[dict[str, Any]], allow_unpaired: bool = False,
                      **options: Any) -> list[dict[str, Any]]:
-    reference = _documents(analyse_records(load_records(rows, allow_unpaired=allow_unpaired), **options))
-    loaded = load_records(rows, allow_unpaired=allow_unpaired)
+    reference = _documents(analyze_records(read_records(rows, allow_unpaired=allow_unpaired), **options))
+    loaded = read_records(rows, allow_unpaired=allow_unpaired)
     _same(_documents(analyze_source(FrameSource(loaded.frame), **options)), reference, "counts in memory")
     jsonl = write_jsonl(tmp_path / "records.jsonl", rows)
     parquet = write_parquet(tmp_path / "records.parquet", rows)
@@ -116,7 +115,7 @@ def test_escaped_and_non_ascii_names_are_read_as_their_text(tmp_path: Path, asci
                    judge=judges[str(row.get("judge", ""))])
     path = tmp_path / "odd.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in rows), encoding="utf-8")
-    reference = _documents(analyse_records(load_records(rows)))
+    reference = _documents(analyze_records(read_records(rows)))
     with open_source(path) as source:
         assert sorted(source.judges()) == sorted({r["judge"] for r in rows})
         _same(_documents(analyze_source(source)), reference, "streamed odd names")
@@ -181,7 +180,7 @@ def test_a_bad_json_lines_file_fails_with_the_in_memory_words(tmp_path: Path, pr
     rows = SHAPES["two_systems"]()
     BAD[problem](rows)
     path = write_jsonl(tmp_path / "bad.jsonl", rows)
-    expected = _error(lambda: load_records(path))
+    expected = _error(lambda: read_records(path))
     assert str(path) in expected
     assert _error(lambda: open_source(path).judges()) == expected
 
@@ -191,7 +190,7 @@ def test_a_bad_parquet_file_names_the_row_and_row_group(tmp_path: Path, problem:
     rows = SHAPES["two_systems"]()
     BAD[problem](rows)
     path = write_parquet(tmp_path / "bad.parquet", rows)
-    expected = _error(lambda: load_records(path))
+    expected = _error(lambda: read_records(path))
     assert "row group" in expected
     assert _error(lambda: open_source(path).judges()) == expected
 
@@ -240,7 +239,7 @@ def test_a_field_of_the_wrong_json_type_is_refused_by_its_line_and_field(tmp_pat
     rows = SHAPES["two_systems"]()
     TYPED[problem](rows)
     path = write_jsonl(tmp_path / "typed.jsonl", rows)
-    expected = _error(lambda: load_records(path, extras=False))
+    expected = _error(lambda: read_records(path, extras=False))
     assert expected.startswith(f"{path}:1: field `")
     assert _error(lambda: open_source(path).judges()) == expected
 
@@ -261,7 +260,7 @@ def test_without_duckdb_the_core_install_reads_parquet_in_memory_and_streaming_n
     assert plain.returncode in (0, 1), plain.stderr
     document = json.loads(plain.stdout)
     document.pop("schema_version")
-    _same(document, _documents(analyse_records(load_records(rows)))[0], "without duckdb")
+    _same(document, _documents(analyze_records(read_records(rows)))[0], "without duckdb")
     streaming = subprocess.run([sys.executable, "-c", blocked, "analyze", str(path), "--engine", "streaming"],
                                capture_output=True, text=True)
     assert streaming.returncode == 2
@@ -274,7 +273,7 @@ def test_a_parquet_probability_outside_0_1_is_refused_by_its_row(tmp_path: Path,
     rows = SHAPES["mixed_probabilities"]()
     rows[3].update(p_first=value, p_second=0.1)
     path = write_parquet(tmp_path / "p.parquet", rows)
-    expected = _error(lambda: load_records(path))
+    expected = _error(lambda: read_records(path))
     assert "row 4 (row group 0): field `p_first`: must be a probability" in expected
     assert _error(lambda: open_source(path).judges()) == expected
 
@@ -288,7 +287,7 @@ def test_graded_verdicts_are_analysed_in_memory_and_the_streaming_engine_says_so
     for row in rows:
         if row["verdict"] in ("first", "second"):
             row["strength"] = 1 + len(row["item"]) % 2
-    reference = _documents(analyse_records(load_records(rows)))
+    reference = _documents(analyze_records(read_records(rows)))
     assert reference[0]["graded"] is not None
     for path in (write_jsonl(tmp_path / "g.jsonl", rows), write_parquet(tmp_path / "g.parquet", rows)):
         assert not should_stream(path)
@@ -323,4 +322,4 @@ def test_under_an_address_space_ceiling_the_reduction_spills_instead_of_failing(
     free = subprocess.run(command, capture_output=True, text=True)
     assert json.loads(limited.stdout) == json.loads(free.stdout)
     _same(json.loads(free.stdout)["consistency"],
-          _documents(analyse_records(load_records(frame)))[0]["consistency"], "consistency")
+          _documents(analyze_records(read_records(frame)))[0]["consistency"], "consistency")

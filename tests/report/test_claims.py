@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from conftest import pair, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.analysis import analyze, calculate
+from swapjudge.core.analysis import analyze_records, calculate
 from swapjudge.core.stats import holm
-from swapjudge.probes.panel import item_mean_interval, panel
+from swapjudge.probes.panel import item_mean_interval, panel_of_records
 from swapjudge.reading.records import records_from_dicts
-from swapjudge.report.markdown import render_analysis as markdown_analysis
-from swapjudge.report.text import render_analysis as text_analysis
+from swapjudge.report.markdown import markdown_analysis
+from swapjudge.report.text import text_analysis
 from swapjudge.report.wording import flip_direction_sentence
 
 runner = CliRunner()
@@ -41,7 +41,7 @@ def rows_of(spec: list[tuple[int, str | None, str | None]], **extra: Any) -> lis
 
 
 def text_of(rows: list[dict[str, Any]], **kw: Any) -> str:
-    (a,) = analyze(records_from_dicts(rows), **kw)
+    (a,) = analyze_records(records_from_dicts(rows), **kw)
     console = Console(width=2000, record=True)
     console.print(text_analysis(a))
     return console.export_text()
@@ -62,7 +62,7 @@ def report(tmp_path: Path, rows: list[dict[str, Any]], *args: str, ok: tuple[int
 def test_flip_lean_is_claimed_only_when_the_exact_binomial_test_rejects(tmp_path, to_first, to_second, lean):
     # 200 consistent pairs keep the gate passed; the splits are flips toward one slot or the other
     rows = rows_of([(200, "first", "second"), (to_first, "first", "first"), (to_second, "second", "second")])
-    (a,) = analyze(records_from_dicts(rows))
+    (a,) = analyze_records(records_from_dicts(rows))
     p = stats.binomtest(to_first, to_first + to_second, 0.5).pvalue
     assert a.flip_direction.p_value == pytest.approx(p)
     assert (p < 0.05) == (lean is not None)  # the cases straddle the rule: p = 1, 0.18, 3e-4, 3e-3
@@ -80,8 +80,8 @@ def test_flip_lean_uses_the_configured_level():
     rows = rows_of([(200, "first", "second"), (14, "first", "first"), (5, "second", "second")])
     p = stats.binomtest(14, 19, 0.5).pvalue  # 0.064: no lean at 0.05, a lean at 0.10
     assert 0.05 < p < 0.10
-    (at95,) = analyze(records_from_dicts(rows))
-    (at90,) = analyze(records_from_dicts(rows), confidence=0.90)
+    (at95,) = analyze_records(records_from_dicts(rows))
+    (at90,) = analyze_records(records_from_dicts(rows), confidence=0.90)
     assert at95.flip_direction.lean is None and at90.flip_direction.lean == "first"
 
 
@@ -112,9 +112,9 @@ def _panel_rows(gpt_for_gpt: str) -> list[dict[str, Any]]:
 
 
 def test_self_preference_is_claimed_only_when_the_gap_is_clearly_positive():
-    favoured = panel(records_from_dicts(_panel_rows("gpt-x")).frame)
-    against = panel(records_from_dicts(_panel_rows("llama-y")).frame)
-    same = panel(records_from_dicts(_panel_rows("mixed")).frame)
+    favoured = panel_of_records(records_from_dicts(_panel_rows("gpt-x")).frame)
+    against = panel_of_records(records_from_dicts(_panel_rows("llama-y")).frame)
+    same = panel_of_records(records_from_dicts(_panel_rows("mixed")).frame)
     fav, neg, zero = (next(w for w in r.self_preference if w.judge == "gpt-judge" and w.system == "gpt-x")
                       for r in (favoured, against, same))
     assert fav.gap == pytest.approx(0.5) and fav.supported and fav.items == 40
@@ -141,7 +141,7 @@ def _a_rate_from_calls(rows: list[dict[str, Any]], a_in_slot_one: bool) -> float
 
 def test_decision_on_two_order_data_a_lead_whose_interval_contains_half_is_no_lead():
     rows = rows_of([(12, "first", "second"), (8, "second", "first")])  # 12 A wins, 8 B wins: 60%
-    (a,) = analyze(records_from_dicts(rows))
+    (a,) = analyze_records(records_from_dicts(rows))
     d = a.decision
     assert d is not None and d.mode == "two_orders" and d.lead_clear is False
     assert a.win_rate.half_credit.low < 0.5 < a.win_rate.half_credit.high
@@ -152,7 +152,7 @@ def test_decision_on_two_order_data_a_lead_whose_interval_contains_half_is_no_le
 
 def test_decision_on_two_order_data_with_a_clear_lead_order_cannot_reverse():
     rows = rows_of([(60, "first", "second"), (20, "second", "first"), (20, "first", "first")])
-    (a,) = analyze(records_from_dicts(rows))
+    (a,) = analyze_records(records_from_dicts(rows))
     d = a.decision
     assert d is not None and d.lead_clear and d.order_could_decide is False
     assert d.a_first_rate == pytest.approx(_a_rate_from_calls(rows, True)) == pytest.approx(0.8)
@@ -163,7 +163,7 @@ def test_decision_on_two_order_data_with_a_clear_lead_order_cannot_reverse():
 def test_decision_on_two_order_data_a_single_order_run_would_name_the_other_system():
     # 40 A wins, 10 B wins, 50 flips toward slot 1: two orders give A 65%, but with B always in slot 1 A gets 40%
     rows = rows_of([(40, "first", "second"), (10, "second", "first"), (50, "first", "first")])
-    (a,) = analyze(records_from_dicts(rows), min_consistency=0.4)
+    (a,) = analyze_records(records_from_dicts(rows), min_consistency=0.4)
     d = a.decision
     assert d is not None and d.lead_clear and d.order_could_decide is True
     assert d.b_first_rate == pytest.approx(_a_rate_from_calls(rows, False)) == pytest.approx(0.4)
@@ -208,7 +208,7 @@ def test_adaptive_export_header_counts_the_swapped_pairs():
     rows = [dict(r, registered_adaptive_swap=0.9) for r in rows_of([(12, "first", "second")])]
     rows += [{"item": f"u{i}", "first": "A", "second": "B", "verdict": "first", "registered_adaptive_swap": 0.9}
              for i in range(8)]
-    (a,) = analyze(records_from_dicts(rows, allow_unpaired=True))
+    (a,) = analyze_records(records_from_dicts(rows, allow_unpaired=True))
     assert a.design == "adaptive" and a.to_dict()["design"] == "adaptive"
     assert "adaptive swapping: 12 of 20 pairs judged in both orders" in markdown_analysis(a)
 
@@ -217,7 +217,7 @@ def test_identical_probe_under_forced_choice_is_decided_by_construction():
     rows = rows_of([(40, "first", "second")])
     rows += [{"item": f"q{i}", "first": "A", "second": "A", "verdict": "first" if i % 4 else "second"}
              for i in range(20)]
-    (a,) = analyze(records_from_dicts(rows))
+    (a,) = analyze_records(records_from_dicts(rows))
     ident = a.to_dict()["identical"]
     assert ident["decided_rate"] == 1.0 and ident["decided_by_construction"] is True
     assert ident["decided_low"] is None and ident["decided_high"] is None
@@ -228,12 +228,12 @@ def test_identical_probe_under_forced_choice_is_decided_by_construction():
 
 def test_library_win_rate_is_none_when_the_gate_fails():
     rows = rows_of([(20, "first", "first")])  # every pair flips: 0% consistency, half credit 50%
-    (a,) = analyze(records_from_dicts(rows))
+    (a,) = analyze_records(records_from_dicts(rows))
     assert not a.gate.passed and a.withheld
     assert a.win_rate is not None and a.win_rate.half_credit.value is None and a.win_rate.headline.low is None
     assert a.to_dict()["win_rate"] is None
     assert a.ungated_win_rate is not None and a.ungated_win_rate.half_credit.value == 0.5  # only by name
-    (ok,) = analyze(records_from_dicts(rows), min_consistency=0)
+    (ok,) = analyze_records(records_from_dicts(rows), min_consistency=0)
     assert ok.win_rate is not None and ok.win_rate.half_credit.value == 0.5
 
 
@@ -277,7 +277,7 @@ def test_report_length_section_withholds_what_the_headline_withholds(tmp_path):
                                                                  (5, 10, True), (100, 400, False)])
 def test_gate_is_flagged_unsure_when_the_interval_contains_the_threshold(consistent, pairs, uncertain):
     rows = rows_of([(consistent, "first", "second"), (pairs - consistent, "first", "first")])
-    (a,) = analyze(records_from_dicts(rows))
+    (a,) = analyze_records(records_from_dicts(rows))
     ci = stats.binomtest(consistent, pairs).proportion_ci(0.95, method="wilson")
     assert (ci.low <= 0.7 <= ci.high) == uncertain
     assert a.to_dict()["gate"]["uncertain"] is uncertain
@@ -352,11 +352,11 @@ def test_self_preference_score_is_withheld_when_the_judge_fails_the_gate():
     for r in rows:  # the gpt judge now always names slot 1: every pair flips, 0% consistency
         if r["judge"] == "gpt-judge":
             r["verdict"] = "first"
-    result = panel(records_from_dicts(rows).frame)
+    result = panel_of_records(records_from_dicts(rows).frame)
     w = next(w for w in result.self_preference if w.judge == "gpt-judge" and w.system == "gpt-x")
     assert w.withheld and w.judge_score is None and w.gap is None and not w.supported
     assert "withheld" in w.sentence() and w.to_dict()["withheld"] is True
-    kept = panel(records_from_dicts(rows).frame, min_consistency=0)
+    kept = panel_of_records(records_from_dicts(rows).frame, min_consistency=0)
     assert next(w for w in kept.self_preference if w.judge == "gpt-judge").judge_score == pytest.approx(0.5)
 
 

@@ -11,9 +11,9 @@ import sys
 from rich.console import Console
 
 from conftest import contract_400, pair, write_jsonl
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.probes.segments import segment_analyses
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.report import markdown, probe_tables, text
 from swapjudge.report.wording import plain
 
@@ -22,7 +22,7 @@ CLI = [sys.executable, "-m", "swapjudge"]
 
 def segments_tables() -> list[probe_tables.Table]:
     """A real segments table (about 110 columns wide) of the MT-Bench gpt-4 calls, by task."""
-    records = load_records("examples/mtbench_gpt4_vs_vicuna.jsonl")
+    records = read_records("examples/mtbench_gpt4_vs_vicuna.jsonl")
     return probe_tables.segments_tables(segment_analyses(records, "task"))
 
 
@@ -56,11 +56,11 @@ def test_piped_tables_keep_their_natural_width():
 def test_no_none_when_no_pair_is_complete():
     """Both orders judged, but no usable verdict: consistency has no rate and no band, said in words."""
     rows = [r for i in range(6) for r in pair(f"q{i}", None, None)]
-    [result] = analyze(records_from_dicts(rows))
+    [result] = analyze_records(records_from_dicts(rows))
     assert result.consistency is not None and result.consistency.band is None
     out = io.StringIO()
-    Console(file=out, width=200, color_system=None).print(text.render_analysis(result))
-    md = markdown.render_analysis(result)
+    Console(file=out, width=200, color_system=None).print(text.text_analysis(result))
+    md = markdown.markdown_analysis(result)
     for rendered in (out.getvalue(), md):
         assert "None" not in rendered
         assert "n/a (no complete pair)" in rendered
@@ -101,7 +101,7 @@ def test_analyze_piped_cuts_no_cell_and_draws_no_endless_rule(tmp_path):
 
 
 def test_analyze_at_a_narrow_terminal_wraps_words_and_keeps_every_figure(tmp_path):
-    analyses = analyze(load_records(_two_judges(tmp_path)), min_consistency=0)
+    analyses = analyze_records(read_records(_two_judges(tmp_path)), min_consistency=0)
     out = io.StringIO()
     text.print_analyses(Console(file=out, force_terminal=True, width=80, color_system=None), analyses)
     body = out.getvalue()

@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 from conftest import shared_data, write_jsonl
 from swapjudge.cli import app
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.errors import InputError
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.review.queue import load_pair_items, review_queue
-from swapjudge.review.sheet import load_key, make_sheet, tally, write_sheet
+from swapjudge.review.sheet import load_key, make_sheet, sheet_records, write_sheet
 
 CLI = [sys.executable, "-m", "swapjudge"]
 SYSTEMS = ("zeta-sys-one", "omega-sys-two")
@@ -99,8 +99,8 @@ def test_seed_reproduces_the_sheet(tmp_path: Path, sheet_files: tuple[Path, Path
 def test_always_left_reviewer_is_never_consistent(tmp_path: Path, sheet_files: tuple[Path, Path, Path]) -> None:
     _, sheet, key = sheet_files
     filled = fill(sheet, key, tmp_path / "filled.csv", lambda row, k: "left")
-    records = records_from_dicts(tally(filled, key, reviewer="lefty"))
-    [result] = analyze(records)
+    records = records_from_dicts(sheet_records(filled, key, reviewer="lefty"))
+    [result] = analyze_records(records)
     assert result.judge == "lefty"
     assert result.outcomes.complete == 100
     assert result.consistency is not None and result.consistency.rate == 0.0
@@ -117,7 +117,7 @@ def test_labelled_better_reviewer_is_consistent_and_right(tmp_path: Path,
     done = CliRunner().invoke(app, ["review", "tally", str(filled), "--key", str(key), "-o", str(out),
                                     "--reviewer", "expert"])
     assert done.exit_code == 0, done.stderr
-    [result] = analyze(load_records(out))
+    [result] = analyze_records(read_records(out))
     assert result.consistency is not None and result.consistency.rate == 1.0
     assert result.accuracy is not None
     acc = result.accuracy.to_dict()
@@ -167,7 +167,7 @@ def test_bad_sheets_are_named_precisely(tmp_path: Path, sheet_files: tuple[Path,
     _, sheet, key = sheet_files
     bad = bad_sheet(tmp_path, key, sheet, edit)
     with pytest.raises(InputError) as err:
-        tally(bad, key)
+        sheet_records(bad, key)
     # the spreadsheet's row number (header = row 1; an answer with line breaks is still one row)
     where = "" if not bad_row else f" row {bad_row + 1}"
     # every problem is listed (an unknown id also leaves its own task off the sheet): one of them is this one
@@ -230,7 +230,7 @@ def mtbench_with_raw() -> list[dict[str, Any]]:
 def test_review_queue_of_real_replies(tmp_path: Path) -> None:
     rows = mtbench_with_raw()
     source = write_jsonl(tmp_path / "calls.jsonl", rows)
-    [result] = analyze(load_records(source))
+    [result] = analyze_records(read_records(source))
     o = result.outcomes
     out = tmp_path / "queue.jsonl"
     done = CliRunner().invoke(app, ["review", "queue", str(source), "-o", str(out)])
@@ -267,7 +267,7 @@ def test_queue_carries_answer_texts_from_a_pairs_file(tmp_path: Path) -> None:
         for i in range(3)])
     from swapjudge.review.queue import attach_texts
 
-    queue = review_queue(attach_texts(load_records(source).frame, load_pair_items(pairs))).to_dicts()
+    queue = review_queue(attach_texts(read_records(source).frame, load_pair_items(pairs))).to_dicts()
     assert [(q["item"], q["outcome"]) for q in queue] == [("i0", "flip_first"), ("i2", "half_tie_second")]
     assert queue[1]["text_x"] == "m1 says 2" and queue[1]["text_y"] == "m2 says 2"
     assert queue[1]["prompt"] == "task 2" and queue[1]["raw_y_first"] == "reply m2 first 2"

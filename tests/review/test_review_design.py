@@ -18,7 +18,7 @@ from scipy.stats import binomtest
 
 from review_server import ENV
 from swapjudge.core.policy import Gate
-from swapjudge.probes.calibrate import NO_PI_NOTE, calibrate
+from swapjudge.probes.calibrate import NO_PI_NOTE, calibrate_records
 from swapjudge.reading.pairs_file import PairItem
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.review.assign import pair_of, plan_review
@@ -84,8 +84,8 @@ def test_active_design_records_pi_exports_it_and_calibrate_covers(tmp_path: Path
         vote_all(store, {it.prompt: float(p[i]) for i, it in enumerate(items)}, rng, plan)
         human = review_records(store)
         assert {r["design"] for r in human} == {"active"} and {r["seed"] for r in human} == {rep}
-        result = calibrate(judged.frame, records_from_dicts(human, allow_unpaired=True).frame, A, B,
-                           gate=Gate(0.7, True, None))
+        result = calibrate_records(judged.frame, records_from_dicts(human, allow_unpaired=True).frame, A, B,
+                                   gate=Gate(0.7, True, None))
         assert result.design == "active" and result.pi_recorded
         truth = float(p.mean())  # the reviewers' true win rate of A over these items
         c = result.ppi.corrected

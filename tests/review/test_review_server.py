@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from review_server import ENV, ReviewServer, simple_pairs, vote, write_pairs
-from swapjudge.core.analysis import analyze
-from swapjudge.reading.records import load_records
+from swapjudge.core.analysis import analyze_records
+from swapjudge.reading.records import read_records
 
 SECRET_A, SECRET_B = "sysALPHA", "sysBETA"
 
@@ -267,9 +267,9 @@ def test_status_reports_each_reviewers_consistency_as_analyze_does(tmp_path: Pat
                         "-o", str(export)], check=True, env=ENV, capture_output=True)
     assert SECRET_A not in json.dumps(status) and SECRET_B not in json.dumps(status)
     assert SECRET_A not in page.text
-    loaded = load_records(export, allow_unpaired=True)
+    loaded = read_records(export, allow_unpaired=True)
     for row in status["reviewers"]:
-        expected = analyze(loaded, judge=f"human:{row['reviewer']}")[0]
+        expected = analyze_records(loaded, judge=f"human:{row['reviewer']}")[0]
         assert row["votes"] == row["total"] == 60  # 40 pairs each (overlap 2) + 20 re-shows
         assert row["reshown_pairs"] == expected.outcomes.complete == 20
         assert row["consistency"]["rate"] == pytest.approx(expected.consistency.rate)

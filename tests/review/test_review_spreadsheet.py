@@ -14,10 +14,10 @@ import pytest
 from test_review import SYSTEMS, llmbar_pairs
 
 from conftest import write_jsonl
-from swapjudge.core.analysis import analyze
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.core.analysis import analyze_records
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.review.queue import load_pair_items
-from swapjudge.review.sheet import SheetProblems, load_key, make_sheet, tally, tally_sheets, write_sheet
+from swapjudge.review.sheet import SheetProblems, load_key, make_sheet, sheet_records, tally_sheets, write_sheet
 
 CLI = [sys.executable, "-m", "swapjudge"]
 
@@ -72,7 +72,7 @@ def test_semicolon_cp1252_sheet_round_trip(tmp_path: Path, sheet_files: tuple[Pa
     clean = save_as(tmp_path / "clean.csv", rows)
     excel = save_as(tmp_path / "excel.csv", rows, delimiter=";", encoding="cp1252", header_case=str.title)
     assert b";" in excel.read_bytes().split(b"\r\n")[0] and b"\xe9" in excel.read_bytes()
-    expected = tally(clean, key)
+    expected = sheet_records(clean, key)
     result = tally_sheets([excel], key)
     got = list(result.records)
     # answers with characters outside cp1252 were replaced by the spreadsheet, but the verdicts are the same
@@ -80,7 +80,7 @@ def test_semicolon_cp1252_sheet_round_trip(tmp_path: Path, sheet_files: tuple[Pa
                                                                   for r in expected]
     assert got[0]["comment"] == "réponse claire, très bien"
     assert len(result.warnings) == 1 and "cp1252" in result.warnings[0]
-    [analysis] = analyze(records_from_dicts(got), a=SYSTEMS[0], b=SYSTEMS[1])
+    [analysis] = analyze_records(records_from_dicts(got), a=SYSTEMS[0], b=SYSTEMS[1])
     assert analysis.consistency.rate == 1.0 and analysis.accuracy.to_dict()["both"] == 1.0
     # through the CLI: one warning line on stderr, records written
     out = tmp_path / "excel.jsonl"
@@ -88,13 +88,13 @@ def test_semicolon_cp1252_sheet_round_trip(tmp_path: Path, sheet_files: tuple[Pa
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert sum(line.startswith("warning:") for line in done.stderr.splitlines()) == 1
-    assert len(load_records(out)) == 40
+    assert len(read_records(out)) == 40
 
 
 def test_tab_separated_utf8_bom_and_blank_rows(tmp_path: Path, sheet_files: tuple[Path, Path, Path]) -> None:
     _, sheet, key = sheet_files
     rows = filled(sheet, key, better(key))
-    expected = tally(sheet_with := save_as(tmp_path / "plain.csv", rows), key)
+    expected = sheet_records(sheet_with := save_as(tmp_path / "plain.csv", rows), key)
     assert sheet_with.exists()
     tsv = save_as(tmp_path / "bom.csv", rows, delimiter="\t", encoding="utf-8-sig", header_case=str.upper,
                   trailing_blank=5)
@@ -115,7 +115,7 @@ def test_every_problem_at_once_with_spreadsheet_rows(tmp_path: Path, sheet_files
     rows[30]["task_id"] = "T9999"
     bad = save_as(tmp_path / "bad.csv", rows)
     with pytest.raises(SheetProblems) as err:
-        tally(bad, key)
+        sheet_records(bad, key)
     found = [(p.row, p.field) for p in err.value.problems]
     # data row i is spreadsheet row i + 2 (the header is row 1), whatever line breaks the answers hold
     assert found == [(4, "choice"), (9, "choice"), (32, "task_id"), (None, "task_id")]
@@ -136,7 +136,7 @@ def test_half_filled_sheet(tmp_path: Path, sheet_files: tuple[Path, Path, Path])
     rows = filled(sheet, key, better(key), keep=lambda i: i < 25)
     half = save_as(tmp_path / "half.csv", rows[:33])  # 25 answered, 8 blank, 7 tasks not on the sheet at all
     with pytest.raises(SheetProblems) as err:
-        tally(half, key)
+        sheet_records(half, key)
     assert len(err.value.problems) == 9  # 8 blank choices and the missing tasks
     result = tally_sheets([half], key, allow_partial=True)
     assert len(result.records) == 25
@@ -149,8 +149,8 @@ def test_half_filled_sheet(tmp_path: Path, sheet_files: tuple[Path, Path, Path])
     line = next(x for x in done.stderr.splitlines() if x.startswith("unanswered by reviewer: 15 task(s): "))
     assert line.removeprefix("unanswered by reviewer: 15 task(s): ").split(", ") == unanswered
     # the pairs with one order answered are incomplete, not an error, when analysed as such
-    records = load_records(out, allow_unpaired=True)
-    [analysis] = analyze(records)
+    records = read_records(out, allow_unpaired=True)
+    [analysis] = analyze_records(records)
     assert analysis.outcomes.complete + analysis.outcomes.incomplete == analysis.outcomes.total
     assert analysis.outcomes.complete * 2 + analysis.outcomes.incomplete == 25
 
@@ -164,7 +164,7 @@ def test_one_sheet_per_reviewer_into_one_records_file(tmp_path: Path, sheet_file
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "(alice, bob)" in done.stderr
-    by_judge = {a.judge: a for a in analyze(load_records(out), a=SYSTEMS[0], b=SYSTEMS[1])}
+    by_judge = {a.judge: a for a in analyze_records(read_records(out), a=SYSTEMS[0], b=SYSTEMS[1])}
     assert set(by_judge) == {"alice", "bob"}
     assert by_judge["alice"].consistency.rate == 1.0 and by_judge["bob"].consistency.rate == 0.0
     assert by_judge["bob"].flip_direction.first == 20  # always left: every pair splits toward slot 1

@@ -17,11 +17,11 @@ import pytest
 from scipy.stats import binomtest
 
 from review_server import ENV
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.policy import Gate
-from swapjudge.probes.calibrate import calibrate
+from swapjudge.probes.calibrate import calibrate_records
 from swapjudge.reading.pairs_file import PairItem
-from swapjudge.reading.records import load_records, records_from_dicts
+from swapjudge.reading.records import read_records, records_from_dicts
 from swapjudge.review.assign import plan_review
 from swapjudge.review.export import export_review, review_records
 from swapjudge.review.queue import unsettled_pairs
@@ -95,9 +95,10 @@ def test_reshows_measure_each_reviewers_consistency_and_lean_like_a_judges(tmp_p
         if r["reshow"]:
             o = by_task[r["reshow_of"]]
             assert (o["item"], o["first"], o["second"]) == (r["item"], r["second"], r["first"])
-    loaded = load_records(out, allow_unpaired=True)
+    loaded = read_records(out, allow_unpaired=True)
     # 99.9% intervals: a seeded draw outside a 95% one is a 1-in-20 event, not a defect
-    fair, leaning = (analyze(loaded, judge=f"human:{name}", confidence=0.999)[0] for name in ("fair", "leaning"))
+    fair, leaning = (analyze_records(loaded, judge=f"human:{name}", confidence=0.999)[0]
+                     for name in ("fair", "leaning"))
     # truth: a call names A with probability 0.9 in either order, so consistency is 0.9^2 + 0.1^2 = 0.82
     assert fair.outcomes.complete == 600 and fair.consistency is not None
     assert fair.consistency.low < 0.82 < fair.consistency.high
@@ -172,7 +173,7 @@ def test_calibrate_on_the_export_of_simulated_reviewers_reaches_nominal_coverage
             opened.close()
             human = records_from_dicts(review_records(store), allow_unpaired=True).frame
             judged = records_from_dicts(_judge_records(items, p, rng, 0.15)).frame
-            result = calibrate(judged, human, A, B, gate=Gate(0.7, True, None))
+            result = calibrate_records(judged, human, A, B, gate=Gate(0.7, True, None))
             covered += result.ppi.corrected.low <= truth <= result.ppi.corrected.high
             judge_covered += result.ppi.judge_only.low <= truth <= result.ppi.judge_only.high
     print(f"coverage of the corrected interval: {covered / replications:.3f}; of the judge's own: "
@@ -188,7 +189,7 @@ def test_the_export_keeps_the_sample_apart_from_the_queue_and_calibrate_uses_the
     judge_rows = _judge_records(items, p, rng, 0.0)
     judge_file = tmp_path / "judge.jsonl"
     judge_file.write_text("".join(json.dumps(r) + "\n" for r in judge_rows))
-    queue = unsettled_pairs(load_records(judge_file), judge="j")
+    queue = unsettled_pairs(read_records(judge_file), judge="j")
     assert len(queue) > 10
     store = tmp_path / "review.db"
     review(store, items, {"ann": truthful(0.8)}, rng, seed=4, sample=30, queue=queue, reshow=0.0)

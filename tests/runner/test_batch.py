@@ -20,7 +20,7 @@ from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.config import Price, load_config
 from swapjudge.runner.batch.common import custom_id
 from swapjudge.runner.pricing import batch_price, call_cost
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 
 N = 12
 PRICES = {"judge-model": {"input": 2.0, "output": 8.0, "cached_input": 0.5, "cache_write": 2.5}}
@@ -40,7 +40,7 @@ def _sync_calls(tmp: Path, backend: str) -> tuple[list[dict[str, Any]], list[dic
     with JudgeServer(policy="better") as server:
         url = server.anthropic_url if backend == "anthropic" else server.openai_url
         cfg = write_config(sync_dir, backend=backend, base_url=url, prices=PRICES)
-        run(load_config(cfg), progress=False)
+        run_session(load_config(cfg), progress=False)
     return stored_calls(sync_dir / "swapjudge.db"), server.bodies
 
 
@@ -52,7 +52,7 @@ def _by_key(calls: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]
 def test_batch_run_stores_what_a_synchronous_run_stores_at_half_the_price(tmp_path: Path, backend: str) -> None:
     with BatchServer() as server:
         url = server.anthropic_url if backend == "anthropic" else server.openai_url
-        outcome = run(load_config(_config(tmp_path, url, backend)), progress=False)
+        outcome = run_session(load_config(_config(tmp_path, url, backend)), progress=False)
         assert server.created == 1 and server.paid_twice() == 0
         assert sum(server.received.values()) == 2 * (N - 1)  # the identical pair costs no call
         (only,) = server.batches.values()
@@ -108,7 +108,7 @@ def test_a_batch_over_the_documented_limit_is_split(tmp_path: Path, backend: str
     monkeypatch.setattr(cls, "max_requests", 5)  # the fake server enforces the same limit and refuses more
     with BatchServer(max_requests=5) as server:
         url = server.anthropic_url if backend == "anthropic" else server.openai_url
-        outcome = run(load_config(_config(tmp_path, url, backend)), progress=False)
+        outcome = run_session(load_config(_config(tmp_path, url, backend)), progress=False)
         assert server.created == 5  # 22 requests, at most 5 each
         assert all(len(b["requests"]) <= 5 for b in server.batches.values())
         assert server.paid_twice() == 0
@@ -120,7 +120,7 @@ def test_a_byte_limit_splits_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(OpenAIBatches, "max_bytes", 6000)
     with BatchServer(max_bytes=6000) as server:
-        outcome = run(load_config(_config(tmp_path, server.openai_url)), progress=False)
+        outcome = run_session(load_config(_config(tmp_path, server.openai_url)), progress=False)
         sizes = [len(server.files[b["input_file_id"]]) for b in server.batches.values()]
         assert server.created > 1 and max(sizes) <= 6000 and server.paid_twice() == 0
     assert outcome.complete
@@ -140,7 +140,7 @@ def test_failed_requests_are_resubmitted_once_in_a_follow_up_batch(tmp_path: Pat
 
     with BatchServer(outcome=outcome) as server:
         url = server.anthropic_url if backend == "anthropic" else server.openai_url
-        result = run(load_config(_config(tmp_path, url, backend)), progress=False)
+        result = run_session(load_config(_config(tmp_path, url, backend)), progress=False)
         assert failed_once and server.created == 2
         assert {d for d, n in server.received.items() if n == 2} == failed_once
         assert max(server.received.values()) == 2
@@ -152,7 +152,7 @@ def test_failed_requests_are_resubmitted_once_in_a_follow_up_batch(tmp_path: Pat
 @pytest.mark.parametrize("end_as", ["expired", "canceled"])
 def test_partial_results_of_an_expired_or_canceled_batch_are_kept(tmp_path: Path, end_as: str) -> None:
     with BatchServer(end_as=end_as) as server:
-        result = run(load_config(_config(tmp_path, server.openai_url)), progress=False)
+        result = run_session(load_config(_config(tmp_path, server.openai_url)), progress=False)
         first = server.batches[server.order[0]]
         kept = {cid for cid, kind, _ in first["results"] if kind == "succeeded"}
         assert 0 < len(kept) < len(first["requests"])
@@ -164,7 +164,7 @@ def test_partial_results_of_an_expired_or_canceled_batch_are_kept(tmp_path: Path
 
 def test_fallback_sync_makes_failed_requests_synchronously(tmp_path: Path) -> None:
     with BatchServer(outcome=lambda cid: "expired" if int(cid[-6:], 16) % 2 else None) as server:
-        result = run(load_config(_config(tmp_path, server.openai_url, batch_fallback="sync")), progress=False)
+        result = run_session(load_config(_config(tmp_path, server.openai_url, batch_fallback="sync")), progress=False)
         expired = sum(1 for b in server.batches.values() for _, k, _ in b["results"] if k == "expired")
         assert server.created == 1 and expired > 0 and server.sync_calls == expired
     calls = stored_calls(tmp_path / "swapjudge.db")
@@ -204,7 +204,7 @@ def test_adaptive_swapping_in_two_waves_matches_the_synchronous_adaptive_run(tmp
         with BatchServer() as server:
             cfg = write_config(d, base_url=server.openai_url, adaptive_swap=threshold,
                                judge={"batch": True, "batch_poll_s": 0.01, "logprobs": True})
-            out = run(load_config(cfg), progress=False)
+            out = run_session(load_config(cfg), progress=False)
             assert server.created == waves and server.paid_twice() == 0
         s = tmp_path / f"sync{threshold}"
         s.mkdir()
@@ -212,7 +212,7 @@ def test_adaptive_swapping_in_two_waves_matches_the_synchronous_adaptive_run(tmp
         with JudgeServer() as sync_server:
             scfg = write_config(s, base_url=sync_server.openai_url, adaptive_swap=threshold,
                                 judge={"logprobs": True})
-            sync_out = run(load_config(scfg), progress=False)
+            sync_out = run_session(load_config(scfg), progress=False)
         assert out.stats.adaptive_skipped == sync_out.stats.adaptive_skipped == (0 if waves == 2 else N)
         got = {(c["item"], c["first"], c["verdict"], c["probabilities"]) for c in stored_calls(d / "swapjudge.db")}
         want = {(c["item"], c["first"], c["verdict"], c["probabilities"]) for c in stored_calls(s / "swapjudge.db")}
@@ -335,7 +335,7 @@ def test_anthropic_resume_adopts_its_own_batch_not_another_runs_batch_of_the_sam
     other.mkdir()
     mine.mkdir()
     with BatchServer() as server:
-        run(load_config(_config(other, server.anthropic_url, "anthropic")), progress=False)  # a foreign batch
+        run_session(load_config(_config(other, server.anthropic_url, "anthropic")), progress=False)  # a foreign batch
         cfg = load_config(_config(mine, server.anthropic_url, "anthropic"))
 
         def crash_after_create(step: str) -> None:
@@ -344,12 +344,12 @@ def test_anthropic_resume_adopts_its_own_batch_not_another_runs_batch_of_the_sam
 
         monkeypatch.setattr(engine, "fault_point", crash_after_create)
         with pytest.raises(_Crash):
-            run(cfg, progress=False)
+            run_session(cfg, progress=False)
         monkeypatch.undo()
         with Store(mine / "swapjudge.db") as st:
             (sub,) = st.submissions()
             assert sub.status == "planned" and sub.batch_id is None  # created at the provider, unknown here
-        outcome = run(cfg, progress=False)
+        outcome = run_session(cfg, progress=False)
         assert server.created == 2  # the foreign batch and ours, nothing resubmitted
         with Store(mine / "swapjudge.db") as st:
             (sub,) = st.submissions()

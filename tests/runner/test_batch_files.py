@@ -18,7 +18,7 @@ from batch_server import RunBatch
 from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.config import load_config
 from swapjudge.judges.openai_batch import parse_output_line
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 
 N = 12
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -73,19 +73,19 @@ def test_parse_output_line_reads_run_batch_failures_with_their_reasons() -> None
 
 def test_an_output_file_still_being_written_is_stored_as_far_as_it_goes_and_read_again(tmp_path: Path) -> None:
     cfg = load_config(_config(tmp_path))
-    first = run(cfg, progress=False)
+    first = run_session(cfg, progress=False)
     assert first.batch_requests_in_flight == 2 * N
     (req,) = _requests(tmp_path)
     engine = RunBatch()
     engine.run(req, stop_after=10, cut=True)  # run_batch writes its output file while it runs
-    partway = run(cfg, progress=False)
+    partway = run_session(cfg, progress=False)
     assert len(stored_calls(tmp_path / "swapjudge.db")) == 10
     assert partway.batches_in_flight == 1 and partway.batch_requests_in_flight == 2 * N - 10
     (warning,) = [w for w in partway.warnings if "answered so far" in w]
     assert "10 of 24 requests answered so far and the last line is cut" in warning
     assert len(_requests(tmp_path)) == 1  # nothing asked twice while the engine may still be writing
     engine.run(req)  # the run finishes: the whole file
-    done = run(cfg, progress=False)
+    done = run_session(cfg, progress=False)
     assert done.complete and done.stats.made == 2 * N - 10
     calls = stored_calls(tmp_path / "swapjudge.db")
     assert len(calls) == 2 * N and all(c["error"] is None for c in calls)
@@ -94,18 +94,18 @@ def test_an_output_file_still_being_written_is_stored_as_far_as_it_goes_and_read
 
 def test_an_output_written_under_the_partial_rule_is_not_read_until_renamed(tmp_path: Path) -> None:
     cfg = load_config(_config(tmp_path))
-    run(cfg, progress=False)
+    run_session(cfg, progress=False)
     (req,) = _requests(tmp_path)
     out = req.with_name(req.name.replace(".requests.", ".output."))
     partial = out.with_name(out.name + ".partial")
     engine = RunBatch()
     engine.run(req, partial)
     out.write_text("")  # an engine that also made the final name early: the .partial says it is not done
-    waiting = run(cfg, progress=False)
+    waiting = run_session(cfg, progress=False)
     assert waiting.batches_in_flight == 1 and stored_calls(tmp_path / "swapjudge.db") == []
     out.unlink()
     partial.rename(out)
-    assert run(cfg, progress=False).complete and len(stored_calls(tmp_path / "swapjudge.db")) == 2 * N
+    assert run_session(cfg, progress=False).complete and len(stored_calls(tmp_path / "swapjudge.db")) == 2 * N
 
 
 def test_a_request_the_engine_always_fails_is_stored_failed_with_the_reason_after_three_tries(tmp_path: Path) -> None:
@@ -138,11 +138,11 @@ def test_a_request_the_engine_always_fails_is_stored_failed_with_the_reason_afte
 
 def test_an_engine_serving_another_model_name_is_told_how_to_serve_the_configured_one(tmp_path: Path) -> None:
     cfg = load_config(_config(tmp_path))
-    run(cfg, progress=False)
+    run_session(cfg, progress=False)
     engine = RunBatch(served_model_name="Qwen/Qwen2.5-7B-Instruct")
     for _ in range(3):
         _engine_on_new_files(tmp_path, engine)
-        result = run(cfg, progress=False)
+        result = run_session(cfg, progress=False)
     (warning,) = [w for w in result.warnings if "failed in the engine" in w]
     assert warning.startswith("24 requests failed in the engine (HTTP 404: The model `judge-model` does not exist. "
                               "(serve it under the name judge.model gives: run_batch --served-model-name "
@@ -152,14 +152,14 @@ def test_an_engine_serving_another_model_name_is_told_how_to_serve_the_configure
 
 def test_a_reply_naming_another_served_model_is_not_stored_as_this_judges(tmp_path: Path) -> None:
     cfg = load_config(_config(tmp_path))
-    run(cfg, progress=False)
+    run_session(cfg, progress=False)
     (req,) = _requests(tmp_path)
     out = RunBatch().run(req)
     lines = out.read_text().splitlines()
     first = json.loads(lines[0])
     first["response"]["body"]["model"] = "judge-model-v2"  # an engine serving two names answers as its first
     out.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
-    run(cfg, progress=False)
+    run_session(cfg, progress=False)
     assert len(stored_calls(tmp_path / "swapjudge.db")) == 2 * N - 1
     (again,) = _requests(tmp_path)[1:]
     assert [json.loads(x)["custom_id"].rpartition("-")[2] for x in again.read_text().splitlines()] == [
@@ -226,12 +226,12 @@ def test_a_batch_dir_that_is_a_file_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cut", [True, False])
 def test_a_file_cut_short_by_a_dead_engine_is_completed_by_running_the_engine_again(tmp_path: Path, cut: bool) -> None:
     cfg = load_config(_config(tmp_path))
-    run(cfg, progress=False)
+    run_session(cfg, progress=False)
     (req,) = _requests(tmp_path)
     engine = RunBatch()
     engine.run(req, stop_after=5, cut=cut)
-    run(cfg, progress=False)
-    run(cfg, progress=False)  # nothing changed: still waiting, nothing new written, nothing stored twice
+    run_session(cfg, progress=False)
+    run_session(cfg, progress=False)  # nothing changed: still waiting, nothing new written, nothing stored twice
     assert len(stored_calls(tmp_path / "swapjudge.db")) == 5 and len(_requests(tmp_path)) == 1
     engine.run(req)
-    assert run(cfg, progress=False).complete and len(stored_calls(tmp_path / "swapjudge.db")) == 2 * N
+    assert run_session(cfg, progress=False).complete and len(stored_calls(tmp_path / "swapjudge.db")) == 2 * N

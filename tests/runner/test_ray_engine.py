@@ -28,7 +28,7 @@ from swapjudge.judges.base import JudgeRequest
 from swapjudge.judges.openai import OpenAIJudge
 from swapjudge.runner import ray_workers
 from swapjudge.runner.ray_engine import processor_config
-from swapjudge.runner.session import prepare, run
+from swapjudge.runner.session import prepare, run_session
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 RAY = {"num_cpus": 2, "concurrency": 2, "batch_size": 8}
@@ -55,7 +55,7 @@ def test_a_ray_run_stores_what_the_synchronous_engine_stores(tmp_path: Path, ray
     write_pairs(tmp_path, n, identical=1)
     with JudgeServer(policy="better") as server:
         cfg = write_config(tmp_path, base_url=server.openai_url, engine="ray", ray=RAY, judge={"logprobs": True})
-        outcome = run(load_config(cfg), progress=False)
+        outcome = run_session(load_config(cfg), progress=False)
         ray_bodies = sorted(json.dumps(b, sort_keys=True) for b in server.bodies)
         assert server.total == 2 * (n - 1)  # one request per call; the identical pair costs none
     assert outcome.complete and outcome.stats.made == 2 * (n - 1)
@@ -64,7 +64,7 @@ def test_a_ray_run_stores_what_the_synchronous_engine_stores(tmp_path: Path, ray
     write_pairs(sync_dir, n, identical=1)
     with JudgeServer(policy="better") as server:
         scfg = write_config(sync_dir, base_url=server.openai_url, judge={"logprobs": True})
-        run(load_config(scfg), progress=False)
+        run_session(load_config(scfg), progress=False)
         sync_bodies = sorted(json.dumps(b, sort_keys=True) for b in server.bodies)
     assert ray_bodies == sync_bodies  # the very request bodies the synchronous judge sends
     got, want = _by_call(stored_calls(tmp_path / "swapjudge.db")), _by_call(stored_calls(sync_dir / "swapjudge.db"))
@@ -84,7 +84,7 @@ def test_a_refused_key_stops_a_ray_run_in_one_line(tmp_path: Path, ray_cluster: 
     with JudgeServer(faults=lambda prompt, attempt: "401") as server:
         cfg = write_config(tmp_path, base_url=server.openai_url, engine="ray", ray=RAY)
         with pytest.raises(SwapjudgeError) as err:
-            run(load_config(cfg), progress=False)
+            run_session(load_config(cfg), progress=False)
     text = str(err.value)
     assert "\n" not in text and text.startswith("openai:judge-model: HTTP 401: ") and "wrong key" in text
     with sqlite3.connect(tmp_path / "swapjudge.db") as con:
@@ -100,7 +100,7 @@ def test_a_failed_request_is_stored_failed_and_retries_outlasted_stop_the_job_in
 
     with JudgeServer(faults=fault) as server:
         cfg = write_config(tmp_path, base_url=server.openai_url, engine="ray", ray=RAY)
-        first = run(load_config(cfg), progress=False)
+        first = run_session(load_config(cfg), progress=False)
     assert not first.complete and first.stats.failed == 2
     failed = [c for c in stored_calls(tmp_path / "swapjudge.db") if c["error"] is not None]
     assert [c["item"] for c in failed] == ["q002", "q002"]
@@ -109,7 +109,7 @@ def test_a_failed_request_is_stored_failed_and_retries_outlasted_stop_the_job_in
         cfg = write_config(tmp_path, base_url=server.openai_url, engine="ray", ray=RAY,
                            judge={"max_retries": 1, "backoff_s": 0.01})
         with pytest.raises(SwapjudgeError) as err:
-            run(load_config(cfg), progress=False)
+            run_session(load_config(cfg), progress=False)
         requests_seen = server.total
     text = str(err.value)
     assert "\n" not in text and text.startswith("the Ray job stopped: ") and "Reached maximum retries of 1" in text

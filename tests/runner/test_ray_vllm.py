@@ -21,7 +21,7 @@ import pytest
 
 from runner_helpers import pair_verdicts, stored_calls, write_config, write_pairs
 from swapjudge.config import load_config
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 N = 6
@@ -82,7 +82,7 @@ def test_ray_vllm_processor_for_real(tmp_path: Path, vllm_python: Path, vllm_hf_
     assert result["gate"]["passed"] is False and result["win_rate"] is None
     # the run is done: the same command again (here, in swapjudge's own environment) is a new run that the judge's
     # cache serves whole, since the replies made on Ray are the judge's; nothing to call, so no Ray nor vLLM needed
-    again = run(load_config(cfg), progress=False)
+    again = run_session(load_config(cfg), progress=False)
     assert (again.run_id, again.complete, again.stats.cached, again.stats.made) == (2, True, 2 * N, 0)
     print(f"Ray vLLM processor: {len(calls)} calls; {first} name slot 1; {consistent}/{N} pairs consistent",
           file=sys.stderr)

@@ -13,9 +13,9 @@ import pytest
 from judge_server import JudgeServer
 from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.config import load_config
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.runner.provenance import run_provenance
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 from swapjudge.store import Store
 from swapjudge.store.analysis import run_record_set
 
@@ -33,7 +33,7 @@ def graded_pairs(directory: Path, n: int) -> Path:
 
 
 def _run(cfg: Path):  # type: ignore[no-untyped-def]
-    return run(load_config(cfg), progress=False)
+    return run_session(load_config(cfg), progress=False)
 
 
 @pytest.mark.parametrize(("backend", "structured"), [("openai", True), ("openai", False), ("anthropic", True),
@@ -61,7 +61,7 @@ def test_graded_verdicts_are_asked_for_parsed_and_stored(tmp_path: Path, backend
         assert c["strength"] == (2 if int(c["item"][1:]) % WRONG_EVERY == 0 else 1)
     with Store(tmp_path / "swapjudge.db") as store:
         records = run_record_set(store, outcome.run_id)
-    graded = analyze(records)[0].to_dict()["graded"]
+    graded = analyze_records(records)[0].to_dict()["graded"]
     assert graded["pairs"] == n and graded["strength_consistency"]["rate"] == 1.0
     assert graded["strong_flips"] == graded["weak_flips"] == 0
 
@@ -71,7 +71,7 @@ def test_a_first_slot_judge_makes_strong_flips_and_fails_the_gate(tmp_path: Path
     with JudgeServer(policy="first") as server:
         outcome = _run(write_config(tmp_path, base_url=server.openai_url, judge={"verdict_scale": "graded"}))
     with Store(tmp_path / "swapjudge.db") as store:
-        result = analyze(run_record_set(store, outcome.run_id))[0]
+        result = analyze_records(run_record_set(store, outcome.run_id))[0]
     out = result.to_dict()
     assert out["graded"]["strong_flips"] == 10 and out["graded"]["flip_direction"]["strong"]["first"] == 10
     assert not result.gate.passed and out["win_rate"] is None  # direction decides the gate

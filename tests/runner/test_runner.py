@@ -13,12 +13,12 @@ from runner_helpers import pair_verdicts, stored_calls, write_config, write_pair
 from swapjudge.config import load_config
 from swapjudge.errors import SwapjudgeError
 from swapjudge.runner.dry_run import estimate
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 from swapjudge.store import Store
 
 
 def _run(cfg: Path, **kw: object):  # type: ignore[no-untyped-def]
-    return run(load_config(cfg), progress=False, **kw)
+    return run_session(load_config(cfg), progress=False, **kw)
 
 
 @pytest.mark.parametrize("backend", ["openai", "anthropic"])

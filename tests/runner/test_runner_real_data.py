@@ -10,7 +10,7 @@ import pytest
 from judge_server import JudgeServer, frame_answers
 from runner_helpers import write_config
 from swapjudge.config import load_config
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 from swapjudge.store import Store
 from swapjudge.store.analysis import analyze_run
 
@@ -42,7 +42,7 @@ def test_length_judge_on_real_pairs_is_consistent_and_its_accuracy_maps_back(tmp
         cfg = write_config(
             tmp_path, backend=backend, base_url=url, pairs={"path": "pairs.jsonl", "a": "out1", "b": "out2"}
         )
-        outcome = run(load_config(cfg), progress=False)
+        outcome = run_session(load_config(cfg), progress=False)
         # Real answers (markdown, code, quotes) never break the frame: the server recovers each exactly.
         for body in server.bodies:
             user = body["messages"][1]["content"] if backend == "openai" else body["messages"][0]["content"][0]["text"]

@@ -16,7 +16,7 @@ import pytest
 
 from runner_helpers import stored_calls, write_config, write_pairs
 from swapjudge.config import load_config
-from swapjudge.runner.session import run
+from swapjudge.runner.session import run_session
 
 N = 6
 
@@ -42,7 +42,7 @@ def test_vllm_run_batch_for_real_round_trip(tmp_path: Path, vllm_python: Path, v
     cfg = write_config(tmp_path, base_url="http://127.0.0.1:9/v1", rubric="Prefer the correct answer.",
                        judge={"batch": "files", "batch_dir": "batches", "structured_output": True, "logprobs": True})
     loaded = load_config(cfg)
-    first = run(loaded, progress=False)
+    first = run_session(loaded, progress=False)
     assert first.batch_requests_in_flight == 2 * N
     (req,) = sorted((tmp_path / "batches").glob("swapjudge-*.requests.jsonl"))
     out = req.with_name(req.name.replace(".requests.", ".output."))
@@ -52,7 +52,7 @@ def test_vllm_run_batch_for_real_round_trip(tmp_path: Path, vllm_python: Path, v
     assert [x["custom_id"] for x in lines] == [json.loads(x)["custom_id"] for x in req.read_text().splitlines()]
     assert all(x["response"]["status_code"] == 200 and x["response"]["body"]["model"] == "judge-model"
                for x in lines)
-    done = run(loaded, progress=False)
+    done = run_session(loaded, progress=False)
     assert done.complete and done.stats.made == 2 * N and not done.warnings
     calls = stored_calls(tmp_path / "swapjudge.db")
     assert len(calls) == 2 * N and all(c["error"] is None for c in calls)

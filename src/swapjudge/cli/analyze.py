@@ -49,9 +49,9 @@ def calc(
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
-        print(markdown.render_calculation(result), end="")
+        print(markdown.markdown_calculation(result), end="")
     else:
-        stdout.print(text.render_calculation(result))
+        stdout.print(text.text_calculation(result))
 
 
 @app.command("analyze")

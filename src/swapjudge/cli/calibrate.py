@@ -47,7 +47,7 @@ def calibrate_command(
     scores on every item, corrected by people's scores on the items they labelled. Valid whatever the judge's
     bias; the judge only narrows the interval, by as much as it agrees with the people (a judge unrelated to them
     gets lambda = 0 and the people-only interval)."""
-    from swapjudge.probes.calibrate import sentences
+    from swapjudge.probes.calibrate import calibration_sentences
     from swapjudge.workflows.calibrate import calibrate
 
     result = calibrate(judge_records, human, a, b, judge=judge, tie_policy=tie_policy,
@@ -55,7 +55,7 @@ def calibrate_command(
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
-        print("### swapjudge calibrate\n\n" + "\n".join(f"- {line}" for line in sentences(result)))
+        print("### swapjudge calibrate\n\n" + "\n".join(f"- {line}" for line in calibration_sentences(result)))
     else:
-        for line in sentences(result):
+        for line in calibration_sentences(result):
             stdout.print(line, highlight=False, soft_wrap=True)

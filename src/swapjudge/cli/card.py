@@ -54,13 +54,13 @@ def _write(out: Path, kind: str, payload: dict[str, Any], output: OutputFormat) 
     import json
 
     from swapjudge.reading.textfiles import write_atomic
-    from swapjudge.report import card as render
+    from swapjudge.report import card
 
     suffix = out.suffix.lower()
     if suffix in (".html", ".htm"):
-        text = render.render_html(payload) if kind == "card" else render.render_comparison_html(payload)
+        text = card.render_html(payload) if kind == "card" else card.render_comparison_html(payload)
     elif suffix == ".md" or (suffix != ".json" and output is OutputFormat.markdown):
-        text = render.render_markdown(payload) if kind == "card" else render.render_comparison_markdown(payload)
+        text = card.render_markdown(payload) if kind == "card" else card.render_comparison_markdown(payload)
     else:
         text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
     write_atomic(out, text)
@@ -69,18 +69,18 @@ def _write(out: Path, kind: str, payload: dict[str, Any], output: OutputFormat) 
 
 def _show(kind: str, payload: dict[str, Any], output: OutputFormat) -> None:
     from swapjudge.cli.app import wide_console
-    from swapjudge.report import card as render
+    from swapjudge.report import card
 
     if output is OutputFormat.json:
         dump_json(payload)
     elif output is OutputFormat.markdown:
-        print(render.render_markdown(payload) if kind == "card" else render.render_comparison_markdown(payload),
+        print(card.render_markdown(payload) if kind == "card" else card.render_comparison_markdown(payload),
               end="")
     else:
         console = wide_console()
         width = console.width if console.is_terminal else None
-        console.print(render.render_text(payload, width) if kind == "card"
-                      else render.render_comparison_text(payload, width))
+        console.print(card.render_text(payload, width) if kind == "card"
+                      else card.render_comparison_text(payload, width))
 
 
 @app.command("card")
@@ -122,12 +122,12 @@ def card_command(
     answer in each slot, agreement with the labels, the identical-answer and length probes, repeat stability, the
     protocol, and the reference cards of published judges beside it. Running it again resumes the run. Exits 1
     (after writing) when the judge fails the self-consistency gate on the whole suite."""
-    from swapjudge.workflows import card as carding
+    from swapjudge.workflows import card
 
     if compare:
         if dry_run:
             raise SwapjudgeError("--compare reads saved cards: it makes no calls, so there is nothing to --dry-run")
-        doc = carding.compare_saved(inputs).to_dict()
+        doc = card.compare_saved(inputs).to_dict()
         for path in out or []:
             _write(path, "comparison", doc, output)
         _show("comparison", doc, output)
@@ -136,7 +136,7 @@ def card_command(
         raise SwapjudgeError("give one run configuration (or --compare with saved cards)")
     config = inputs[0]
     if dry_run:
-        est = carding.card_dry_run(config, suite=suite, store=store)
+        est = card.card_dry_run(config, suite=suite, store=store)
         if output is OutputFormat.json:
             dump_json(est.to_dict())
         else:
@@ -145,7 +145,7 @@ def card_command(
     from swapjudge.probes.attacks import ATTACKS
 
     names = None if attacks is None else [a.strip() for a in attacks.split(",") if a.strip()]
-    made = carding.card(config, suite=suite, store=store, references=references, progress=progress,
+    made = card.card(config, suite=suite, store=store, references=references, progress=progress,
                         console=stderr, handle_sigint=True, batch_wait=not no_wait, retry_unparsed=retry_unparsed,
                         attacks=list(ATTACKS) if names == ["all"] else names)
     if made.card is None:

@@ -55,7 +55,7 @@ def plan_command(
     sequence), the power at those items checked by simulation, and the judge calls and their cost. With
     --human: the people's labels a target interval width needs, uniform against active."""
     from swapjudge.decision.power import PlanError
-    from swapjudge.report import decision as render
+    from swapjudge.report.decision import render_plan_markdown, render_plan_text
     from swapjudge.workflows.decide import plan
 
     if human is not None or width is not None:
@@ -75,9 +75,9 @@ def plan_command(
     if output is OutputFormat.json:
         dump_json(result.to_dict())
     elif output is OutputFormat.markdown:
-        print(render.render_plan_markdown(result), end="")
+        print(render_plan_markdown(result), end="")
     else:
-        print(render.render_plan_text(result), end="")
+        print(render_plan_text(result), end="")
 
 
 @app.command("decide")
@@ -107,7 +107,7 @@ def decide_command(
 ) -> None:
     """Ship, keep or inconclusive for a pre-registered decision. Exit 0 ship, 1 keep (a failed gate and missing
     calls included: the decision fails closed), 3 inconclusive, 2 bad input."""
-    from swapjudge.report import decision as render
+    from swapjudge.report.decision import render_html, render_markdown, render_text
     from swapjudge.workflows.decide import decide, is_store
 
     ledger = None if is_store(records) else (store or Path(DEFAULT_STORE))
@@ -116,12 +116,12 @@ def decide_command(
     if output is OutputFormat.json:
         dump_json(verdict.to_dict())
     elif output is OutputFormat.markdown:
-        print(render.render_markdown(verdict), end="")
+        print(render_markdown(verdict), end="")
     else:
-        print(render.render_text(verdict), end="")
+        print(render_text(verdict), end="")
     if html_out is not None:
         from swapjudge.reading.textfiles import write_atomic
 
-        write_atomic(html_out, render.render_html(verdict))
+        write_atomic(html_out, render_html(verdict))
         stderr.print(f"wrote {display_path(html_out)}", highlight=False)
     conclude(verdict)

@@ -18,8 +18,7 @@ from swapjudge.cli.app import (
     user_errors,
     wide_console,
 )
-from swapjudge.defaults import ADAPTIVE_THRESHOLDS as THRESHOLDS
-from swapjudge.defaults import DEFAULT_STORE
+from swapjudge.defaults import ADAPTIVE_THRESHOLDS, DEFAULT_STORE
 from swapjudge.errors import SwapjudgeError
 
 if TYPE_CHECKING:
@@ -315,7 +314,7 @@ def adaptive_command(
                                           show_default=False)],
     store: StoreOpt = None,
     thresholds: Annotated[str, typer.Option("--thresholds", help="Comma-separated confidence thresholds.")]
-    = ",".join(f"{t:g}" for t in THRESHOLDS),
+    = ",".join(f"{t:g}" for t in ADAPTIVE_THRESHOLDS),
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Adaptive swapping, offline: at each threshold, how many swapped calls a run would have saved by making

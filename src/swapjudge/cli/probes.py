@@ -146,16 +146,14 @@ def probe_length(
     difference, P(prefer longer), a length-matched slice. Swapping cannot remove this effect."""
     from swapjudge.probes.length import LengthOptions
     from swapjudge.report import probe_tables
-    from swapjudge.workflows.probe import AlpacaSideFiles, length_ending
-    from swapjudge.workflows.probe import length as length_records
+    from swapjudge.workflows.probe import AlpacaSideFiles, length, length_ending
 
     options = LengthOptions(unit=unit, splits=splits, threshold=threshold, tolerance=tolerance, per=per,
                             length_controlled=length_controlled, tie_policy=tie_policy, confidence=confidence,
                             min_consistency=min_consistency, regularize=alpaca.regularize,
                             alpaca_cv=alpaca.alpaca_cv)
-    results = length_records(records, pairs=pairs, judge=judge, a=a, b=b, options=options,
-                             alpaca=AlpacaSideFiles(alpaca.difficulty, alpaca.gamed_baseline),
-                             allow_unpaired=allow_unpaired)
+    results = length(records, pairs=pairs, judge=judge, a=a, b=b, options=options,
+                     alpaca=AlpacaSideFiles(alpaca.difficulty, alpaca.gamed_baseline), allow_unpaired=allow_unpaired)
     payload = [r.to_dict() for r in results]
     _emit(output, payload[0] if len(payload) == 1 else {"judges": payload}, probe_tables.length_tables(results))
     conclude(length_ending(results, pair_given=a is not None and b is not None))

@@ -76,14 +76,14 @@ def rank_command(
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges.
     Listwise (best-of-N) records are ranked by a Plackett-Luce fit with slot effects instead."""
-    from swapjudge.report import rank as render
-    from swapjudge.workflows.rank import JudgeRanking, rank
+    from swapjudge.report import rank
+    from swapjudge.workflows.rank import JudgeRanking, rank_judge
 
     controls = [c.strip() for c in (control or "").split(",") if c.strip()]
-    result = rank(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
-                  confidence=confidence, interval=interval, min_consistency=min_consistency,
-                  order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value,
-                  fragility=fragility)
+    result = rank_judge(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
+                        confidence=confidence, interval=interval, min_consistency=min_consistency,
+                        order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value,
+                        fragility=fragility)
     conclude(result)  # a withheld ranking has nothing to show but why
     if output is OutputFormat.json:
         dump_json(result.to_dict())
@@ -101,21 +101,21 @@ def rank_command(
     console = wide_console(160)
     if result.adjusted is None:
         if output is OutputFormat.markdown:
-            print(render.render_markdown(result.ranking, judge=name, outcome=result.outcome, gate=result.gate),
+            print(rank.render_markdown(result.ranking, judge=name, outcome=result.outcome, gate=result.gate),
                   end="")
         else:
-            console.print(render.render_text(result.ranking, judge=name, outcome=result.outcome, gate=result.gate))
+            console.print(rank.render_text(result.ranking, judge=name, outcome=result.outcome, gate=result.gate))
         if result.fragility is not None:
             from swapjudge.report.fragility import fragility_rows
 
             for label, text in fragility_rows(result.fragility):
                 print(f"{label}: {text}" if output is OutputFormat.text else f"> **{label}**: {text}")
         return
-    lines = [result.gate.sentence(), *render.adjusted_lines(result.adjusted)]
+    lines = [result.gate.sentence(), *rank.adjusted_lines(result.adjusted)]
     if output is OutputFormat.markdown:
-        text = render.render_markdown(result.ranking, judge=name, outcome="calls")
+        text = rank.render_markdown(result.ranking, judge=name, outcome="calls")
         print(text + "\n" + "\n".join(f"> {line}" for line in lines))
         return
-    console.print(render.render_text(result.ranking, judge=name, outcome="calls"))
+    console.print(rank.render_text(result.ranking, judge=name, outcome="calls"))
     for line in lines:
         console.print(line, highlight=False)

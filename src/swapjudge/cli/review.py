@@ -68,9 +68,9 @@ def sheet_command(
 ) -> None:
     """A blind review sheet: each pair twice (the second time swapped), shuffled, no system names."""
     from swapjudge.review.sheet import write_sheet
-    from swapjudge.workflows.review import sheet as blind_sheet
+    from swapjudge.workflows.review import sheet
 
-    made, only = blind_sheet(pairs, seed=seed, a=a, b=b, flipped=flipped, judge=judge)
+    made, only = sheet(pairs, seed=seed, a=a, b=b, flipped=flipped, judge=judge)
     if made is None:
         stderr.print(f"{display_path(flipped)}: the judge settled every pair (no flip, no half-tie): "
                      "no sheet written", highlight=False, markup=False)
@@ -104,9 +104,9 @@ def tally_command(
     """Turn filled sheets into presentation records with each reviewer as a judge (analyse them like any
     judge's: `swapjudge analyze records.jsonl --allow-unpaired`). Every problem is listed at once, by row."""
     from swapjudge.review.queue import write_table
-    from swapjudge.workflows.review import tally
+    from swapjudge.review.sheet import tally_sheets
 
-    result = tally(filled, key, reviewer=reviewer, allow_partial=allow_partial)
+    result = tally_sheets(filled, key, reviewer=reviewer, allow_partial=allow_partial)
     for warning in result.warnings:
         stderr.print(f"warning: {warning}", highlight=False, markup=False)
     write_table(list(result.records), output)

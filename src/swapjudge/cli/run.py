@@ -171,26 +171,26 @@ def run_command(
     unsettled, and the win rate is over all pairs, the unsettled ones from all lost to all won. With
     `protocol: listwise`, one call shows all N answers, their order rotated over the slots."""
     from swapjudge.runner.listwise_run import is_listwise_config
-    from swapjudge.workflows import run as runs
+    from swapjudge.workflows import run
 
     if is_listwise_config(config):  # best of N: rotated slot orders, one listwise record per call
         _run_listwise(config, output)
         return
-    loaded = runs.load_run_config(config)
+    loaded = run.load_run_config(config)
     if loaded.config.cascade is not None and not check:
         from swapjudge.cli.run_cascade import cascade_command
 
         cascade_command(loaded, config, dry_run=dry_run, store=store, progress=progress, wait=wait, output=output)
         return
     if dry_run:
-        _print_estimate(runs.dry_run(loaded, store=store))
+        _print_estimate(run.dry_run(loaded, store=store))
         return
     if check:
-        _print_check(runs.check(loaded))
+        _print_check(run.check(loaded))
         return
     rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait, no_wait=no_wait,
                            engine=engine)
-    result = runs.run(loaded, store=store, console=stderr, progress=progress, handle_sigint=True, wait=wait,
+    result = run.run(loaded, store=store, console=stderr, progress=progress, handle_sigint=True, wait=wait,
                       retry_unparsed=retry_unparsed, batch_wait=not no_wait,
                       engine=engine.value if engine is not None else None)
     for warning in result.warnings:
@@ -222,7 +222,7 @@ def run_command(
                 "and any preference for a slot goes straight into the figures."
             )
         text.print_analyses(wide_console(), result.analyses.judges)
-    stderr.print(f"analysis written to {shown_path(runs.analysis_path(result.store_path, result.run_id))}",
+    stderr.print(f"analysis written to {shown_path(run.analysis_path(result.store_path, result.run_id))}",
                  highlight=False)
     if result.stats["failed"]:
         stderr.print(

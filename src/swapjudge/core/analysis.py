@@ -54,7 +54,7 @@ from swapjudge.core.policy import (
     WinRate,
     decision,
     gate,
-    win_rate,
+    win_rate_of_counts,
     withheld_copy,
 )
 from swapjudge.core.stats import holm, mean_interval
@@ -210,9 +210,9 @@ class Analyses(Displayable, Concluded):
         return documents.frame([documents.flatten(a.to_dict()) for a in self.judges], backend)
 
 
-def analyze(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,
-            b: str | None = None, tie_policy: TiePolicy | str | None = None,
-            min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95) -> list[JudgeAnalysis]:
+def analyze_records(records: RecordSet | pl.DataFrame, *, judge: str | None = None, a: str | None = None,
+                    b: str | None = None, tie_policy: TiePolicy | str | None = None,
+                    min_consistency: float = DEFAULT_MIN_CONSISTENCY, confidence: float = 0.95) -> list[JudgeAnalysis]:
     """Analyse records, one result per judge (only `judge` when given): the records are reduced to counts in
     memory (`reading.reduce.FrameSource`) and go through the builder the streaming engine's counts go through;
     the rows are read again only for graded verdicts (`strength`), whose levels the counts do not hold."""
@@ -493,7 +493,7 @@ def adaptive_view_of_counts(analysis: JudgeAnalysis, unswapped: tuple[int, int, 
     aw, bw, splits = (0, 0, 0) if rate is None else (rate.a_wins, rate.b_wins, rate.splits)
     aw, bw, splits = aw + named_a, bw + named_b, splits + named_tie
     policy = rate.policy if rate is not None else settings.get("tie_policy") or "half_credit"
-    mixed = win_rate(a, b, aw, bw, splits, policy, float(settings.get("confidence", 0.95)))
+    mixed = win_rate_of_counts(a, b, aw, bw, splits, policy, float(settings.get("confidence", 0.95)))
     notes.append(
         f"win rate over all {mixed.pairs} pair(s): each swapped pair by its two-order outcome under the tie policy, "
         f"each of the {unswapped_n} unswapped pair(s) by its one verdict in its coin-flipped order (a position-driven "

@@ -194,7 +194,7 @@ def pair_confidence(pairs: PairTable) -> PairConfidence:
 
 
 def records_confidence(frame: pl.DataFrame) -> tuple[PairTable, PairConfidence]:
-    """The pair table of validated records (`reading.records.load_records(...).frame`, loaded with
+    """The pair table of validated records (`reading.records.read_records(...).frame`, loaded with
     `allow_unpaired=True` where pairs may be judged in one order) and each of its pairs' confidence."""
     if all(c in frame.columns for c in PROBABILITY_COLUMNS):
         frame = frame.with_columns(pl.col(c).cast(pl.Float64, strict=False) for c in PROBABILITY_COLUMNS)

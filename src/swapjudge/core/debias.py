@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from swapjudge.core.policy import TiePolicy, WinRate, win_rate
+from swapjudge.core.policy import TiePolicy, WinRate, win_rate_of_counts
 from swapjudge.core.stats import Proportion, wilson
 from swapjudge.reading.pairs import FIRST, MISSING, SECOND, TIE, Outcome, build_pairs, classify
 from swapjudge.reading.reduce import (
@@ -116,7 +116,7 @@ def _win_rate(counts: np.ndarray, pair: tuple[str, str] | None, policy: TiePolic
     a_is_x = a < b  # pairs are stored with x the lesser name
     x_wins, y_wins, other = (int(v) for v in counts)
     a_wins, b_wins = (x_wins, y_wins) if a_is_x else (y_wins, x_wins)
-    return win_rate(a, b, a_wins, b_wins, other, policy, confidence)
+    return win_rate_of_counts(a, b, a_wins, b_wins, other, policy, confidence)
 
 
 def _accuracy(by_label: np.ndarray, confidence: float) -> Proportion | None:

@@ -15,6 +15,13 @@ Render = Callable[[Any], str]
 _DISPLAYS: dict[str, tuple[Render, Render]] = {}
 
 
+def percent(value: float) -> str:
+    """58.3%, 50%, 47.5%: one decimal, none when it is 0 (the sentences of results; the renderers' tables use
+    `report.wording.pct`)."""
+    text = f"{100 * value:.1f}"
+    return (text[:-2] if text.endswith(".0") else text) + "%"
+
+
 def type_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 

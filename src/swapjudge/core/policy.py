@@ -129,8 +129,8 @@ def withheld_copy(rate: WinRate) -> WinRate:
                                arena_hard=None if rate.arena_hard is None else NO_RATE, withheld=True)
 
 
-def win_rate(a: str, b: str, a_wins: int, b_wins: int, splits: int, policy: TiePolicy | str = TiePolicy.half_credit,
-             confidence: float = 0.95) -> WinRate:
+def win_rate_of_counts(a: str, b: str, a_wins: int, b_wins: int, splits: int,
+                       policy: TiePolicy | str = TiePolicy.half_credit, confidence: float = 0.95) -> WinRate:
     """a's win rate over complete pairs of (a, b) under each tie policy from counts alone, each pair independent."""
     import numpy as np
 

@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core import stats
+from swapjudge.core.display import percent
 from swapjudge.decision.bounds import first_crossings
-from swapjudge.decision.verdict import INCONCLUSIVE, KEEP, SHIP, pct
+from swapjudge.decision.verdict import INCONCLUSIVE, KEEP, SHIP
 from swapjudge.reading.codes import Outcome
 
 DEFAULT_BUDGET = 2_000_000  # combinations of item kinds the exact search tries before it settles for an upper bound
@@ -171,7 +172,7 @@ class VerdictChange:
         assert self.share is not None
         how = "dropped" if self.kind == "drop" else f"with their verdicts turned {self.direction} the candidate"
         bound = "" if self.exact else " (found by search, not proven the fewest)"
-        return (f"{self.items:,} of {self.total:,} items ({pct(self.share)}) stand between this verdict and "
+        return (f"{self.items:,} of {self.total:,} items ({percent(self.share)}) stand between this verdict and "
                 f"{self.to}: {how}, the {self.verdict} verdict becomes {self.to}{bound}")
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from swapjudge.decision.power import Design, simulated_power_fixed
 
 
 @dataclass(frozen=True)
-class Rate:
+class SimulatedRate:
     """A simulated share with its Monte Carlo standard error."""
 
     hits: int
@@ -47,14 +47,14 @@ def null_design(bar: float, splits: float) -> Design:
 
 
 def fixed_false_ship(design: Design, items: int, bar: float, alpha: float, *, studies: int = 2000,
-                     seed: int = 0) -> Rate:
+                     seed: int = 0) -> SimulatedRate:
     """Share of studies of `items` items in which the fixed interval, read once, ships."""
     share = simulated_power_fixed(design, items, bar, alpha, studies=studies, seed=seed)
-    return Rate(round(share * studies), studies)
+    return SimulatedRate(round(share * studies), studies)
 
 
 def monitoring_false_ship(design: Design, bar: float, alpha: float, *, every: int = 20, horizon: int = 400,
-                          streams: int = 1000, seed: int = 0) -> tuple[Rate, Rate]:
+                          streams: int = 1000, seed: int = 0) -> tuple[SimulatedRate, SimulatedRate]:
     """(fixed interval looked at every `every` items, confidence sequence looked at the same way): the share of
     streams that ship at some look up to `horizon`."""
     rng = np.random.default_rng(seed)
@@ -70,4 +70,4 @@ def monitoring_false_ship(design: Design, bar: float, alpha: float, *, every: in
     ship, _ = first_crossings(x, bar, alpha)
     # the sequence is read at the looks only: a crossing between looks is seen at the next look, the same stream
     sequential_hits = int(np.sum((ship > 0) & (ship <= looks[-1])))
-    return Rate(fixed_hits, streams), Rate(sequential_hits, streams)
+    return SimulatedRate(fixed_hits, streams), SimulatedRate(sequential_hits, streams)

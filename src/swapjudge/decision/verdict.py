@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from swapjudge.core.display import Displayable
+from swapjudge.core.display import Displayable, percent
 from swapjudge.core.policy import Gate
 from swapjudge.core.swap import Consistency, FlipDirection
 from swapjudge.decision.bounds import Bound
@@ -22,12 +22,6 @@ from swapjudge.outcome import Concluded, Conclusion, Ending
 SHIP, KEEP, INCONCLUSIVE = "ship", "keep", "inconclusive"
 # the one reading of a verdict's word: its outcome (and so its exit code: 0 ship, 1 keep, 3 inconclusive)
 OUTCOMES = {SHIP: Conclusion.ok, KEEP: Conclusion.failed, INCONCLUSIVE: Conclusion.inconclusive}
-
-
-def pct(value: float) -> str:
-    """58.3%, 50%, 47.5%: one decimal, none when it is 0."""
-    text = f"{100 * value:.1f}"
-    return (text[:-2] if text.endswith(".0") else text) + "%"
 
 
 @dataclass(frozen=True)
@@ -136,14 +130,14 @@ class Ruling:
 
 
 def _consistency_tail(consistency: Consistency | None, gate: Gate) -> str:
-    rate = "not measured" if consistency is None or consistency.rate is None else pct(consistency.rate)
-    return f"judge consistency {rate} (gate {pct(gate.min_self_consistency)})"
+    rate = "not measured" if consistency is None or consistency.rate is None else percent(consistency.rate)
+    return f"judge consistency {rate} (gate {percent(gate.min_self_consistency)})"
 
 
 def _bar_text(bar: float, hypothesis: str, margin: float) -> str:
     if hypothesis != "non_inferior":
-        return pct(bar)
-    return f"{pct(bar)}, the non-inferiority bar: 50% less {100 * margin:g} points"
+        return percent(bar)
+    return f"{percent(bar)}, the non-inferiority bar: 50% less {100 * margin:g} points"
 
 
 def rule(*, bound: Bound | None, bar: float, hypothesis: str, margin: float, monitoring: str,
@@ -159,8 +153,8 @@ def rule(*, bound: Bound | None, bar: float, hypothesis: str, margin: float, mon
         return Ruling("keep", head, (head.removeprefix("Keep: "),), False)
     if not gate.passed:
         why = gate.reason or "the consistency gate failed"
-        rate = "" if consistency is None or consistency.rate is None else f" {pct(consistency.rate)}"
-        head = (f"Keep: the judge's swap-consistency{rate} is below the gate of {pct(gate.min_self_consistency)}, "
+        rate = "" if consistency is None or consistency.rate is None else f" {percent(consistency.rate)}"
+        head = (f"Keep: the judge's swap-consistency{rate} is below the gate of {percent(gate.min_self_consistency)}, "
                 "so no win rate is read (the decision fails closed)" if consistency is not None
                 and consistency.rate is not None else f"Keep: {why} (the decision fails closed)")
         return Ruling("keep", head, (why,), False)
@@ -168,24 +162,24 @@ def rule(*, bound: Bound | None, bar: float, hypothesis: str, margin: float, mon
         head = f"Inconclusive: no item has a score for {candidate} ({tail})"
         return Ruling("inconclusive", head, ("no item has a score (every pair a split under the exclude policy, or "
                                              "no complete pair)",), True)
-    rate = f"the candidate {candidate} wins {pct(bound.value)} of {bound.n:,} items"
+    rate = f"the candidate {candidate} wins {percent(bound.value)} of {bound.n:,} items"
     bar_text = _bar_text(bar, hypothesis, margin)
     kind = "confidence sequence" if monitoring == "sequential" else "fixed-sample interval"
     if monitoring == "sequential":
         ship = bound.ship_at is not None and (bound.keep_at is None or bound.ship_at < bound.keep_at)
         keep = bound.keep_at is not None and not ship
         if ship:
-            head = f"Ship: {rate} (lower bound {pct(bound.low)} > {bar_text}); {tail}"
+            head = f"Ship: {rate} (lower bound {percent(bound.low)} > {bar_text}); {tail}"
             return Ruling("ship", head, (f"the {kind}'s lower bound cleared the bar at item {bound.ship_at:,}",), True)
         if keep:
-            head = f"Keep: {rate} (upper bound {pct(bound.high)} < {bar_text}); {tail}"
+            head = f"Keep: {rate} (upper bound {percent(bound.high)} < {bar_text}); {tail}"
             return Ruling("keep", head, (f"the {kind}'s upper bound fell below the bar at item {bound.keep_at:,}",),
                           True)
-        head = f"Inconclusive: {rate} (bounds {pct(bound.low)} to {pct(bound.high)} contain {bar_text}); {tail}"
+        head = f"Inconclusive: {rate} (bounds {percent(bound.low)} to {percent(bound.high)} contain {bar_text}); {tail}"
         return Ruling("inconclusive", head, (f"the {kind} still contains the bar",), True)
     early = planned_items is not None and items_read < planned_items
     if bound.high < bar:
-        head = f"Keep: {rate} (upper bound {pct(bound.high)} < {bar_text}); {tail}"
+        head = f"Keep: {rate} (upper bound {percent(bound.high)} < {bar_text}); {tail}"
         why = f"the {kind}'s upper bound is below the bar"
         if early:
             why += f" already at {items_read:,} of the {planned_items:,} planned items (keeping early is the safe side)"
@@ -193,13 +187,13 @@ def rule(*, bound: Bound | None, bar: float, hypothesis: str, margin: float, mon
     if early:
         assert planned_items is not None
         head = (f"Inconclusive: {items_read:,} of the {planned_items:,} planned items are in; the fixed design reads "
-                f"its interval once, at {planned_items:,} items (so far {rate}, bounds {pct(bound.low)} to "
-                f"{pct(bound.high)}); {tail}")
+                f"its interval once, at {planned_items:,} items (so far {rate}, bounds {percent(bound.low)} to "
+                f"{percent(bound.high)}); {tail}")
         return Ruling("inconclusive", head, (
             f"the fixed design ships only at its planned {planned_items:,} items: a look before them would be a "
             "second look at a fixed-sample interval (use monitoring: sequential to look after every push)",), True)
     if bound.low > bar:
-        head = f"Ship: {rate} (lower bound {pct(bound.low)} > {bar_text}); {tail}"
+        head = f"Ship: {rate} (lower bound {percent(bound.low)} > {bar_text}); {tail}"
         return Ruling("ship", head, (f"the {kind}'s lower bound clears the bar",), True)
-    head = f"Inconclusive: {rate} (bounds {pct(bound.low)} to {pct(bound.high)} contain {bar_text}); {tail}"
+    head = f"Inconclusive: {rate} (bounds {percent(bound.low)} to {percent(bound.high)} contain {bar_text}); {tail}"
     return Ruling("inconclusive", head, (f"the {kind} contains the bar",), True)

@@ -189,7 +189,7 @@ def _flags(setup: Setup, measured: bool, earlier: list[HistoryEntry]) -> tuple[s
     return (f"{STALE_SWAP} (run {last.run_id}; changed since: {what})",)
 
 
-def history(store: Store) -> list[HistoryEntry]:
+def run_history(store: Store) -> list[HistoryEntry]:
     """Every run of the store in order, analysed under the policy it was registered with."""
     entries: list[HistoryEntry] = []
     for info in store.runs():
@@ -445,7 +445,7 @@ def compare_runs(store: Store, run_a: int, run_b: int) -> RunComparison:
     """What changed between two runs and how the judge's behaviour moved, with paired tests on shared pairs."""
     if run_a == run_b:
         raise SwapjudgeError("name two different runs")
-    entries = {e.run_id: e for e in history(store)}
+    entries = {e.run_id: e for e in run_history(store)}
     for rid in (run_a, run_b):
         if rid not in entries:
             raise SwapjudgeError(f"{store.path}: no run {rid}")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.analysis import JudgeAnalysis, analyze
+from swapjudge.core.analysis import JudgeAnalysis, analyze_records
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.core.stats import Proportion, wilson
 from swapjudge.errors import SwapjudgeError
@@ -164,8 +164,8 @@ def release_report(records: RecordSet, pairs: PairsFile, releases: Sequence[str]
     lengths = {(it.item, name): len(text) for it in pairs.items for name, text in it.answers.items()}
 
     def step(newer: str, older: str) -> ReleaseStep:
-        (analysis,) = analyze(records, a=newer, b=older, tie_policy=tie_policy, min_consistency=min_consistency,
-                              confidence=confidence)
+        (analysis,) = analyze_records(records, a=newer, b=older, tie_policy=tie_policy, min_consistency=min_consistency,
+                                      confidence=confidence)
         return ReleaseStep(newer, older, analysis, _longer_won(records, newer, older, lengths, confidence))
 
     previous = tuple(step(new, old) for old, new in itertools.pairwise(releases))

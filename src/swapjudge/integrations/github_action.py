@@ -90,9 +90,9 @@ def _decide(args: argparse.Namespace) -> int:
         raise SwapjudgeError(f"allow-missing and run must be whole numbers ({err})") from None
     store = Path(args.store) if args.store else None
     if args.config:
-        from swapjudge.api import run as run_config
+        import swapjudge
 
-        result = run_config(args.config, store=store)
+        result = swapjudge.run(args.config, store=store)
         records: Path = result.store_path
         run = result.run_id
     else:

@@ -34,7 +34,7 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import TaskState
 from inspect_ai.util import JSONSchema
 
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.judges.base import JudgeRequest
 from swapjudge.judges.prompts import parse_reply, render_request, verdict_schema
@@ -122,8 +122,8 @@ def analysis_of(scores: Sequence[SampleScore]) -> dict[str, Any] | None:
     meta = next((s.score.metadata or {})[METADATA_KEY] for s in scores
                 if (s.score.metadata or {}).get(METADATA_KEY))
     loaded = records_from_dicts(rows, source="inspect scores", allow_unpaired=True)
-    result = analyze(loaded, judge=meta["judge"], a=meta["a"], b=meta["b"], tie_policy=meta["tie_policy"],
-                     min_consistency=meta["min_consistency"])
+    result = analyze_records(loaded, judge=meta["judge"], a=meta["a"], b=meta["b"], tie_policy=meta["tie_policy"],
+                             min_consistency=meta["min_consistency"])
     return result[0].to_dict()
 
 

@@ -24,10 +24,6 @@ PROVIDER = Provider("anthropic", DEFAULT_BASE_URL, KEY_ENV,
                     lambda key: {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})})
 
 
-def default_max_tokens(request: JudgeRequest) -> int:
-    return 1024 if request.chain_of_thought else 256
-
-
 def _text(content: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": content}]
 
@@ -38,7 +34,7 @@ class AnthropicJudge(ChatJudge):
     malformed = "no content list"
 
     def default_max_tokens(self, request: JudgeRequest) -> int:
-        return default_max_tokens(request)
+        return 1024 if request.chain_of_thought else 256
 
     def opening(self, request: JudgeRequest) -> list[dict[str, Any]]:
         return [{"role": "user", "content": _text(request.user)}]
@@ -50,7 +46,7 @@ class AnthropicJudge(ChatJudge):
     def payload(self, request: JudgeRequest, messages: list[dict[str, Any]], *, followup: bool) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": 8 if followup else (self.max_tokens or default_max_tokens(request)),
+            "max_tokens": 8 if followup else (self.max_tokens or self.default_max_tokens(request)),
             "temperature": self.temperature,
             "system": [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}],
             "messages": messages,

@@ -49,7 +49,7 @@ def frame_code(task: str, answers: Sequence[str]) -> str:
     raise ValueError("no free frame code")  # 64 codes of 4 syllables all inside the texts: not seen in practice
 
 
-def render_user(task: str, answers: Sequence[str]) -> str:
+def render_listwise_user(task: str, answers: Sequence[str]) -> str:
     code = frame_code(task, answers)
     parts = [f"<instruction-{code}>\n{task}\n</instruction-{code}>"]
     for slot, text in enumerate(answers, start=1):
@@ -61,7 +61,7 @@ def render_user(task: str, answers: Sequence[str]) -> str:
 def render(task: str, answers: Sequence[str], rubric: str = RUBRIC) -> ListwisePrompt:
     """The call for `answers` in slot order; nothing in it names a system."""
     n = len(answers)
-    system, user = render_listwise_system(n, rubric), render_user(task, answers)
+    system, user = render_listwise_system(n, rubric), render_listwise_user(task, answers)
     digest = hashlib.sha256(f"{PROMPT_VERSION}\x00{system}\x00{user}".encode()).hexdigest()[:16]
     return ListwisePrompt(system, user, tuple(str(s) for s in range(1, n + 1)), digest)
 

@@ -23,12 +23,6 @@ PROVIDER = Provider("openai", DEFAULT_BASE_URL, KEY_ENV,
                     lambda key: {"Authorization": f"Bearer {key}"} if key else {})
 
 
-def default_max_tokens(request: JudgeRequest) -> int:
-    if request.chain_of_thought:
-        return 1024
-    return 200 if request.structured else 16
-
-
 def label_probabilities(logprobs: Any, span: tuple[int, int] | None, request: JudgeRequest) -> dict[str, float] | None:
     """P(first)/P(second)(/P(tie)) from the top log-probabilities of the token that carries the label."""
     if not span or not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
@@ -68,7 +62,9 @@ class OpenAIJudge(ChatJudge):
         self.extra_body: dict[str, Any] = dict(cfg.extra().get("extra_body") or {})
 
     def default_max_tokens(self, request: JudgeRequest) -> int:
-        return default_max_tokens(request)
+        if request.chain_of_thought:
+            return 1024
+        return 200 if request.structured else 16
 
     def settings(self, request: JudgeRequest) -> dict[str, Any]:
         return {**super().settings(request), "logprobs": self.logprobs}
@@ -84,7 +80,7 @@ class OpenAIJudge(ChatJudge):
             "model": self.model,
             "messages": messages,
             "temperature": self.temperature,
-            "max_tokens": 8 if followup else (self.max_tokens or default_max_tokens(request)),
+            "max_tokens": 8 if followup else (self.max_tokens or self.default_max_tokens(request)),
         }
         if request.structured and not followup:
             payload["response_format"] = {

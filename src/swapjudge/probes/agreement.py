@@ -228,7 +228,8 @@ def judge_agreement(pairs: PairTable, *, judge: str | None = None, confidence: f
     )
 
 
-def agreement(frame: pl.DataFrame, *, judge: str | None = None, confidence: float = 0.95) -> list[JudgeAgreement]:
+def agreement_of_records(frame: pl.DataFrame, *, judge: str | None = None,
+                         confidence: float = 0.95) -> list[JudgeAgreement]:
     """Agreement per judge of validated records (only `judge` when given)."""
     judges = select_judges(frame, judge)
     all_pairs = build_pairs(frame)

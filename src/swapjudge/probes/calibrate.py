@@ -34,7 +34,7 @@ VALID_SENTENCE = ("the corrected win rate is unbiased for the people's win rate 
                   "the people's")
 
 
-def item_scores(frame: pl.DataFrame, a: str, b: str, policy: TiePolicy | str, *, source: str) -> pl.DataFrame:
+def item_score_frame(frame: pl.DataFrame, a: str, b: str, policy: TiePolicy | str, *, source: str) -> pl.DataFrame:
     """One score per item for a against b: columns `item`, `score`, `orders` (most orders any pair had)."""
     policy = TiePolicy(policy)
     if policy not in SPLIT_VALUE:
@@ -95,10 +95,10 @@ class Calibration:
         }
 
 
-def calibrate(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: str, *, gate: Gate,
-              judge: str | None = None, tie_policy: TiePolicy | str = TiePolicy.half_credit,
-              confidence: float = 0.95, judge_source: str = "judge records",
-              human_source: str = "human records") -> Calibration:
+def calibrate_records(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: str, *, gate: Gate,
+                      judge: str | None = None, tie_policy: TiePolicy | str = TiePolicy.half_credit,
+                      confidence: float = 0.95, judge_source: str = "judge records",
+                      human_source: str = "human records") -> Calibration:
     """The PPI++ win rate of a against b from one judge's records and people's records on some of its items."""
     policy = TiePolicy(tie_policy)
     queued = 0
@@ -110,8 +110,8 @@ def calibrate(judge_frame: pl.DataFrame, human_frame: pl.DataFrame, a: str, b: s
                              "not a random sample: the corrected win rate needs a random sample's labels",
                              path=human_source)
         human_frame = human_frame.filter(~from_queue)
-    judged = item_scores(judge_frame, a, b, policy, source=judge_source)
-    people = item_scores(human_frame, a, b, policy, source=human_source)
+    judged = item_score_frame(judge_frame, a, b, policy, source=judge_source)
+    people = item_score_frame(human_frame, a, b, policy, source=human_source)
     matched = people.join(judged, on="item", how="inner", suffix="_judge")
     if matched.height == 0:
         raise InputError(f"none of the {people.height} labelled items is among the judge's "
@@ -188,7 +188,7 @@ def _design_words(result: Calibration) -> str:
     return "active sample, each label weighted by 1/pi"
 
 
-def sentences(result: Calibration) -> list[str]:
+def calibration_sentences(result: Calibration) -> list[str]:
     """The plain-words reading of a calibration, each sentence only where the numbers support it."""
     p = result.ppi
     level = f"{round(p.confidence * 100)}%"

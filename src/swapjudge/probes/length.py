@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from swapjudge.core import policy
 from swapjudge.core.choices import LengthUnit as LengthUnit  # re-exported: its home before
 from swapjudge.core.choices import SplitHandling as SplitHandling
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy, WinRate, win_rate_over_pairs, withheld_copy
-from swapjudge.core.policy import gate as gate_for
 from swapjudge.core.stats import (
     Independence,
     MeanInterval,
@@ -166,7 +166,7 @@ class LengthProbe:
         }
 
 
-def with_holm(probes: Sequence[LengthProbe]) -> list[LengthProbe]:
+def length_with_holm(probes: Sequence[LengthProbe]) -> list[LengthProbe]:
     """Several judges probed at once: the slope tests and the prefer-longer tests each get Holm-adjusted p."""
     if len(probes) < 2:
         return list(probes)
@@ -273,7 +273,7 @@ def length_probe(outcome: np.ndarray, len_x: np.ndarray, len_y: np.ndarray,
             pair_items = None if items is None else np.asarray(items)[in_pair]
             pair_cons = (consistency_of_pairs(outcome[in_pair], pair_items, confidence) if pair_items is not None
                          else _counts_consistency(outcome[in_pair], confidence))
-            gate = gate_for(pair_cons.rate, o.min_consistency, pair_cons.low, pair_cons.high)
+            gate = policy.gate(pair_cons.rate, o.min_consistency, pair_cons.low, pair_cons.high)
             if o.min_consistency <= 0 and not gate.passed:
                 gate = Gate(o.min_consistency, True, None)  # no minimum: nothing to fail
         if slice_.any():

@@ -184,7 +184,7 @@ def _positional(code: str) -> pl.Expr:
     return pl.col(code).replace_strict({0: "first", 1: "second", 2: "tie"}, default=None, return_dtype=pl.String)
 
 
-def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
+def panel_of_records(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
           families: Mapping[str, Sequence[str]] | None = None, confidence: float = 0.95,
           min_consistency: float = DEFAULT_MIN_CONSISTENCY) -> PanelResult:
     """Compare the judges of validated records (all of them, or those named) over the same pairs. A judge whose
@@ -196,7 +196,7 @@ def panel(frame: pl.DataFrame, *, judges: Sequence[str] | None = None,
         raise SwapjudgeError("a panel needs at least two judges; judges in the file: "
                              + ", ".join(repr(j) for j in present))
     pairs = build_pairs(frame.filter(pl.col("judge").is_in(chosen))).frame
-    summaries = with_holm(tuple(summarize(name, PairTable(pairs.filter(pl.col("judge") == name)), confidence)
+    summaries = panel_with_holm(tuple(summarize(name, PairTable(pairs.filter(pl.col("judge") == name)), confidence)
                                  for name in chosen))
 
     complete = pairs.filter(pl.col("outcome") != Outcome.INCOMPLETE).with_columns(
@@ -251,7 +251,7 @@ def _review_rows(complete: pl.DataFrame, disagreeing: pl.DataFrame, majority: np
     return keyed.join(verdicts, on=list(PAIR_KEY), how="left").sort(list(PAIR_KEY))
 
 
-def with_holm(summaries: tuple[JudgeSummary, ...]) -> tuple[JudgeSummary, ...]:
+def panel_with_holm(summaries: tuple[JudgeSummary, ...]) -> tuple[JudgeSummary, ...]:
     """The judges' flip-direction tests are run at once: each gets its Holm-adjusted p."""
     adjusted = holm([s.flip_direction.p_value for s in summaries])
     return tuple(replace(s, flip_direction=replace(s.flip_direction, p_holm=p))

@@ -1,7 +1,7 @@
 """Any analysis broken down by a record field (task category, question type, ...).
 
 Position preference concentrates on close, hard items, so one overall consistency can hide a segment where the
-judge is a coin toss. Each segment is the records whose field has one value, analysed by `core.analysis.analyze`
+judge is a coin toss. Each segment is the records whose field has one value, analysed by `core.analysis.analyze_records`
 exactly as a whole file is: consistency and win rate per segment with their intervals, the gate per segment.
 The field must be the same on both calls of a pair (a pair belongs to one segment); a field that differs
 between the two calls (latency, raw text) is refused with the pair it differs on.
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from swapjudge.core.analysis import JudgeAnalysis, analyze, with_holm
+from swapjudge.core.analysis import JudgeAnalysis, analyze_records, with_holm
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.errors import SwapjudgeError
 from swapjudge.outcome import Concluded, Ending, gates_ending
@@ -113,8 +113,8 @@ def segment_analyses(records: RecordSet | pl.DataFrame, by: str, *, judge: str |
                      confidence: float = 0.95) -> SegmentedAnalysis:
     """Analyse the whole file and each segment of it (records with one value of the field `by`)."""
     frame = records.frame if isinstance(records, RecordSet) else records
-    overall = analyze(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
-                      confidence=confidence)
+    overall = analyze_records(records, judge=judge, a=a, b=b, tie_policy=tie_policy, min_consistency=min_consistency,
+                              confidence=confidence)
     values = segment_values(frame, by)
     tagged = frame.with_columns(values)
     if judge is not None:
@@ -134,8 +134,8 @@ def segment_analyses(records: RecordSet | pl.DataFrame, by: str, *, judge: str |
                 if calls.height == 0:
                     continue
             pa, pb = pair if pair is not None and set(pair) <= seen else (None, None)
-            found = analyze(calls, judge=name, a=pa, b=pb, tie_policy=tie_policy,
-                            min_consistency=min_consistency, confidence=confidence)
+            found = analyze_records(calls, judge=name, a=pa, b=pb, tie_policy=tie_policy,
+                                    min_consistency=min_consistency, confidence=confidence)
             if pair is None:
                 # a segment that happens to hold two systems must not get a win rate the whole file has not
                 found = [replace(x, pair=None, cross_table=None, ungated_win_rate=None, decision=None) for x in found]

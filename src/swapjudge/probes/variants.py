@@ -17,7 +17,7 @@ import polars as pl
 
 from swapjudge.core.stats import binomial_p
 from swapjudge.errors import ArgumentError, SwapjudgeError
-from swapjudge.probes.panel import JudgeSummary, summarize, with_holm
+from swapjudge.probes.panel import JudgeSummary, panel_with_holm, summarize
 from swapjudge.reading.pairs import Outcome, PairTable, build_pairs
 
 VARIANT_FIELDS = ("judge", "round")
@@ -88,7 +88,7 @@ def compare_variants(frame: pl.DataFrame, a: str, b: str, *, field: str = "judge
         if field == "round":
             part = part.with_columns(pl.lit(0, dtype=pl.Int64).alias("round"))
         tables[name] = build_pairs(part).frame
-    summaries = list(with_holm(tuple(summarize(name, PairTable(tables[name]), confidence) for name in (a, b))))
+    summaries = list(panel_with_holm(tuple(summarize(name, PairTable(tables[name]), confidence) for name in (a, b))))
     done = {name: tables[name].filter(pl.col("outcome") != Outcome.INCOMPLETE)
             .select(*key, (pl.col("outcome") <= Outcome.TIE).alias(f"c_{i}")) for i, name in enumerate((a, b))}
     common = done[a].join(done[b], on=key, how="inner")

@@ -31,7 +31,7 @@ from scipy.special import expit
 from swapjudge.core.graded import ARENA_HARD_WEIGHT, NO_LEVEL, levels
 from swapjudge.errors import InputError
 from swapjudge.ranking.battles import choose_judge
-from swapjudge.ranking.bradley_terry import Outcome as Battle
+from swapjudge.ranking.bradley_terry import Battle
 from swapjudge.reading.codes import MISSING, VERDICT_CODES
 from swapjudge.reading.records import STRENGTH, RecordSet
 

@@ -17,12 +17,10 @@ import polars as pl
 from swapjudge.core.choices import OutcomeSource as OutcomeSource  # re-exported: its home before
 from swapjudge.core.graded import graded_scores, levels
 from swapjudge.errors import InputError
-from swapjudge.ranking.bradley_terry import Comparisons
-from swapjudge.ranking.bradley_terry import Outcome as Battle
+from swapjudge.ranking.bradley_terry import Battle, Comparisons
 from swapjudge.ranking.order_effect import Calls
 from swapjudge.ranking.style import TEXT_FEATURES, covariate_matrix, text_feature
-from swapjudge.reading.pairs import Outcome as PairOutcome
-from swapjudge.reading.pairs import build_pairs
+from swapjudge.reading.pairs import Outcome, build_pairs
 from swapjudge.reading.records import RecordSet
 
 
@@ -55,10 +53,10 @@ def comparisons_from_records(records: RecordSet | pl.DataFrame, *, judge: str | 
     if outcome is OutcomeSource.graded:
         return _graded_comparisons(frame, source)
     if outcome is OutcomeSource.swap:
-        table = build_pairs(frame).frame.filter(pl.col("outcome") != PairOutcome.INCOMPLETE)
+        table = build_pairs(frame).frame.filter(pl.col("outcome") != Outcome.INCOMPLETE)
         codes = table.get_column("outcome").to_numpy()
-        battle = np.where(codes == PairOutcome.X_WINS, Battle.LEFT,
-                          np.where(codes == PairOutcome.Y_WINS, Battle.RIGHT, Battle.TIE))
+        battle = np.where(codes == Outcome.X_WINS, Battle.LEFT,
+                          np.where(codes == Outcome.Y_WINS, Battle.RIGHT, Battle.TIE))
         left, right = table.get_column("x"), table.get_column("y")
         pair_keys = None  # every comparison is a pair of its own
     else:

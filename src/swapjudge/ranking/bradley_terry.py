@@ -45,7 +45,7 @@ _BATCH = 100  # bootstrap rounds whose item draws are made at once (fewer when t
 _DRAW_BYTES = 64 * 2**20  # at most this much memory holds one batch's item draws
 
 
-class Outcome(enum.IntEnum):
+class Battle(enum.IntEnum):
     """The outcome of one comparison between the `left` and the `right` system."""
 
     LEFT = 0
@@ -123,7 +123,7 @@ class Comparisons:
                 raise ValueError("left/right must be indices into systems")
             if np.any(self.left == self.right):
                 raise ValueError("a system cannot be compared with itself")
-            if not np.isin(self.outcome, (Outcome.LEFT, Outcome.RIGHT, Outcome.TIE)).all():
+            if not np.isin(self.outcome, (Battle.LEFT, Battle.RIGHT, Battle.TIE)).all():
                 raise ValueError("outcome must be 0 (left wins), 1 (right wins) or 2 (tie)")
 
     @classmethod
@@ -183,7 +183,7 @@ def comparison_cells(data: Comparisons) -> _Cells:
     lookup = np.cumsum(seen) - 1
     column = data.outcome.astype(np.int64)
     # A left win is a win of `lo` unless left is the higher index; ties stay ties.
-    column = np.where((data.left != lo) & (column != Outcome.TIE), 1 - column, column)
+    column = np.where((data.left != lo) & (column != Battle.TIE), 1 - column, column)
     cell = 3 * lookup[key] + column
     counts = np.bincount(cell, weights=data.multiplicity, minlength=3 * len(keys)).astype(np.float64)
     return _Cells(n_systems=n, lo=keys // n, hi=keys % n, cell=cell, counts=counts)

@@ -14,11 +14,9 @@ import numpy as np
 
 from swapjudge.core.choices import OutcomeSource
 from swapjudge.errors import InputError
-from swapjudge.ranking.bradley_terry import Comparisons
-from swapjudge.ranking.bradley_terry import Outcome as Battle
+from swapjudge.ranking.bradley_terry import Battle, Comparisons
 from swapjudge.reading.codes import FIRST, SECOND, TIE
-from swapjudge.reading.pairs import Outcome as PairOutcome
-from swapjudge.reading.pairs import classify
+from swapjudge.reading.pairs import Outcome, classify
 from swapjudge.reading.reduce import positional
 
 # a call's verdict state (FIRST, SECOND, TIE of the pair table) as the battle of its first- vs second-shown system
@@ -38,9 +36,9 @@ def comparisons_of_counts(verdicts: Mapping[str, np.ndarray], systems: Sequence[
     system_pairs = None
     if outcome is OutcomeSource.swap:
         codes = classify(positional(vx), positional(vy))
-        keep = codes != PairOutcome.INCOMPLETE
-        battle = np.where(codes == PairOutcome.X_WINS, Battle.LEFT,
-                          np.where(codes == PairOutcome.Y_WINS, Battle.RIGHT, Battle.TIE))[keep]
+        keep = codes != Outcome.INCOMPLETE
+        battle = np.where(codes == Outcome.X_WINS, Battle.LEFT,
+                          np.where(codes == Outcome.Y_WINS, Battle.RIGHT, Battle.TIE))[keep]
         item, left, right, count = item[keep], x[keep], y[keep], n[keep]
         if not keep.any():
             raise InputError("no pair has usable verdicts in both orders, so no order-cancelled outcome exists "

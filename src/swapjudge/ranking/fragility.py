@@ -22,20 +22,15 @@ from typing import Any
 import numpy as np
 
 from swapjudge.core.choices import Model
+from swapjudge.core.display import percent
 from swapjudge.ranking.bradley_terry import (
     DEFAULT_RIDGE,
+    Battle,
     Comparisons,
-    Outcome,
     comparison_cells,
     item_matrix,
     solve_strengths,
 )
-
-
-def pct(value: float) -> str:
-    text = f"{100 * value:.1f}"
-    return (text[:-2] if text.endswith(".0") else text) + "%"
-
 
 CHALLENGERS = 5  # the systems closest to the top whose gaps are searched
 MAX_REFITS = 400  # refits, per challenger, that the confirmation may grow the set by
@@ -76,7 +71,7 @@ class TopChange:
             return (f"no set of items found ({how}, {self.refits:,} refits) puts another system above {self.top}")
         assert self.share is not None
         how = "dropped" if self.kind == "drop" else f"with {self.top}'s comparisons in them turned into its losses"
-        return (f"{self.items:,} of {self.total:,} items ({pct(self.share)}) stand between {self.top} and "
+        return (f"{self.items:,} of {self.total:,} items ({percent(self.share)}) stand between {self.top} and "
                 f"{self.to} on top: {how}, {self.to} ranks first (found by the influence approximation and "
                 f"confirmed by refitting; not proven the fewest)")
 
@@ -105,8 +100,8 @@ class RankFragility:
 def flipped_against(data: Comparisons, system: int) -> Comparisons:
     """Every comparison of `system` turned into its loss (the others as they are)."""
     outcome = np.asarray(data.outcome).copy()
-    outcome[np.asarray(data.left) == system] = Outcome.RIGHT
-    outcome[np.asarray(data.right) == system] = Outcome.LEFT
+    outcome[np.asarray(data.left) == system] = Battle.RIGHT
+    outcome[np.asarray(data.right) == system] = Battle.LEFT
     return Comparisons(systems=data.systems, item=data.item, left=data.left, right=data.right, outcome=outcome,
                        pair=data.pair, weight=data.weight, count=data.count, system_pairs=data.system_pairs)
 

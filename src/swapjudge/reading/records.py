@@ -201,7 +201,7 @@ def _row_errors(source: str, load: Any) -> RecordSet:
     return result
 
 
-def load_records(source: str | Path | Any, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
+def read_records(source: str | Path | Any, *, allow_unpaired: bool = False, extras: bool = True) -> RecordSet:
     """Validated presentation records from a JSONL/CSV path (`-`: stdin), a list of dicts, or a pandas or polars
     DataFrame. Validation is the file loader's: an error names the file and line, or the row and field.
     `extras=False` reads a file's core columns only (what the swap analysis needs: faster on large files)."""

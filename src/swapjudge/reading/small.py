@@ -6,7 +6,7 @@ the same records (tests/reading/test_small.py holds them equal), so every figure
 Only the plain case is read here: a clean file of pairwise records without graded strengths (`strength`),
 verdict probabilities, an adaptive run's threshold or a live review's re-show share. For anything else (a
 problem to report, one of those fields, a file over `SMALL_BYTES`) `small_source` gives None and the caller reads
-the file the usual way (`reading.records.load_records`), which names a problem's file, line and field.
+the file the usual way (`reading.records.read_records`), which names a problem's file, line and field.
 """
 
 from __future__ import annotations

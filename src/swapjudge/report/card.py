@@ -5,16 +5,14 @@ built once (`card_tables`) and laid out three ways. Only formatting: every figur
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from swapjudge.report.probe_tables import Table, fold, table, to_rich
-from swapjudge.report.wording import interval, p_number, pct, plain
+from swapjudge.report.wording import e, interval, p_number, pct, plain, prose
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -124,7 +122,7 @@ def subset_row(s: Mapping[str, Any]) -> tuple[str, ...]:
             length_cell(s))
 
 
-def headline(card: Mapping[str, Any]) -> str:
+def card_headline(card: Mapping[str, Any]) -> str:
     """The whole suite in one sentence: what was measured, the gate's verdict, nothing the intervals do not carry."""
     o = card["overall"]
     c = o.get("consistency") or {}
@@ -261,7 +259,7 @@ def _folded(tables: Sequence[Table], width: int | None) -> list[Table]:
 
 def render_text(card: Mapping[str, Any], width: int | None = None) -> RenderableType:
     """The terminal card; tables wider than `width` fold into blocks of columns."""
-    parts: list[RenderableType] = [Text(headline(card), style="bold"), Text("")]
+    parts: list[RenderableType] = [Text(card_headline(card), style="bold"), Text("")]
     tables = [table(t.title, t.columns, t.rows, [plain(n) for n in t.notes]) for t in card_tables(card)]
     parts.append(to_rich(_folded(tables, width)))
     for note in card.get("notes") or []:
@@ -288,22 +286,13 @@ def _markdown(tables: Sequence[Table]) -> str:
 
 
 def render_markdown(card: Mapping[str, Any]) -> str:
-    head = f"### swapjudge judge card · {_md_cell(str(card['judge']))}\n\n**{_md_cell(headline(card))}**\n\n"
+    head = f"### swapjudge judge card · {_md_cell(str(card['judge']))}\n\n**{_md_cell(card_headline(card))}**\n\n"
     notes = "".join(f"_{_md_cell(n)}_\n\n" for n in card.get("notes") or [])
     return head + _markdown(card_tables(card)) + ("\n" + notes if notes else "")
 
 
 def render_comparison_markdown(doc: Mapping[str, Any]) -> str:
     return "### swapjudge judge cards side by side\n\n" + _markdown(comparison_tables(doc))
-
-
-def e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
-
-
-def prose(value: Any) -> str:
-    """A sentence for HTML: escaped, its `code` marks shown as <code>."""
-    return re.sub(r"`([^`]*)`", r"<code>\1</code>", e(value))
 
 
 def _html_table(t: Table) -> str:
@@ -325,7 +314,7 @@ def render_html(card: Mapping[str, Any]) -> str:
         f"<header><h1>Judge card · {e(card['judge'])}</h1><div class=\"sub\">suite \"{e(card['suite'].get('suite'))}\""
         f" ({e(card['suite'].get('pairs'))} pairs) · {e(protocol.get('date'))} · swapjudge "
         f"{e(protocol.get('swapjudge_version'))}</div></header>",
-        f'<div class="headline{" failed" if failed else ""}">{e(headline(card))}</div>',
+        f'<div class="headline{" failed" if failed else ""}">{e(card_headline(card))}</div>',
         "".join(_html_table(t) for t in card_tables(card)),
         "".join(f'<p class="note">{prose(n)}</p>' for n in card.get("notes") or []),
         "</body></html>\n",

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from swapjudge.report.html import CSS, content_security_policy, e, figure, html_table, svg_image
+from swapjudge.report.html import CSS, content_security_policy, figure, html_table, svg_image
+from swapjudge.report.wording import e
 
 if TYPE_CHECKING:
     from swapjudge.core.cascade import Escalation, TierCalibration

@@ -7,9 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from html import escape
 from typing import Any
 
 from swapjudge.core.analysis import JudgeAnalysis
@@ -17,8 +15,7 @@ from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.report import plots
 from swapjudge.report.probe_tables import Table, length_tables, panel_tables
-from swapjudge.report.rank import limit_text, rank_range
-from swapjudge.report.rank import summary as ranking_summary
+from swapjudge.report.rank import limit_text, rank_range, ranking_summary
 from swapjudge.report.wording import (
     ARENA_HARD_LABEL,
     ARENA_HARD_NOTE,
@@ -31,6 +28,7 @@ from swapjudge.report.wording import (
     data_sentence,
     decided_cells,
     design_sentence,
+    e,
     flip_sentence,
     gate_sentence,
     graded_sentences,
@@ -41,6 +39,7 @@ from swapjudge.report.wording import (
     p_number,
     p_text,
     pct,
+    prose,
     segment_gate_word,
 )
 from swapjudge.version import __version__
@@ -154,16 +153,6 @@ def content_security_policy() -> str:
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     return (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
             "base-uri 'none'; form-action 'none'")
-
-
-def e(value: Any) -> str:
-    """Escape anything for HTML text or a quoted attribute."""
-    return escape("" if value is None else str(value), quote=True)
-
-
-def prose(value: Any) -> str:
-    """A sentence for HTML: escaped, its Markdown `code` marks shown as <code>, never as literal backticks."""
-    return re.sub(r"`([^`]*)`", r"<code>\1</code>", e(value))
 
 
 def figure(name: str, value: float | None, text: str) -> str:
@@ -481,7 +470,7 @@ def _panel_section(result: PanelResult) -> str:
 
 
 def _judge_section(index: int, a: JudgeAnalysis, inputs: ReportInputs) -> str:
-    from swapjudge.probes.calibrate import sentences as calibration_sentences
+    from swapjudge.probes.calibrate import calibration_sentences
 
     state = "" if a.gate.passed else " failed"
     parts = [f'<section class="judge" id="judge-{index}" data-judge="{e(a.judge or "")}">',

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from swapjudge.report.rank import limit_text, rank_range
-from swapjudge.report.rank import summary as ranking_summary
+from swapjudge.report.rank import limit_text, rank_range, ranking_summary
 from swapjudge.report.wording import (
     ARENA_HARD_LABEL,
     ARENA_HARD_NOTE,
@@ -48,7 +47,7 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_analysis(analysis: JudgeAnalysis) -> str:
+def markdown_analysis(analysis: JudgeAnalysis) -> str:
     o, c, v = analysis.outcomes, analysis.consistency, analysis.verdicts
     lines = [f"### swapjudge · {_escape(judge_name(analysis))}", "", f"**{_escape(headline(analysis))}**", "",
              f"Data: {_escape(design_sentence(analysis))}.", ""]
@@ -131,10 +130,10 @@ def render_analysis(analysis: JudgeAnalysis) -> str:
 
 
 def render_analyses(analyses: Sequence[JudgeAnalysis]) -> str:
-    return "\n".join(render_analysis(a) for a in analyses)
+    return "\n".join(markdown_analysis(a) for a in analyses)
 
 
-def render_calculation(calc: Calculation) -> str:
+def markdown_calculation(calc: Calculation) -> str:
     c = calc.consistency
     lines = ["| measure | value | interval |", "|---|---:|---:|",
              f"| swap-consistency | {pct(c.rate)} ({c.consistent} of {c.pairs}) | {interval(c.low, c.high)} |",
@@ -223,11 +222,11 @@ def render_panel(result: PanelResult) -> str:
 
 def render_report(inputs: ReportInputs) -> str:
     """The pull-request summary of a report: each judge's table, its segments, the unsettled pairs, the source."""
-    from swapjudge.probes.calibrate import sentences as calibration_sentences  # here: it loads numpy
+    from swapjudge.probes.calibrate import calibration_sentences  # here: it loads numpy
 
     parts = []
     for analysis in inputs.analyses:
-        parts.append(render_analysis(analysis))
+        parts.append(markdown_analysis(analysis))
         segments = inputs.segments_for(analysis)
         if inputs.segment_field and segments:
             parts.append(render_segments(inputs.segment_field, segments))

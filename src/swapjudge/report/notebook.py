@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.display import register_display
-from swapjudge.report import decision as decision_report
+from swapjudge.report import decision
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -41,10 +41,10 @@ def gate_banner(judge: str, passed: bool, reason: str | None) -> str:
 
 
 def analysis_html(analyses: Sequence[Any]) -> str:
-    from swapjudge.report.text import render_analysis
+    from swapjudge.report.text import text_analysis
     from swapjudge.report.wording import judge_name
 
-    parts = [gate_banner(judge_name(a), a.gate.passed, a.gate.reason) + rich_html(render_analysis(a))
+    parts = [gate_banner(judge_name(a), a.gate.passed, a.gate.reason) + rich_html(text_analysis(a))
              for a in analyses]
     return "<div class=\"swapjudge\">" + "".join(parts) + "</div>"
 
@@ -86,15 +86,15 @@ def judge_ranking_markdown(result: Any) -> str:
 
 
 def calculation_html(calc: Any) -> str:
-    from swapjudge.report.text import render_calculation
+    from swapjudge.report.text import text_calculation
 
-    return "<div class=\"swapjudge\">" + rich_html(render_calculation(calc)) + "</div>"
+    return "<div class=\"swapjudge\">" + rich_html(text_calculation(calc)) + "</div>"
 
 
 def calculation_markdown(calc: Any) -> str:
-    from swapjudge.report.markdown import render_calculation
+    from swapjudge.report.markdown import markdown_calculation
 
-    return str(render_calculation(calc))
+    return str(markdown_calculation(calc))
 
 
 def _run_head(run: Any) -> str:
@@ -120,10 +120,10 @@ register_display("swapjudge.workflows.run.RunResult", html=run_html, markdown=ru
 register_display("swapjudge.core.calculator.Calculation", html=calculation_html, markdown=calculation_markdown)
 register_display("swapjudge.ranking.bradley_terry.Ranking", html=ranking_html, markdown=ranking_markdown)
 register_display("swapjudge.workflows.rank.JudgeRanking", html=judge_ranking_html, markdown=judge_ranking_markdown)
-register_display("swapjudge.decision.verdict.Verdict", html=decision_report.render_html_fragment,
-                 markdown=decision_report.render_markdown)
-register_display("swapjudge.decision.power.Plan", html=decision_report.render_plan_html,
-                 markdown=decision_report.render_plan_markdown)
+register_display("swapjudge.decision.verdict.Verdict", html=decision.render_html_fragment,
+                 markdown=decision.render_markdown)
+register_display("swapjudge.decision.power.Plan", html=decision.render_plan_html,
+                 markdown=decision.render_plan_markdown)
 
 
 def card_html(doc: dict[str, Any]) -> str:

@@ -71,8 +71,8 @@ def _tie_line(ranking: Ranking) -> str:
     return f"tie parameter {ranking.tie_parameter_name} = {ranking.tie_parameter:.3f}{interval}"
 
 
-def summary(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None,
-            gate: RankGate | None = None) -> list[str]:
+def ranking_summary(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None,
+                    gate: RankGate | None = None) -> list[str]:
     """The sentences printed above the table (the first three, and the gate's when given) and the notes below
     it, shared by both renderers; `head_lines` says how many go above."""
     return _head(ranking, judge, outcome, gate) + _notes(ranking)
@@ -147,7 +147,7 @@ def _notes(ranking: Ranking) -> list[str]:
 
 def render_text(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None,
                 gate: RankGate | None = None) -> Group:
-    lines = summary(ranking, judge=judge, outcome=outcome, gate=gate)
+    lines = ranking_summary(ranking, judge=judge, outcome=outcome, gate=gate)
     above = head_lines(gate)
     table = Table(box=None, header_style="dim", pad_edge=False, padding=(0, 2, 0, 0))
     level = f"{round(ranking.confidence * 100)}% interval"
@@ -174,7 +174,7 @@ def _escape(text: str) -> str:
 
 def render_markdown(ranking: Ranking, *, judge: str | None = None, outcome: str | None = None,
                     gate: RankGate | None = None) -> str:
-    lines = summary(ranking, judge=judge, outcome=outcome, gate=gate)
+    lines = ranking_summary(ranking, judge=judge, outcome=outcome, gate=gate)
     above = head_lines(gate)
     level = f"{round(ranking.confidence * 100)}% interval"
     out = [f"### swapjudge rank{' · ' + _escape(judge) if judge else ''}", ""]

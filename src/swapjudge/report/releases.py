@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from swapjudge.drift.releases import ReleaseReport, ReleaseStep
-from swapjudge.report.html import CSS, e, svg_image
+from swapjudge.report.html import CSS, svg_image
 from swapjudge.report.plots import SLOT1, SLOT2, new_figure, to_svg
+from swapjudge.report.wording import e
 
 
 def _points(steps: tuple[ReleaseStep, ...]) -> tuple[list[str], list[float], list[float], list[float]]:

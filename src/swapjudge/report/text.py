@@ -61,7 +61,7 @@ def _kv_table(title: str) -> Table:
     return table
 
 
-def render_analysis(analysis: JudgeAnalysis) -> Group:
+def text_analysis(analysis: JudgeAnalysis) -> Group:
     """One judge's analysis as a rich panel."""
     parts: list[RenderableType] = []
     style = "bold green" if analysis.gate.passed else "bold red"
@@ -261,10 +261,10 @@ def _spaced(parts: list[RenderableType]) -> list[RenderableType]:
 
 def print_analyses(console: Console, analyses: Sequence[JudgeAnalysis]) -> None:
     for analysis in analyses:
-        console.print(render_analysis(analysis))
+        console.print(text_analysis(analysis))
 
 
-def render_calculation(calc: Calculation) -> Panel:
+def text_calculation(calc: Calculation) -> Panel:
     c = calc.consistency
     table = _kv_table("Swap-consistency calculator")
     table.add_column("measure")
@@ -291,4 +291,4 @@ def consistency_sentence_for(calc: Calculation) -> str:
             f"up to {pct(c.flip_rate_high)} of pairs may flip with the order.")
 
 
-__all__ = ["consistency_sentence", "print_analyses", "render_analysis", "render_calculation"]
+__all__ = ["consistency_sentence", "print_analyses", "text_analysis", "text_calculation"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import TiePolicy
@@ -41,6 +43,16 @@ def band_text(band: str | None) -> str:
 def plain(text: str) -> str:
     """A sentence for the terminal: Markdown code marks dropped (`swapjudge rank` -> swapjudge rank)."""
     return text.replace("`", "")
+
+
+def e(value: Any) -> str:
+    """Escape anything for HTML text or a quoted attribute."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def prose(value: Any) -> str:
+    """A sentence for HTML: escaped, its Markdown `code` marks shown as <code>, never as literal backticks."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", e(value))
 
 
 def pct(value: float | None, digits: int = 1) -> str:

@@ -40,7 +40,7 @@ LABEL_STUDIO_CONFIG = """<View>
 </View>"""
 
 
-def judge_name(reviewer: str) -> str:
+def reviewer_judge(reviewer: str) -> str:
     return HUMAN_PREFIX + reviewer
 
 
@@ -52,7 +52,7 @@ def vote_record(row: Mapping[str, Any]) -> dict[str, Any]:
     """One live vote (a row of `review.votes.live_votes`) as a presentation record."""
     return {
         "item": row["item"], "first": row["first"], "second": row["second"],
-        "verdict": VERDICTS[row["choice"]], "judge": judge_name(row["reviewer"]), "round": 0,
+        "verdict": VERDICTS[row["choice"]], "judge": reviewer_judge(row["reviewer"]), "round": 0,
         "label": row["label"], "choice": row["choice"], "origin": row["origin"],
         "reshow": row["reshow_of"] is not None, "reviewer": row["reviewer"], "task": row["task"],
         "reshow_of": row["reshow_of"], "position": row["position"], "seconds": row["seconds"],
@@ -111,7 +111,7 @@ def langsmith_examples(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
             "outputs": {"response_1": _text(row, first), "response_2": _text(row, second),
                         "preference": {"1": "response_1", "2": "response_2"}.get(choice, choice)},
             "metadata": {"item": row["item"], "first": first, "second": second,
-                         "reviewer": judge_name(row["reviewer"]), "origin": row["origin"],
+                         "reviewer": reviewer_judge(row["reviewer"]), "origin": row["origin"],
                          "reshow": row["reshow_of"] is not None, "seconds": row["seconds"],
                          "voted_at": _iso(float(row["voted_at"])), "swapjudge_task": row["task"]},
             "feedback": {"key": "ranked_preference", "scores": scores},

@@ -218,7 +218,7 @@ class SheetProblems(InputError):
 
 
 @dataclass(frozen=True)
-class Tally:
+class SheetTally:
     """The records of filled sheets (judge = reviewer), the tasks left unanswered (only with `allow_partial`),
     and reading warnings (an encoding guessed)."""
 
@@ -232,7 +232,7 @@ class Tally:
 
 
 def tally_sheets(sheet_paths: Sequence[str | Path], key_path: str | Path, *, reviewer: str | None = None,
-                 allow_partial: bool = False) -> Tally:
+                 allow_partial: bool = False) -> SheetTally:
     """Presentation records from filled sheets (one or several, e.g. one per reviewer): first/second are the
     systems on the left/right, the verdict the reviewer's choice (left = first), the judge the row's `reviewer`
     cell, else `reviewer`, else the sheet's file name (several sheets) or "reviewer" (one). Separators `,` `;`
@@ -306,9 +306,9 @@ def tally_sheets(sheet_paths: Sequence[str | Path], key_path: str | Path, *, rev
     if not records:
         raise InputError("no answered task in the sheet(s): nothing to tally",
                          path=", ".join("<stdin>" if str(p) == "-" else str(p) for p in sheet_paths))
-    return Tally(tuple(records), tuple(unanswered), tuple(warnings))
+    return SheetTally(tuple(records), tuple(unanswered), tuple(warnings))
 
 
-def tally(sheet_path: str | Path, key_path: str | Path, *, reviewer: str = "reviewer") -> list[dict[str, Any]]:
+def sheet_records(sheet_path: str | Path, key_path: str | Path, *, reviewer: str = "reviewer") -> list[dict[str, Any]]:
     """Presentation records from one completely filled sheet (see `tally_sheets`)."""
     return list(tally_sheets([sheet_path], key_path, reviewer=reviewer).records)

@@ -1,10 +1,10 @@
 """The owner's view of a live review, computed by the project's own statistics from the votes so far.
 
 Per reviewer: votes, each reviewer's swap-consistency and flip direction on the re-shown pairs
-(`core.analysis.analyze` of the reviewer's records, exactly as a judge's), agreement with the judge (Cohen's
+(`core.analysis.analyze_records` of the reviewer's records, exactly as a judge's), agreement with the judge (Cohen's
 kappa of the judge's verdicts against the reviewer's, `probes.agreement`), and between reviewers on the pairs
 several of them saw (kappa over items). With judge records, the human-corrected win rate
-(`probes.calibrate.calibrate`) from the random sample's votes only, recomputed as votes arrive so the interval
+(`probes.calibrate.calibrate_records`) from the random sample's votes only, recomputed as votes arrive so the interval
 can be watched narrowing. No system name appears: the two systems are "a" and "b".
 """
 
@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.probes.agreement import agreement, kappa
-from swapjudge.probes.calibrate import calibrate
+from swapjudge.probes.agreement import agreement_of_records, kappa
+from swapjudge.probes.calibrate import calibrate_records
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.review.assign import SAMPLE
-from swapjudge.review.export import judge_name, vote_record
+from swapjudge.review.export import reviewer_judge, vote_record
 
 HISTORY_POINTS = 12  # checkpoints of the calibrated interval's history
 
@@ -107,8 +107,8 @@ def review_status(rows: Sequence[Mapping[str, Any]], totals: Mapping[str, int],
         consistency = flips = None
         reshown = 0
         if mine:
-            result = analyze(records_from_dicts(mine, allow_unpaired=True), judge=judge_name(name),
-                             confidence=confidence)[0]
+            result = analyze_records(records_from_dicts(mine, allow_unpaired=True), judge=reviewer_judge(name),
+                                     confidence=confidence)[0]
             reshown = result.outcomes.complete
             if result.consistency is not None and reshown:
                 consistency = result.consistency.to_dict()
@@ -156,7 +156,7 @@ def _judge_kappa(judge: JudgeContext, verdicts: Mapping[str, str], confidence: f
     labels = pl.DataFrame({"item": list(verdicts), "_label": list(verdicts.values())},
                           schema={"item": pl.String, "_label": pl.String})
     frame = frame.drop("label").join(labels, on="item", how="left").rename({"_label": "label"})
-    result = agreement(frame, confidence=confidence)[0]
+    result = agreement_of_records(frame, confidence=confidence)[0]
     chosen = result.kappa_labels_cancelled or result.kappa_labels_per_call
     if chosen is None:
         return None
@@ -167,8 +167,8 @@ def _calibrated(judge: JudgeContext, sample: Sequence[Mapping[str, Any]],
                 confidence: float) -> dict[str, Any] | None:
     try:
         people = records_from_dicts(sample, allow_unpaired=True).frame
-        result = calibrate(judge.frame, people, judge.a, judge.b, gate=judge.gate, judge=judge.name,
-                           confidence=confidence)
+        result = calibrate_records(judge.frame, people, judge.a, judge.b, gate=judge.gate, judge=judge.name,
+                                   confidence=confidence)
     except SwapjudgeError:
         return None
     out = result.to_dict()
@@ -199,9 +199,9 @@ def judge_context(records_path: str | Path, systems: Sequence[tuple[str, str]], 
     """The judge the status page compares the votes with: its records (one judge: `judge`, needed when the file
     holds several), its self-consistency gate, and the two systems a and b of the win rate (given, or the two
     every reviewed pair compares)."""
-    from swapjudge.reading.records import load_records, select_judges
+    from swapjudge.reading.records import read_records, select_judges
 
-    loaded = load_records(records_path, allow_unpaired=True)
+    loaded = read_records(records_path, allow_unpaired=True)
     names = select_judges(loaded.frame, judge)
     if judge is None and len(names) > 1:
         raise InputError(f"records hold {len(names)} judges ({', '.join(names)}); choose one with {{judge}}",
@@ -214,7 +214,8 @@ def judge_context(records_path: str | Path, systems: Sequence[tuple[str, str]], 
         a, b = systems[0]
     frame = loaded.frame.filter(pl.col("judge") == name)
     try:
-        result = analyze(loaded, judge=name, a=a, b=b, min_consistency=min_consistency, confidence=confidence)[0]
+        result = analyze_records(loaded, judge=name, a=a, b=b, min_consistency=min_consistency,
+                                 confidence=confidence)[0]
     except SwapjudgeError as err:
         raise InputError(str(err), path=loaded.source) from None
     return JudgeContext(frame, result.gate, a, b, name or None)

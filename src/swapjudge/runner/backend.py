@@ -39,9 +39,9 @@ def replay_verdicts(path: str | Path, judge: str | None
                     ) -> dict[ReplayKey, tuple[Verdict | None, str | None, int | None]]:
     """The verdict table of a records file acting as the judge: (round, item, first, second) -> (verdict, raw,
     strength), of its one judge or of `judge` (`judge.replay_judge`)."""
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
 
-    frame = load_records(path).frame
+    frame = read_records(path).frame
     judges = sorted(set(frame["judge"].to_list()))
     if judge is None and len(judges) > 1:
         raise ConfigError(f"{path}: holds several judges ({', '.join(judges)}); set judge.replay_judge")

@@ -37,7 +37,7 @@ class PlannedCall:
 # Awaited after each call the runner makes (see run_async).
 
 @dataclass(frozen=True)
-class Plan:
+class CallPlan:
     calls: tuple[PlannedCall, ...]
     seed: str
     pairs: int
@@ -102,7 +102,7 @@ def system_pairs(loaded: LoadedConfig, pairs: PairsFile) -> list[tuple[str, str]
     return list(itertools.combinations(sorted(systems), 2))
 
 
-def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> Plan:
+def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> CallPlan:
     cfg = loaded.config
     seed = coin_seed(pairs.digest, cfg.seed)
     combos = system_pairs(loaded, pairs)
@@ -156,7 +156,7 @@ def build_plan(loaded: LoadedConfig, pairs: PairsFile, *, structured: bool) -> P
                         identical=identical and not cfg.judge_identical,
                     )
                 )
-    return Plan(
+    return CallPlan(
         calls=tuple(calls),
         seed=seed,
         pairs=n_pairs,

@@ -31,11 +31,11 @@ from rich.console import Console
 
 from swapjudge.config import LoadedConfig, Price, RayConfig
 from swapjudge.errors import SwapjudgeError
-from swapjudge.judges.openai import PROVIDER as OPENAI
+from swapjudge.judges import openai
 from swapjudge.judges.openai import OpenAIJudge
 from swapjudge.judges.registry import create_judge
 from swapjudge.redact import redact
-from swapjudge.runner import ray_workers as workers
+from swapjudge.runner import ray_workers
 from swapjudge.runner.backend import resolved_judge_config
 from swapjudge.runner.execute import record_from_reply, record_paid, stored_call
 from swapjudge.runner.outcome import RunStats
@@ -61,7 +61,7 @@ def install_hint() -> str:
 def endpoint(loaded: LoadedConfig) -> tuple[str, dict[str, str]]:
     """The Chat Completions URL and the headers (with the key, where one is read) of the judge's server: from the
     provider's one client factory, so the key is read and sent exactly as on the synchronous path."""
-    client = OPENAI.client(resolved_judge_config(loaded))
+    client = openai.PROVIDER.client(resolved_judge_config(loaded))
     return client.endpoint(OpenAIJudge.path), client.headers  # the full URL: base_url is the redacted display form
 
 
@@ -87,7 +87,7 @@ def processor_config(loaded: LoadedConfig) -> Any:
     qps = None if jc.requests_per_minute is None else max(1, int(jc.requests_per_minute / 60 / rc.concurrency))
     return HttpRequestProcessorConfig(
         url=url, headers=headers, batch_size=rc.batch_size, qps=qps, max_retries=jc.max_retries,
-        base_retry_wait_time_in_s=jc.backoff_s, session_factory=workers.session_factory(jc.timeout_s),
+        base_retry_wait_time_in_s=jc.backoff_s, session_factory=ray_workers.session_factory(jc.timeout_s),
         http_request_stage={"concurrency": rc.concurrency, "num_cpus": STAGE_CPUS})
 
 
@@ -96,19 +96,19 @@ def build(loaded: LoadedConfig) -> Any:
     import ray.cloudpickle
     from ray.data.llm import build_processor
 
-    ray.cloudpickle.register_pickle_by_value(workers)  # type: ignore[no-untyped-call]  # workers need Ray only
+    ray.cloudpickle.register_pickle_by_value(ray_workers)  # type: ignore[no-untyped-call]  # workers need Ray only
     config = processor_config(loaded)
     maps = {"num_cpus": MAP_CPUS}
     if loaded.config.ray.processor == "vllm":
         assert loaded.config.judge.model is not None
         try:
-            return build_processor(config, preprocess=workers.vllm_preprocess,
-                                   postprocess=workers.vllm_postprocessor(loaded.config.judge.model),
+            return build_processor(config, preprocess=ray_workers.vllm_preprocess,
+                                   postprocess=ray_workers.vllm_postprocessor(loaded.config.judge.model),
                                    preprocess_map_kwargs=maps, postprocess_map_kwargs=maps)
         except ImportError as err:
             raise SwapjudgeError(f"ray.processor vllm needs vLLM where the driver runs and on the cluster "
                                  f"({err.name or err} is missing): pip install 'ray[data,llm]==2.60.0'") from None
-    return build_processor(config, preprocess=workers.http_preprocess, postprocess=workers.http_postprocess,
+    return build_processor(config, preprocess=ray_workers.http_preprocess, postprocess=ray_workers.http_postprocess,
                            preprocess_map_kwargs=maps, postprocess_map_kwargs=maps)
 
 
@@ -175,25 +175,25 @@ class _Driver:
         self.done = 0
 
     def rows(self) -> list[dict[str, Any]]:
-        return [{workers.INDEX: i, workers.BODY: json.dumps(self.bodies.request_body(g[0].request))}
+        return [{ray_workers.INDEX: i, ray_workers.BODY: json.dumps(self.bodies.request_body(g[0].request))}
                 for i, g in enumerate(self.groups)]
 
     def records(self, row: dict[str, Any]) -> list[CallRecord]:
-        group = self.groups[int(row[workers.INDEX])]
+        group = self.groups[int(row[ray_workers.INDEX])]
         head = group[0]
-        engine_error = row.get(workers.ENGINE_ERROR)
-        status = int(row.get(workers.STATUS) or 0)
+        engine_error = row.get(ray_workers.ENGINE_ERROR)
+        status = int(row.get(ray_workers.STATUS) or 0)
         error: str | None = None
         body: Any = None
         if engine_error:
             error = f"the vLLM engine failed: {engine_error}"
         elif status != 200:
-            error = f"HTTP {status}: {str(row.get(workers.REPLY) or '')[:300]}"
+            error = f"HTTP {status}: {str(row.get(ray_workers.REPLY) or '')[:300]}"
             if status in FATAL and self.fatal is None:
                 self.fatal = f"{self.loaded.config.judge.judge_name}: {error} (wrong key, base_url or model?)"
         else:
             try:
-                body = json.loads(str(row.get(workers.REPLY)))
+                body = json.loads(str(row.get(ray_workers.REPLY)))
             except ValueError:
                 error = "malformed reply (not JSON)"
             if body is not None and not isinstance(body, dict):

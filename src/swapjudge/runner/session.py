@@ -25,7 +25,7 @@ from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, i
 from swapjudge.runner.lock import Owner, RunLock, lock_path
 from swapjudge.runner.outcome import RunOutcome, RunStats
 from swapjudge.runner.plan import (
-    Plan,
+    CallPlan,
     PlannedCall,
     build_plan,
 )
@@ -35,7 +35,7 @@ from swapjudge.store.batches import OPEN_STATUSES
 from swapjudge.store.connection import StoreError
 
 
-def prepare(loaded: LoadedConfig) -> tuple[PairsFile, Plan]:
+def prepare(loaded: LoadedConfig) -> tuple[PairsFile, CallPlan]:
     """The configuration checked for use, the pairs read and the calls planned (run, dry run and check)."""
     check_judge_options(loaded)
     pairs = load_pairs(loaded.pairs_path)
@@ -223,7 +223,7 @@ def _own_run(lock: RunLock, *, wait: bool, console: Console | None) -> None:
                       highlight=False)
 
 
-def restrict_to(pairs: PairsFile, plan: Plan, only: frozenset[tuple[str, str, str]]) -> tuple[PairsFile, Plan]:
+def restrict_to(pairs: PairsFile, plan: CallPlan, only: frozenset[tuple[str, str, str]]) -> tuple[PairsFile, CallPlan]:
     """The plan's calls of the pairs in `only`, under a pairs digest of their own (the run's identity: another
     subset is another run), the coin seed kept from the whole pairs file."""
     import dataclasses
@@ -238,5 +238,5 @@ def restrict_to(pairs: PairsFile, plan: Plan, only: frozenset[tuple[str, str, st
                                 pair_set_hash=digest))  # another pair set than the whole file's
 
 
-def run(loaded: LoadedConfig, **kwargs: Any) -> RunOutcome:
+def run_session(loaded: LoadedConfig, **kwargs: Any) -> RunOutcome:
     return asyncio.run(run_async(loaded, **kwargs))

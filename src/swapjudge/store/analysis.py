@@ -44,7 +44,7 @@ def run_record_set(store: Store, run_id: int) -> Any:
 def analyze_run(store: Store, run_id: int, records: Any = None, **overrides: Any) -> list[Any]:
     """The analysis of a stored run under the policy, gate and systems it was registered with (`overrides`
     replaces any of analyze's keyword arguments, e.g. `a`/`b` to compare two systems of a many-system run)."""
-    from swapjudge.core.analysis import analyze
+    from swapjudge.core.analysis import analyze_records
 
     info = store.run(run_id)
     cfg = info.config
@@ -58,7 +58,7 @@ def analyze_run(store: Store, run_id: int, records: Any = None, **overrides: Any
         "min_consistency": (cfg.get("gates") or {}).get("min_self_consistency", 0.70),
         "confidence": cfg.get("confidence", 0.95),
     }
-    analyses = analyze(records, **{**settings, **overrides})
+    analyses = analyze_records(records, **{**settings, **overrides})
     threshold = cfg.get("adaptive_swap")
     # records carrying the registered threshold got the adaptive treatment in `analyze` already
     if threshold is not None and getattr(records, "registered_adaptive_swap", None) is None:

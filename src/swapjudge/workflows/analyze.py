@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from swapjudge.core import arguments
-from swapjudge.core.analysis import Analyses, analyze_source
-from swapjudge.core.analysis import analyze as analyse_records
+from swapjudge.core.analysis import Analyses, analyze_records, analyze_source
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import ArgumentError
 from swapjudge.reading.listwise import is_listwise
@@ -67,10 +66,10 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
 
         with open_source(source, allow_unpaired=allow_unpaired) as reduced:
             return Analyses(tuple(analyze_source(reduced, **options)))
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
 
-    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
-    result = Analyses(tuple(analyse_records(loaded, **options)))
+    loaded = read_records(source, allow_unpaired=allow_unpaired, extras=False)
+    result = Analyses(tuple(analyze_records(loaded, **options)))
     if not fragility:
         return result
     return Analyses(tuple(_with_fragility(loaded, one, min_consistency, confidence) for one in result))

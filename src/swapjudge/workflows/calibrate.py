@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import InputError, SwapjudgeError
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 if TYPE_CHECKING:
     from swapjudge.core.analysis import JudgeAnalysis
@@ -29,8 +29,8 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
     `engine`: "auto" streams Parquet and large JSON Lines judge records when DuckDB is installed, "streaming"
     always does, "memory" reads them whole; the figures are the same."""
     from swapjudge.core import arguments
-    from swapjudge.core.analysis import analyze
-    from swapjudge.probes.calibrate import calibrate as corrected
+    from swapjudge.core.analysis import analyze_records
+    from swapjudge.probes.calibrate import calibrate_records
     from swapjudge.reading.records import choose_judges, select_judges
     from swapjudge.reading.streaming import open_source
     from swapjudge.workflows.engine import streams
@@ -42,18 +42,18 @@ def calibrate(judge_records: str | Path | Any, human: str | Path | Any, a: str, 
         from swapjudge.core.analysis import analyze_source
 
         with open_source(judge_records, allow_unpaired=True) as reduced:
-            people = load_records(human, allow_unpaired=True)
+            people = read_records(human, allow_unpaired=True)
             name = _one_judge(choose_judges(reduced.judges(), judge), judge, reduced.path)
             analysis = _analysis(lambda: analyze_source(reduced, judge=name, **options)[0], reduced.path)
             frame, source = reduced.pair_calls(name, (a, b)), reduced.path
     else:
-        judged = load_records(judge_records, allow_unpaired=True)
-        people = load_records(human, allow_unpaired=True)
+        judged = read_records(judge_records, allow_unpaired=True)
+        people = read_records(human, allow_unpaired=True)
         name = _one_judge(select_judges(judged.frame, judge), judge, judged.source)
-        analysis = _analysis(lambda: analyze(judged, judge=name, **options)[0], judged.source)
+        analysis = _analysis(lambda: analyze_records(judged, judge=name, **options)[0], judged.source)
         frame, source = judged.frame.filter(judged.frame.get_column("judge") == name), judged.source
-    return corrected(frame, people.frame, a, b, gate=analysis.gate, judge=name or None, tie_policy=tie_policy,
-                     confidence=confidence, judge_source=source, human_source=people.source)
+    return calibrate_records(frame, people.frame, a, b, gate=analysis.gate, judge=name or None, tie_policy=tie_policy,
+                             confidence=confidence, judge_source=source, human_source=people.source)
 
 
 def _one_judge(chosen: list[str], judge: str | None, source: str) -> str:

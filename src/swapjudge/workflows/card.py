@@ -223,22 +223,22 @@ def subset_card(info: SubsetInfo, rows: list[dict[str, Any]], *, tie_policy: str
                 keep_pairs: bool = True) -> SubsetCard:
     """`analyze`, `agreement` and (with the answer texts of `pairs`) the length probe on one subset's records, as
     those commands read them; `keep_pairs` keeps each pair's verdicts for paired comparisons."""
-    from swapjudge.reading.records import load_records
-    from swapjudge.workflows import probe as probing
+    from swapjudge.reading.records import read_records
+    from swapjudge.workflows import probe
     from swapjudge.workflows.analyze import analyze
 
     analyses = analyze(rows, tie_policy=tie_policy, min_consistency=min_consistency, confidence=confidence)
-    agreement = probing.agreement(rows, confidence=confidence)
+    agreement = probe.agreement(rows, confidence=confidence)
     pair_rows = [r for r in rows if r["first"] != r["second"] and int(r.get("round") or 0) == 0]
     length = None
     if pairs is not None:
         try:
-            length = probing.length(pair_rows, pairs=pairs)[0]
+            length = probe.length(pair_rows, pairs=pairs)[0]
         except SwapjudgeError:
             length = None  # no pair of the subset has both answer texts
     per_pair: tuple[tuple[Any, ...], ...] = ()
     if keep_pairs:
-        loaded_records = load_records(pair_rows, extras=False)
+        loaded_records = read_records(pair_rows, extras=False)
         assert loaded_records.pairs is not None
         per_pair = tuple(tuple(r) for r in per_pair_rows(loaded_records.pairs))
     return SubsetCard(info, analyses[0], agreement[0] if agreement and agreement[0].labelled_pairs else None, length,
@@ -382,13 +382,13 @@ def _repeat_check(records: list[dict[str, Any]], repeated: list[dict[str, Any]],
     import polars as pl
 
     from swapjudge.probes.repeat import repeat_stability
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
 
     wanted = set(items)
     rows = [r for r in records if r["item"] in wanted and r["first"] != r["second"]] + repeated
     if not repeated:
         return RepeatCheck(len(items), tuple(items), None, failed)
-    frame = load_records(rows, extras=False).frame
+    frame = read_records(rows, extras=False).frame
     judge = str(frame.get_column("judge")[0])
     return RepeatCheck(len(items), tuple(items), repeat_stability(frame.filter(pl.col("judge") == judge),
                                                                    judge=judge or None, confidence=confidence),

@@ -153,7 +153,7 @@ def run_cascade(config: str | Path | LoadedConfig | Any, *, store: str | Path | 
     from swapjudge.core.cascade import guarantee_text
     from swapjudge.core.confidence import REASONS, records_confidence
     from swapjudge.errors import InputError
-    from swapjudge.runner.session import run as run_session
+    from swapjudge.runner.session import run_session
     from swapjudge.store.analysis import run_record_set
     from swapjudge.workflows.escalate import configuration_of
     from swapjudge.workflows.run import open_run_store

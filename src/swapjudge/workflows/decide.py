@@ -1,5 +1,5 @@
 """`decide` and `plan`, put together: the records (a file, rows, a frame, or a run in the store), the judge, the
-items of the two systems, the analysis' gate and flip audit (`core.analysis.analyze`, reused as it is), the item
+items of the two systems, the analysis' gate and flip audit (`core.analysis.analyze_records`, reused as it is), the item
 scores, the bound, the fail-closed rule, and the decisions ledger. The statistics live in the sibling modules;
 this module only composes them (it is the one place here that reads files, the store and a run configuration).
 """
@@ -18,7 +18,8 @@ from typing import Any
 import polars as pl
 
 from swapjudge.core import arguments
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import analyze_records
+from swapjudge.core.display import percent
 from swapjudge.decision.bounds import Bound, betting_sequence, fixed_bound
 from swapjudge.decision.file import DecisionFile, load_decision
 from swapjudge.decision.power import (
@@ -33,7 +34,7 @@ from swapjudge.decision.power import (
     sequential_items,
 )
 from swapjudge.decision.scores import ItemScores, item_scores
-from swapjudge.decision.verdict import INCONCLUSIVE, Counts, Verdict, pct, rule
+from swapjudge.decision.verdict import INCONCLUSIVE, Counts, Verdict, rule
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 from swapjudge.reading.codes import MISSING, Outcome
 from swapjudge.reading.pairs import PairTable, build_pairs
@@ -87,11 +88,11 @@ def _load(records: Any, run: int | None) -> tuple[RecordSet, dict[str, Any]]:
         return _store_source(Path(records), run)
     if run is not None:
         raise SwapjudgeError("{run} applies to a run store, and the records given are not one", arguments=("run",))
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
 
     # a file is read without its provenance columns (the decision needs none): much faster on large files
     extras = {"extras": False} if isinstance(records, str | Path) else {}
-    return load_records(records, allow_unpaired=True, **extras), {}
+    return read_records(records, allow_unpaired=True, **extras), {}
 
 
 def _select(records: RecordSet, spec: DecisionFile, extra: dict[str, Any]) -> _Source:
@@ -218,8 +219,8 @@ def decide(records: Any, decision: str | Path | Mapping[str, Any] | DecisionFile
     vx, vy = pairs.vx, pairs.vy
     missing = int((vx == MISSING).sum() + (vy == MISSING).sum()) + source.unmade_calls
     incomplete = int((pairs.outcome == Outcome.INCOMPLETE).sum())
-    analysis = analyze(calls, judge=calls.get_column("judge")[0], a=spec.candidate, b=spec.incumbent,
-                       tie_policy=spec.tie_policy, min_consistency=spec.min_consistency)[0]
+    analysis = analyze_records(calls, judge=calls.get_column("judge")[0], a=spec.candidate, b=spec.incumbent,
+                               tie_policy=spec.tie_policy, min_consistency=spec.min_consistency)[0]
     scores = _scores(pairs, spec.candidate, spec.tie_policy)
     bound: Bound | None
     anchored = None
@@ -404,7 +405,7 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
         design = pilot_design(scores.scores, scores.unscored, share)
         pairs_per_item = scores.pairs / max(1, scores.n + scores.unscored)
         notes.append(f"planned from the pilot's {scores.n + scores.unscored:,} items ({source.label}): its item "
-                     f"scores resampled, win rate {pct(design.rate)}")
+                     f"scores resampled, win rate {percent(design.rate)}")
     else:
         assert expect is not None and splits is not None
         design = expected_design(expect, splits, spec.tie_policy)
@@ -412,9 +413,9 @@ def plan(decision: str | Path | Mapping[str, Any] | DecisionFile, *, pilot: Any 
                         hypothesis=spec.hypothesis, tie_policy=str(spec.tie_policy), simulations=simulations,
                         seed=seed, registered_items=spec.items)
     if design.splits is not None and 1 - design.splits < spec.min_consistency:
-        notes.append(f"with {pct(design.splits)} split pairs, swap-consistency could be as low as "
-                     f"{pct(1 - design.splits)} (if every split is a flip), below the gate of "
-                     f"{pct(spec.min_consistency)}: the decision would then keep")
+        notes.append(f"with {percent(design.splits)} split pairs, swap-consistency could be as low as "
+                     f"{percent(1 - design.splits)} (if every split is a flip), below the gate of "
+                     f"{percent(spec.min_consistency)}: the decision would then keep")
     calls = None if result.items is None else math.ceil(result.items * pairs_per_item) * 2
     result = dataclasses.replace(result, calls=calls, notes=(*result.notes, *notes))
     return result if config is None or calls is None else _priced(result, Path(config), spec)

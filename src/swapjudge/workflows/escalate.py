@@ -34,7 +34,7 @@ from swapjudge.core.cascade import (
 )
 from swapjudge.core.confidence import REASONS, PairConfidence, records_confidence
 from swapjudge.errors import ArgumentError, InputError
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 THRESHOLDS_FORMAT = "swapjudge-escalate-thresholds/1"
 # the provenance columns that identify a judge configuration when the records carry them
@@ -163,7 +163,7 @@ def escalate(source: str | Path | Any, *, judges: Sequence[str], alpha: float = 
         raise ArgumentError("{split} fits thresholds and {thresholds} applies saved ones: give one", "split",
                             "thresholds")
 
-    records = load_records(source, allow_unpaired=True)
+    records = read_records(source, allow_unpaired=True)
     frame = records.frame
     if labels is not None:
         from swapjudge.reading.sidefiles import load_labels, with_labels

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def history(store: str | Path | None = None) -> tuple[list[HistoryEntry], list[dict[str, Any]]]:
     """The store's pairwise runs, each with what it was measured under and its analysis, and its anchored
     scoring runs."""
-    from swapjudge.drift.history import history as run_history
+    from swapjudge.drift.history import run_history
 
     with open_run_store(store) as st:
         return run_history(st), st.anchor_runs()

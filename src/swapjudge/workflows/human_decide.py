@@ -48,7 +48,7 @@ def _labels_path(spec: DecisionFile, decision_path: str | None) -> Path:
 
 def _people(path: Path) -> pl.DataFrame:
     """People's records from a records file, or the live votes of a review store (SQLite)."""
-    from swapjudge.reading.records import load_records, records_from_dicts
+    from swapjudge.reading.records import read_records, records_from_dicts
 
     with path.open("rb") as handle:
         is_sqlite = handle.read(16) == b"SQLite format 3\x00"
@@ -62,19 +62,19 @@ def _people(path: Path) -> pl.DataFrame:
         if not rows:
             raise InputError("the review store holds no vote yet", path=str(path))
         return records_from_dicts(rows, allow_unpaired=True).frame
-    return load_records(path, allow_unpaired=True).frame
+    return read_records(path, allow_unpaired=True).frame
 
 
 def human_bound(spec: DecisionFile, decision_path: str | None, calls: pl.DataFrame, gate: Gate) -> HumanBound:
     """The corrected win rate of the candidate with its bounds, each one-sided at the decision's alpha."""
-    from swapjudge.probes.calibrate import calibrate
+    from swapjudge.probes.calibrate import calibrate_records
 
     assert spec.human is not None
     path = _labels_path(spec, decision_path)
     people_frame = _people(path)
-    result = calibrate(calls, people_frame, spec.candidate, spec.incumbent, gate=gate,
-                       tie_policy=spec.tie_policy, confidence=1 - 2 * spec.alpha, judge_source="judge records",
-                       human_source=str(path))
+    result = calibrate_records(calls, people_frame, spec.candidate, spec.incumbent, gate=gate,
+                               tie_policy=spec.tie_policy, confidence=1 - 2 * spec.alpha, judge_source="judge records",
+                               human_source=str(path))
     registered = spec.human.design
     if registered == "active" and not result.pi_recorded:
         raise InputError("the decision registers an active design (human.design) but the labels carry no `pi`: "
@@ -109,12 +109,12 @@ def sequential_bound(calls: pl.DataFrame, people: pl.DataFrame, spec: DecisionFi
     import numpy as np
 
     from swapjudge.decision.bounds import betting_sequence, fixed_bound
-    from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_scores
+    from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_score_frame
 
     if "origin" in people.columns:
         people = people.filter(~(people.get_column("origin").cast(pl.String) == QUEUE_ORIGIN).fill_null(False))
-    judged = item_scores(calls, spec.candidate, spec.incumbent, spec.tie_policy, source="judge records")
-    labels = item_scores(people, spec.candidate, spec.incumbent, spec.tie_policy, source=str(path))
+    judged = item_score_frame(calls, spec.candidate, spec.incumbent, spec.tie_policy, source="judge records")
+    labels = item_score_frame(people, spec.candidate, spec.incumbent, spec.tie_policy, source=str(path))
     first_seen = (people.select("item").with_row_index("_row").group_by("item").agg(pl.col("_row").min()))
     ordered = (labels.join(judged, on="item", how="inner", suffix="_judge").join(first_seen, on="item")
                .sort("_row"))

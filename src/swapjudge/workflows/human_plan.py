@@ -39,15 +39,15 @@ def human_plan(decision: Any, *, pilot: str | Path | Any, human: str | Path | An
     from swapjudge.core.active_ppi import label_budget, pair_uncertainty
     from swapjudge.core.confidence import records_confidence
     from swapjudge.decision.file import load_decision
-    from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_pi, item_scores
-    from swapjudge.reading.records import load_records, select_judges
+    from swapjudge.probes.calibrate import QUEUE_ORIGIN, item_pi, item_score_frame
+    from swapjudge.reading.records import read_records, select_judges
     from swapjudge.workflows.decide import decision_argument
 
     spec, _ = load_decision(decision_argument(decision))
     a, b = spec.candidate, spec.incumbent
     level = 1.0 - 2.0 * spec.alpha if confidence is None else float(confidence)
-    judged = load_records(pilot, allow_unpaired=True)
-    people = load_records(human, allow_unpaired=True)
+    judged = read_records(pilot, allow_unpaired=True)
+    people = read_records(human, allow_unpaired=True)
     names = select_judges(judged.frame, spec.judge)
     if len(names) > 1:
         raise InputError(f"the pilot holds {len(names)} judges ({', '.join(names)}); name one in the decision "
@@ -61,8 +61,8 @@ def human_plan(decision: Any, *, pilot: str | Path | Any, human: str | Path | An
         if int(queued.sum()):
             notes.append(f"{int(queued.sum())} human record(s) of a priority queue are left out of the pilot")
         human_frame = human_frame.filter(~queued)
-    scores = item_scores(frame, a, b, spec.tie_policy, source=judged.source)
-    labels = item_scores(human_frame, a, b, spec.tie_policy, source=people.source)
+    scores = item_score_frame(frame, a, b, spec.tie_policy, source=judged.source)
+    labels = item_score_frame(human_frame, a, b, spec.tie_policy, source=people.source)
     table, confidence_rows = records_confidence(frame)
     u_pairs = table.frame.select(pl.col("item").cast(pl.String), pl.Series("u", pair_uncertainty(confidence_rows)),
                                  "x", "y").filter(pl.col("x").is_in([a, b]) & pl.col("y").is_in([a, b]))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from swapjudge.core.choices import DEFAULT_MIN_CONSISTENCY, ReadEngine, TiePolicy
 from swapjudge.errors import ArgumentError, InputError, SwapjudgeError
 from swapjudge.outcome import Ending, gates_ending
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 if TYPE_CHECKING:
     import polars as pl
@@ -52,7 +52,7 @@ def segments(source: str | Path | Any, by: str, *, judge: str | None = None, a: 
                 refuse_field(fields, by)
             return segment_analyses_of_source(reduced, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                                               min_consistency=min_consistency, confidence=confidence)
-    loaded = load_records(source, allow_unpaired=allow_unpaired)
+    loaded = read_records(source, allow_unpaired=allow_unpaired)
     return segment_analyses(loaded, by, judge=judge, a=a, b=b, tie_policy=tie_policy,
                             min_consistency=min_consistency, confidence=confidence)
 
@@ -79,7 +79,7 @@ def length(source: str | Path | Any, *, pairs: str | Path | None = None, judge: 
 
     from swapjudge.probes.alpaca_files import load_gamed_baseline, load_instruction_difficulty
     from swapjudge.probes.alpaca_lc import INSTRUCTION_INDEX, PREFERENCE, rows_for_pair
-    from swapjudge.probes.length import LengthOptions, length_probe, lengths_for_pairs, with_holm
+    from swapjudge.probes.length import LengthOptions, length_probe, length_with_holm, lengths_for_pairs
     from swapjudge.reading.pairs import build_pairs
     from swapjudge.reading.records import select_judges
     from swapjudge.reading.sidefiles import load_answer_texts, texts_from_records
@@ -95,7 +95,7 @@ def length(source: str | Path | Any, *, pairs: str | Path | None = None, judge: 
         raise ArgumentError("{alpaca_cv} needs {difficulty} or {gamed_baseline}", "alpaca_cv", "difficulty",
                             "gamed_baseline")
     # the records' own text fields (and AlpacaEval's preference and instruction_index) are extras
-    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=pairs is None or alpaca.given)
+    loaded = read_records(source, allow_unpaired=allow_unpaired, extras=pairs is None or alpaca.given)
     texts = load_answer_texts(pairs) if pairs is not None else texts_from_records(loaded.frame)
     if not texts:
         raise ArgumentError("no answer texts: pass {pairs} FILE, or give the records first_text/second_text",
@@ -125,7 +125,7 @@ def length(source: str | Path | Any, *, pairs: str | Path | None = None, judge: 
             f.get_column("outcome").to_numpy()[found], lx[found], ly[found], opts, judge=name or None,
             x=x[found], y=y[found], pair=pair, missing_texts=int((~found).sum()), items=items[found],
             alpaca=rows, gamed=gamed))
-    return with_holm(results)
+    return length_with_holm(results)
 
 
 def length_ending(results: Sequence[LengthProbe], pair_given: bool) -> Ending:
@@ -142,7 +142,7 @@ def repeat(source: str | Path | Any, *, judge: str | None = None, seed: int = 0,
     from swapjudge.probes.repeat import repeat_stability
     from swapjudge.reading.records import select_judges
 
-    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
+    loaded = read_records(source, allow_unpaired=allow_unpaired, extras=False)
     results = []
     for name in select_judges(loaded.frame, judge):
         r = repeat_stability(loaded.frame.filter(pl.col("judge") == name), judge=name or None,
@@ -158,7 +158,7 @@ def _labelled(source: str | Path | Any, labels: str | Path | None, allow_unpaire
     """The records' frame, its labels taken from a labels file when one is given."""
     from swapjudge.reading.sidefiles import load_labels, with_labels
 
-    loaded = load_records(source, allow_unpaired=allow_unpaired, extras=False)
+    loaded = read_records(source, allow_unpaired=allow_unpaired, extras=False)
     return with_labels(loaded.frame, load_labels(labels)) if labels is not None else loaded.frame
 
 
@@ -169,8 +169,7 @@ def agreement(source: str | Path | Any, *, labels: str | Path | None = None, jud
     reduces Parquet and large JSON Lines files whose records carry their labels to counts when DuckDB is
     installed, "streaming" always does (a separate `labels` file is joined in memory only), "memory" reads the
     records whole; the figures are the same."""
-    from swapjudge.probes.agreement import agreement as judge_agreement
-    from swapjudge.probes.agreement import agreement_of_counts
+    from swapjudge.probes.agreement import agreement_of_counts, agreement_of_records
     from swapjudge.reading.records import choose_judges
     from swapjudge.reading.streaming import open_source
     from swapjudge.workflows.engine import RowsNeeded, streams
@@ -183,17 +182,16 @@ def agreement(source: str | Path | Any, *, labels: str | Path | None = None, jud
                                         judge=name or None, confidence=confidence)
                     for name in choose_judges(reduced.judges(), judge)]
 
-    return judge_agreement(_labelled(source, labels, allow_unpaired), judge=judge, confidence=confidence)
+    return agreement_of_records(_labelled(source, labels, allow_unpaired), judge=judge, confidence=confidence)
 
 
 def panel(source: str | Path | Any, *, judges: Sequence[str] = (), families: Sequence[str] = (),
           labels: str | Path | None = None, confidence: float = 0.95,
           min_consistency: float = DEFAULT_MIN_CONSISTENCY, allow_unpaired: bool = False) -> PanelResult:
     """Several judges over the same pairs (`families`: `gpt=gpt-4,gpt-3.5` specs of model families)."""
-    from swapjudge.probes.panel import panel as judge_panel
-    from swapjudge.probes.panel import parse_families
+    from swapjudge.probes.panel import panel_of_records, parse_families
 
-    return judge_panel(_labelled(source, labels, allow_unpaired), judges=list(judges) or None,
+    return panel_of_records(_labelled(source, labels, allow_unpaired), judges=list(judges) or None,
                        families=parse_families(list(families)), confidence=confidence,
                        min_consistency=min_consistency)
 
@@ -211,7 +209,7 @@ def variants(sources: Sequence[str | Path], *, judges: Sequence[str] = (), round
         frames = []
         names = [p.stem if paths[0].stem != paths[1].stem else f"{i + 1}:{p.stem}" for i, p in enumerate(paths)]
         for path, name in zip(paths, names, strict=True):
-            frame = load_records(path, allow_unpaired=allow_unpaired, extras=False).frame
+            frame = read_records(path, allow_unpaired=allow_unpaired, extras=False).frame
             if judges:
                 frame = frame.filter(pl.col("judge").is_in(list(judges)))
             if frame.get_column("judge").n_unique() != 1:
@@ -221,7 +219,7 @@ def variants(sources: Sequence[str | Path], *, judges: Sequence[str] = (), round
         return compare_variants(pl.concat(frames), names[0], names[1], field="judge", confidence=confidence)
     if len(sources) != 1:
         raise SwapjudgeError("give one records file with both variants, or two files")
-    frame = load_records(sources[0], allow_unpaired=allow_unpaired, extras=False).frame
+    frame = read_records(sources[0], allow_unpaired=allow_unpaired, extras=False).frame
     if len(rounds) == 2:
         if len(judges) > 1:
             raise ArgumentError("with {round} twice, give at most one {judge}", "round", "judge")

@@ -27,7 +27,7 @@ from swapjudge.core.display import Displayable
 from swapjudge.errors import ArgumentError, InputError
 from swapjudge.outcome import Concluded, Ending
 from swapjudge.reading.listwise import is_listwise
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 
 if TYPE_CHECKING:
     from swapjudge.ranking.bradley_terry import Ranking
@@ -81,12 +81,12 @@ class JudgeRanking(Displayable, Concluded):
         return {"judge": self.judge, "outcome": self.outcome, **self.gate.to_dict(), **fitted, **extra}
 
 
-def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
-         outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
-         confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
-         min_consistency: float = DEFAULT_MIN_CONSISTENCY, order_effect: bool = False,
-         control: Sequence[str] = (), pairs: str | Path | None = None,
-         engine: ReadEngine | str = ReadEngine.auto, fragility: bool = False) -> JudgeRanking:
+def rank_judge(source: str | Path | Any, *, judge: str | None = None, model: Model | str = Model.rao_kupper,
+               outcome: OutcomeSource | str = OutcomeSource.swap, bootstrap: int = DEFAULT_ROUNDS, seed: int = 0,
+               confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
+               min_consistency: float = DEFAULT_MIN_CONSISTENCY, order_effect: bool = False,
+               control: Sequence[str] = (), pairs: str | Path | None = None,
+               engine: ReadEngine | str = ReadEngine.auto, fragility: bool = False) -> JudgeRanking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
 
     A judge below `min_consistency` (over all its complete pairs) gets no ranking: the result comes back withheld
@@ -143,7 +143,7 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     if _streams(source, read, adjusted, source_kind):
         return _rank_counted(source, judge, Model(model), source_kind, bootstrap, seed, confidence,
                              IntervalMethod(interval), min_consistency)
-    loaded = load_records(source, allow_unpaired=adjusted or source_kind is OutcomeSource.calls)
+    loaded = read_records(source, allow_unpaired=adjusted or source_kind is OutcomeSource.calls)
     name = judge if judge is not None else (loaded.judges[0] if loaded.judges else "")
     checked = rank_gate(choose_judge(loaded.frame, judge, loaded.source), min_consistency, confidence)
     if adjusted:
@@ -172,12 +172,12 @@ def _item_names(loaded: Any, judge: str | None, outcome: OutcomeSource) -> list[
     import polars as pl
 
     from swapjudge.ranking.battles import choose_judge
-    from swapjudge.reading.codes import Outcome as PairOutcome
+    from swapjudge.reading.codes import Outcome
     from swapjudge.reading.pairs import build_pairs
 
     frame = choose_judge(loaded.frame, judge, loaded.source)
     if outcome is OutcomeSource.swap:
-        items = build_pairs(frame).frame.filter(pl.col("outcome") != PairOutcome.INCOMPLETE).get_column("item")
+        items = build_pairs(frame).frame.filter(pl.col("outcome") != Outcome.INCOMPLETE).get_column("item")
     else:
         items = frame.filter((pl.col("first") != pl.col("second")) & pl.col("verdict").is_not_null()).get_column(
             "item")

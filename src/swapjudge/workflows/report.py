@@ -1,9 +1,13 @@
-"""`swapjudge report`: everything a report shows, computed once here (the renderers in `swapjudge.report` only
-lay it out): each judge's analysis, per-segment analyses, the review queue, rankings, the length probe, the
-panel and the human-corrected win rates, from a records file or a stored run."""
+"""`swapjudge report`: everything a report shows (the renderers in `swapjudge.report` only lay it out): each judge's
+analysis, per-segment analyses, the review queue, rankings, the length probe, the panel and the human-corrected
+win rates, from a records file or a stored run. Either engine's counts go through the one builder
+(`report_inputs.report_of_counts`): those of records read whole here (`MemoryCounts`), those of a file the
+streaming engine reduces in `streamed_report` (`StreamedCounts`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,19 +15,18 @@ import numpy as np
 import polars as pl
 
 from swapjudge.core import arguments
-from swapjudge.core.analysis import analyze
+from swapjudge.core.analysis import JudgeAnalysis, analyze_records
 from swapjudge.core.choices import ReadEngine
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, Gate, TiePolicy
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
 from swapjudge.errors import InputError
-from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, text_length
-from swapjudge.probes.length import with_holm as length_with_holm
-from swapjudge.probes.panel import PanelResult, panel
-from swapjudge.probes.segments import segment_analyses
+from swapjudge.probes.length import LengthOptions, LengthProbe, LengthUnit, length_probe, length_with_holm, text_length
+from swapjudge.probes.panel import PanelResult, panel_of_records
+from swapjudge.probes.segments import SegmentedAnalysis, segment_analyses
 from swapjudge.ranking.battles import comparisons_from_records
-from swapjudge.ranking.bradley_terry import Model, fit_ranking
+from swapjudge.ranking.bradley_terry import Comparisons, Model
 from swapjudge.reading.pairs import Outcome, build_pairs
-from swapjudge.reading.records import load_records, select_judges
+from swapjudge.reading.records import read_records, select_judges
 from swapjudge.reading.sidefiles import texts_from_records
 from swapjudge.review.queue import review_queue
 from swapjudge.workflows.report_inputs import (
@@ -32,7 +35,7 @@ from swapjudge.workflows.report_inputs import (
     ReportOptions,
     ReportRanking,
     SegmentRow,
-    human_calibrations,
+    report_of_counts,
 )
 from swapjudge.workflows.sources import ReportSource, StreamedSource, is_run_store, report_source
 
@@ -71,7 +74,7 @@ def report(source: str | Path, *, pairs: str | Path | None = None, run: int | No
         if streamed is not None:
             return streamed
     loaded = report_source(source, pairs=pairs, run=run, allow_unpaired=allow_unpaired)
-    people = load_records(human, allow_unpaired=True) if human is not None else None
+    people = read_records(human, allow_unpaired=True) if human is not None else None
     return report_of_records(loaded, options, human=people.frame if people is not None else None,
                              human_source=people.source if people is not None else "human records")
 
@@ -99,7 +102,7 @@ def _streamed(source: str | Path, read: ReadEngine, options: ReportOptions, *, p
     whole_if_needed = read is ReadEngine.auto and rows is not None and rows <= AUTO_WHOLE_RECORDS
     if whole_if_needed and needs_rows(fields, pairs=pairs is not None):
         return None
-    people = load_records(human, allow_unpaired=True) if human is not None else None
+    people = read_records(human, allow_unpaired=True) if human is not None else None
     opts = options.resolved({})  # a records file registered nothing
     segment = opts.segment
     usable = segment is not None and segment in fields and segment not in NOT_SEGMENTS
@@ -150,48 +153,55 @@ def prepare_report(source: ReportSource, *, judge: str | None = None, a: str | N
 
 def report_of_records(source: ReportSource, options: ReportOptions, *, human: pl.DataFrame | None = None,
                       human_source: str = "human records") -> ReportInputs:
-    """`prepare_report` with its options gathered (`ReportOptions`; the tie policy and gate settled here)."""
+    """`prepare_report` with its options gathered (`ReportOptions`; the tie policy and gate settled here): the
+    records' counts (`MemoryCounts`) through the one builder, `report_of_counts`."""
     opts = options.resolved(registered_settings(source))
-    judge, a, b, segment, confidence = opts.judge, opts.a, opts.b, opts.segment, opts.confidence
-    policy, min_consistency = opts.policy, opts.gate
-    rank_rounds, rank_seed, rank_model = opts.rank_rounds, opts.rank_seed, opts.rank_model
-    segmented = None
-    if segment is None:
-        analyses = analyze(source.records, judge=judge, a=a, b=b, tie_policy=policy,
-                           min_consistency=min_consistency, confidence=confidence)
-    else:
-        segmented = segment_analyses(source.records, segment, judge=judge, a=a, b=b, tie_policy=policy,
-                                     min_consistency=min_consistency, confidence=confidence)
-        analyses = list(segmented.overall)
-    settings = opts.settings("memory")
-    queue = review_queue(source.frame, judge=judge, a=a, b=b)
-    judges = select_judges(source.frame, judge)
-    # a judge that fails the gate gets no ranking, as it gets no win rate: a ranking is many win rates at once
-    passed = {x.judge: x.gate.passed for x in analyses}
-    rankings = tuple(r for name in judges if passed.get(name or None, False)
-                     if (r := judge_ranking(source, name, rank_rounds, rank_seed, rank_model, confidence)))
-    compared = {x.judge: x.pair for x in analyses}
-    gates = {x.judge: x.gate for x in analyses}
-    known = answer_lengths(source.frame)
-    lengths = tuple(length_with_holm([p for name in judges if known
-                    if (p := judge_length(source, known, name, compared.get(name or None), policy, confidence,
-                                          gates.get(name or None)))]))
-    calibrations = human_calibrations(analyses, lambda name, _: source.frame.filter(pl.col("judge") == name), human,
-                                      policy=policy, confidence=confidence, human_source=human_source)
-    return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, lengths,
-                        judges_panel(source, judges, confidence, min_consistency), calibrations)
+    return report_of_counts(MemoryCounts(source), opts, human=human, human_source=human_source)
 
 
-def judge_ranking(source: ReportSource, judge: str, rounds: int, seed: int, model: Model | str,
-                  confidence: float) -> ReportRanking | None:
-    """The judge's ranking when its pairs compare more than two systems (None otherwise)."""
-    try:
-        data = comparisons_from_records(source.frame, judge=judge)
-    except InputError:  # no pair complete in both orders: nothing to rank
-        return None
-    if len(data.systems) <= 2:
-        return None
-    return ReportRanking(judge or None, fit_ranking(data, model, rounds=rounds, seed=seed, confidence=confidence))
+@dataclass(frozen=True)
+class MemoryCounts:
+    """A report's counts from records read whole (`ReportCounts`): the analyses reduce them in memory
+    (`reading.reduce.FrameSource`), the rest reads the rows, which also give the length probe and the panel."""
+
+    source: ReportSource
+    engine: str = "memory"
+
+    def analyses(self, options: ReportOptions) -> tuple[list[JudgeAnalysis], SegmentedAnalysis | None]:
+        o = options
+        if o.segment is None:
+            return analyze_records(self.source.records, judge=o.judge, a=o.a, b=o.b, tie_policy=o.policy,
+                                   min_consistency=o.gate, confidence=o.confidence), None
+        segmented = segment_analyses(self.source.records, o.segment, judge=o.judge, a=o.a, b=o.b,
+                                     tie_policy=o.policy, min_consistency=o.gate, confidence=o.confidence)
+        return list(segmented.overall), segmented
+
+    def judges(self, judge: str | None) -> list[str]:
+        return select_judges(self.source.frame, judge)
+
+    def comparisons(self, judge: str) -> Comparisons:
+        return comparisons_from_records(self.source.frame, judge=judge)
+
+    def queue(self, judge: str | None, a: str | None, b: str | None) -> tuple[pl.DataFrame, dict[str, int] | None]:
+        return review_queue(self.source.frame, judge=judge, a=a, b=b), None
+
+    def calls(self, judge: str, pair: tuple[str, str]) -> pl.DataFrame:
+        return self.source.frame.filter(pl.col("judge") == judge)
+
+    def lengths(self, analyses: Sequence[JudgeAnalysis], judges: list[str],
+                options: ReportOptions) -> tuple[LengthProbe, ...]:
+        compared = {x.judge: x.pair for x in analyses}
+        gates = {x.judge: x.gate for x in analyses}
+        known = answer_lengths(self.source.frame)
+        return tuple(length_with_holm([p for name in judges if known
+                     if (p := judge_length(self.source, known, name, compared.get(name or None), options.policy,
+                                           options.confidence, gates.get(name or None)))]))
+
+    def panel(self, judges: list[str], options: ReportOptions) -> PanelResult | None:
+        return judges_panel(self.source, judges, options.confidence, options.gate)
+
+    def left_out(self, judges: list[str]) -> tuple[str, ...]:
+        return ()
 
 
 def answer_lengths(frame: pl.DataFrame, unit: LengthUnit = LengthUnit.chars) -> dict[tuple[str, str], float]:
@@ -234,5 +244,5 @@ def judges_panel(source: ReportSource, judges: list[str], confidence: float,
     """The panel when two or more judges judged some of the same pairs completely."""
     if len(judges) < 2:
         return None
-    result = panel(source.frame, judges=judges, confidence=confidence, min_consistency=min_consistency)
+    result = panel_of_records(source.frame, judges=judges, confidence=confidence, min_consistency=min_consistency)
     return result if result.common_pairs else None

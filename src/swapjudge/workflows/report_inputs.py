@@ -1,6 +1,7 @@
 """What a report shows, as the renderers in `swapjudge.report` read it: each judge's analysis and ranking, the
-segments, the review queue, the probes, and the source they came from (computed by `workflows.report`, from
-records read whole, or by `workflows.streamed_report`, from the streaming engine's counts)."""
+segments, the review queue, the probes, and the source they came from; and the one builder of it,
+`report_of_counts`, from the counts of either engine (`ReportCounts`: `workflows.report.MemoryCounts` of records
+read whole, `workflows.streamed_report.StreamedCounts` of the streaming engine's reduction)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,21 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
 from swapjudge.core.analysis import JudgeAnalysis
 from swapjudge.core.policy import DEFAULT_MIN_CONSISTENCY, TiePolicy
 from swapjudge.defaults import DEFAULT_REPORT_ROUNDS
+from swapjudge.errors import InputError
 from swapjudge.outcome import Concluded, Ending, gates_ending
-from swapjudge.probes.calibrate import SPLIT_VALUE, Calibration, calibrate
+from swapjudge.probes.calibrate import SPLIT_VALUE, Calibration, calibrate_records
 from swapjudge.probes.length import LengthProbe
 from swapjudge.probes.panel import PanelResult
 from swapjudge.probes.segments import SegmentedAnalysis
 from swapjudge.ranking.battles import OutcomeSource
-from swapjudge.ranking.bradley_terry import Model, Ranking
+from swapjudge.ranking.bradley_terry import Comparisons, Model, Ranking, fit_ranking
 from swapjudge.workflows.sources import ReportSource, StreamedSource
 
 # one segment's value and its analysis for one judge
@@ -90,8 +92,8 @@ def human_calibrations(analyses: Sequence[JudgeAnalysis], calls_of: Callable[[st
     `calls_of(judge, pair)` gives that judge's records of at least that pair, whichever engine read them."""
     if human is None or policy not in SPLIT_VALUE:
         return ()
-    return tuple(calibrate(calls_of(x.judge or "", x.pair), human, x.pair[0], x.pair[1], gate=x.gate, judge=x.judge,
-                           tie_policy=policy, confidence=confidence, human_source=human_source)
+    return tuple(calibrate_records(calls_of(x.judge or "", x.pair), human, x.pair[0], x.pair[1], gate=x.gate,
+                                   judge=x.judge, tie_policy=policy, confidence=confidence, human_source=human_source)
                  for x in analyses if x.pair is not None)
 
 
@@ -168,3 +170,81 @@ class ReportInputs(Concluded):
             return (f"this report uses the {used} tie policy, but the run was registered with {registered}: "
                     "its headline differs from the one fixed before the run")
         return None
+
+
+class ReportCounts(Protocol):
+    """What a report's sections are computed from, whichever engine counted the records: the only difference
+    between a report of records read whole and one of the streaming engine's reduction is who answers these."""
+
+    @property
+    def engine(self) -> str: ...  # "memory" or "streaming", as the report's settings name it
+
+    @property
+    def source(self) -> ReportSource | StreamedSource: ...
+
+    def analyses(self, options: ReportOptions) -> tuple[list[JudgeAnalysis], SegmentedAnalysis | None]:
+        """Each judge's analysis and, with `options.segment`, the per-segment analyses."""
+        ...
+
+    def judges(self, judge: str | None) -> list[str]:
+        """The judges the report covers (only `judge` when given)."""
+        ...
+
+    def comparisons(self, judge: str) -> Comparisons:
+        """The judge's order-cancelled comparisons, grouped by item (InputError: no pair complete)."""
+        ...
+
+    def queue(self, judge: str | None, a: str | None, b: str | None) -> tuple[pl.DataFrame, dict[str, int] | None]:
+        """The unsettled pairs (`review.queue.QUEUE_FIELDS`), and their number by outcome when the rows are only
+        the first of them (None: the rows are all of them)."""
+        ...
+
+    def calls(self, judge: str, pair: tuple[str, str]) -> pl.DataFrame:
+        """The judge's records of at least this pair (the human-corrected win rate reads them)."""
+        ...
+
+    def lengths(self, analyses: Sequence[JudgeAnalysis], judges: list[str],
+                options: ReportOptions) -> tuple[LengthProbe, ...]:
+        """The length probe of each judge whose answer lengths are known."""
+        ...
+
+    def panel(self, judges: list[str], options: ReportOptions) -> PanelResult | None:
+        """The panel of several judges over the same pairs."""
+        ...
+
+    def left_out(self, judges: list[str]) -> tuple[str, ...]:
+        """The sentences saying which sections these counts cannot give, and what computes them."""
+        ...
+
+
+def report_of_counts(counts: ReportCounts, options: ReportOptions, *, human: pl.DataFrame | None = None,
+                     human_source: str = "human records") -> ReportInputs:
+    """Everything a report shows, from either engine's counts under resolved `options` (`ReportOptions.resolved`):
+    the analyses and segments, a ranking for each judge that passed its gate and compared more than two systems
+    (`options.rank_rounds` bootstrap rounds; a judge below its gate gets none, as it gets no win rate), the
+    review queue, the length probes, the panel and the human-corrected win rates (`human`: people's records)."""
+    analyses, segmented = counts.analyses(options)
+    judges = counts.judges(options.judge)
+    passed = {x.judge: x.gate.passed for x in analyses}
+    rankings = tuple(r for name in judges if passed.get(name or None, False)
+                     if (r := report_ranking(counts, name, options)) is not None)
+    queue, queue_counts = counts.queue(options.judge, options.a, options.b)
+    lengths = counts.lengths(analyses, judges, options)
+    calibrations = human_calibrations(analyses, counts.calls, human, policy=options.policy,
+                                      confidence=options.confidence, human_source=human_source)
+    panel = counts.panel(judges, options)
+    return ReportInputs(counts.source, tuple(analyses), queue, options.settings(counts.engine), segmented, rankings,
+                        lengths, panel, calibrations, queue_counts=queue_counts, left_out=counts.left_out(judges))
+
+
+def report_ranking(counts: ReportCounts, judge: str, options: ReportOptions) -> ReportRanking | None:
+    """The judge's ranking when its complete pairs compare more than two systems (None otherwise). One judge's
+    comparisons are held at a time: they go as soon as its ranking is fitted."""
+    try:
+        data = counts.comparisons(judge)
+    except InputError:  # no pair complete in both orders: nothing to rank
+        return None
+    if len(data.systems) <= 2:
+        return None
+    return ReportRanking(judge or None, fit_ranking(data, options.rank_model, rounds=options.rank_rounds,
+                                                    seed=options.rank_seed, confidence=options.confidence))

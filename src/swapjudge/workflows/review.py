@@ -1,23 +1,22 @@
-"""`swapjudge review queue|sheet|tally|serve|export`: the pairs a judge could not settle, blind sheets for people
-and the filled sheets back as presentation records with each reviewer as a judge; the live review page opened
+"""`swapjudge review queue|sheet|serve|export`: the pairs a judge could not settle, blind sheets for people (their
+filled copies are read back by `review.sheet.tally_sheets`); the live review page opened
 (created from its plan, or resumed) with what its status page compares the votes with, and its votes written out."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swapjudge.errors import ArgumentError, SwapjudgeError
-from swapjudge.reading.records import load_records
+from swapjudge.reading.records import read_records
 from swapjudge.workflows.sources import report_source
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from swapjudge.review.sheet import Sheet, Tally
+    from swapjudge.review.sheet import Sheet
     from swapjudge.review.status import JudgeContext
     from swapjudge.review.votes import ReviewStore
 
@@ -56,18 +55,10 @@ def sheet(pairs: str | Path, *, seed: int | None = None, a: str | None = None, b
                             "flipped")
     only = None
     if flipped is not None:
-        only = unsettled_pairs(load_records(flipped, allow_unpaired=True), judge=judge, a=a, b=b)
+        only = unsettled_pairs(read_records(flipped, allow_unpaired=True), judge=judge, a=a, b=b)
         if not only:
             return None, only
     return make_sheet(load_pair_items(pairs), seed=seed, a=a, b=b, source=str(pairs), only=only), only
-
-
-def tally(filled: Sequence[str | Path], key: str | Path, *, reviewer: str | None = None,
-          allow_partial: bool = False) -> Tally:
-    """Filled sheets as presentation records, each reviewer a judge; every problem is listed at once, by row."""
-    from swapjudge.review.sheet import tally_sheets
-
-    return tally_sheets(list(filled), key, reviewer=reviewer, allow_partial=allow_partial)
 
 
 @dataclass
@@ -100,7 +91,7 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
     read from `judge_records` (default `queue`), pi proportional to its square root, floored at `pi_min`."""
     from swapjudge.core.active_ppi import ACTIVE, DESIGNS
     from swapjudge.reading.pairs_file import load_pairs
-    from swapjudge.reading.records import load_records
+    from swapjudge.reading.records import read_records
     from swapjudge.review.assign import ReviewPlan, parse_reviewers, plan_review
     from swapjudge.review.queue import unsettled_pairs
     from swapjudge.review.status import judge_context
@@ -121,7 +112,7 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
                             "({judge_records} or {queue})", "design", "judge_records", "queue")
 
     def make_plan() -> ReviewPlan:
-        queued = (unsettled_pairs(load_records(queue, allow_unpaired=True), judge=judge, a=a, b=b)
+        queued = (unsettled_pairs(read_records(queue, allow_unpaired=True), judge=judge, a=a, b=b)
                   if queue is not None else None)
         items = load_pairs(pairs).items
         uncertainty = None
@@ -130,7 +121,7 @@ def open_review(pairs: str | Path, store: str | Path, reviewers: str | list[str]
             from swapjudge.review.design import item_uncertainty
 
             systems = [pair_of(it, a, b, str(pairs)) for it in items]
-            uncertainty, _ = item_uncertainty(load_records(judged, allow_unpaired=True), items, systems,
+            uncertainty, _ = item_uncertainty(read_records(judged, allow_unpaired=True), items, systems,
                                               judge=judge)
         return plan_review(items, names, seed=seed, reshow=reshow, overlap=overlap, sample=sample, queue=queued,
                            a=a, b=b, source=str(pairs), design=design, budget=budget, uncertainty=uncertainty,

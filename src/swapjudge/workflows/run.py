@@ -121,7 +121,7 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     from rich.console import Console
 
     from swapjudge.reading.textfiles import write_atomic
-    from swapjudge.runner.session import run as run_session
+    from swapjudge.runner.session import run_session
     from swapjudge.store.analysis import analyze_run
 
     config = config_argument(config)

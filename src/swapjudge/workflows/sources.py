@@ -1,6 +1,6 @@
 """What a report (and the review queue) reads: a records file or a stored run, with its provenance.
 
-Records come from anything `reading.records.load_records` takes (a path, stdin, a list of dicts, a DataFrame). A
+Records come from anything `reading.records.read_records` takes (a path, stdin, a list of dicts, a DataFrame). A
 report's source is a records file or a run store (SQLite), with the facts about where its records came from
 (`ReportSource`): a records file gives its digest and date, a stored run its configuration, hash, judge, counts,
 cost and dates.
@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from swapjudge.errors import InputError
-from swapjudge.reading.records import RecordSet, load_records
+from swapjudge.reading.records import RecordSet, read_records
 from swapjudge.reading.textfiles import is_stdio, read_stdin
 from swapjudge.store.connection import SQLITE_MAGIC, is_sqlite_file
 
@@ -78,7 +78,7 @@ def load_source(path: str | Path, *, allow_unpaired: bool = False, run: int | No
     if is_stdio(path):  # records piped in; a run store is a database file and cannot come through a pipe
         if read_stdin().startswith(SQLITE_MAGIC):
             raise InputError("a run store cannot be read from stdin: give its path", path="<stdin>")
-        records = load_records(path, allow_unpaired=allow_unpaired)
+        records = read_records(path, allow_unpaired=allow_unpaired)
         return ReportSource(records, "<stdin>", records_provenance(records.frame))
     if not path.exists():
         raise InputError("no such file", path=str(path))
@@ -87,7 +87,7 @@ def load_source(path: str | Path, *, allow_unpaired: bool = False, run: int | No
     if run is not None:
         raise InputError("{run} applies to a run store, and this is a records file", path=str(path),
                          arguments=("run",))
-    records = load_records(path, allow_unpaired=allow_unpaired)
+    records = read_records(path, allow_unpaired=allow_unpaired)
     return ReportSource(records, str(path), records_provenance(records.frame, path))
 
 

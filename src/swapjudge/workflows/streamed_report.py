@@ -7,35 +7,36 @@ table: its size by outcome over every pair, and only the first pairs the HTML sh
 replies read back from those records alone. The human-corrected win rate reads back the calls of each judge's
 compared pair alone (its people's records are small). What needs every row (the length probe's answer lengths,
 the panel's pair-by-pair comparison) is left out, each with a sentence saying so and naming `--engine memory`,
-which computes it.
+which computes it. The report itself is built by the builder records read whole go through
+(`report_inputs.report_of_counts`): only who computes the counts differs.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from swapjudge.errors import InputError
-from swapjudge.ranking.bradley_terry import Model, fit_ranking
 from swapjudge.reading.pairs import classify
 from swapjudge.reading.records import choose_judges
 from swapjudge.reading.reduce import positional
 from swapjudge.review.queue import QUEUE_FIELDS, QUEUE_OUTCOMES
-from swapjudge.workflows.report_inputs import (
-    LENGTH_COLUMNS,
-    ReportInputs,
-    ReportOptions,
-    ReportRanking,
-    human_calibrations,
-)
+from swapjudge.workflows.report_inputs import LENGTH_COLUMNS, ReportInputs, ReportOptions, report_of_counts
 from swapjudge.workflows.sources import TEXT_COLUMNS, StreamedSource
 
 if TYPE_CHECKING:
+    from swapjudge.core.analysis import JudgeAnalysis
+    from swapjudge.probes.length import LengthProbe
+    from swapjudge.probes.panel import PanelResult
+    from swapjudge.probes.segments import SegmentedAnalysis
+    from swapjudge.ranking.bradley_terry import Comparisons
     from swapjudge.reading.pairs_file import PairItem
     from swapjudge.reading.streaming import StreamingSource
 
@@ -134,27 +135,76 @@ def queue_rows(reduced: StreamingSource, fields: list[str], limit: int, judge: s
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def counted_rankings(reduced: StreamingSource, judges: list[str], passed: dict[str | None, bool], *,
-                     model: Model | str, rounds: int, seed: int, confidence: float) -> tuple[ReportRanking, ...]:
-    """The rankings `workflows.report.judge_ranking` fits, from the counted pairs: each judge that passed its
-    gate and compared more than two systems in complete pairs. Each is fitted as soon as its counts are read, so
-    one judge's comparisons are held at a time (the bootstrap's own memory is bounded)."""
-    from swapjudge.ranking.counted_battles import comparisons_of_counts
+@dataclass
+class StreamedCounts:
+    """A report's counts from a records file reduced by the streaming engine (`ReportCounts`; opened with
+    `split=False`, and with the report's segment when it is segmented): the analyses and segments from the counts,
+    the rankings from the pairs counted by item and verdicts, the queue's rows (the first `queue_limit`, their
+    texts from the pairs file of `pairs`, else from their own records) and its size by outcome over every pair.
+    What needs every row (the length probe, the panel) is left out, with a sentence each."""
 
-    out = []
-    for name in judges:
-        if not passed.get(name or None, False):
-            continue
-        systems = reduced.systems(name)
-        try:
-            data = comparisons_of_counts(reduced.pair_verdicts(name, systems), systems, source=reduced.source)
-        except InputError:  # no pair complete in both orders: nothing to rank
-            continue
-        if len(data.systems) > 2:
-            out.append(ReportRanking(name or None, fit_ranking(data, model, rounds=rounds, seed=seed,
-                                                               confidence=confidence)))
-        del data
-    return tuple(out)
+    reduced: StreamingSource
+    fields: list[str]
+    pairs: str | Path | None = None
+    queue_limit: int = 1000
+    engine: str = "streaming"
+
+    def analyses(self, options: ReportOptions) -> tuple[list[JudgeAnalysis], SegmentedAnalysis | None]:
+        from swapjudge.core.analysis import analyze_source
+        from swapjudge.probes.segments import segment_analyses_of_source
+
+        o = options
+        if o.segment is None:
+            return analyze_source(self.reduced, judge=o.judge, a=o.a, b=o.b, tie_policy=o.policy,
+                                  min_consistency=o.gate, confidence=o.confidence), None
+        segmented = segment_analyses_of_source(self.reduced, o.segment, judge=o.judge, a=o.a, b=o.b,
+                                               tie_policy=o.policy, min_consistency=o.gate, confidence=o.confidence)
+        return list(segmented.overall), segmented
+
+    def judges(self, judge: str | None) -> list[str]:
+        return choose_judges(self.reduced.judges(), judge)
+
+    def comparisons(self, judge: str) -> Comparisons:
+        from swapjudge.ranking.counted_battles import comparisons_of_counts
+
+        systems = self.reduced.systems(judge)
+        return comparisons_of_counts(self.reduced.pair_verdicts(judge, systems), systems, source=self.reduced.source)
+
+    @cached_property
+    def _provenance_and_items(self) -> tuple[dict[str, Any], list[PairItem] | None]:
+        """The file's provenance and the pairs file's items (read once, when the queue is listed)."""
+        provenance = streamed_provenance(self.reduced, self.fields)
+        items = None
+        if self.pairs is not None:
+            from swapjudge.review.queue import load_pair_items
+
+            items = load_pair_items(self.pairs)
+            provenance["pairs_file"] = str(self.pairs)
+        return provenance, items
+
+    @property
+    def source(self) -> StreamedSource:
+        provenance, items = self._provenance_and_items
+        return StreamedSource(self.reduced.path, provenance, tuple(self.fields), has_pair_texts=items is not None)
+
+    def queue(self, judge: str | None, a: str | None, b: str | None) -> tuple[pl.DataFrame, dict[str, int] | None]:
+        pair = (min(a, b), max(a, b)) if a is not None and b is not None else None  # the calls between a and b
+        _, items = self._provenance_and_items
+        rows = queue_rows(self.reduced, self.fields, self.queue_limit, judge, pair, items)
+        return rows, queue_outcomes(self.reduced, judge, pair)
+
+    def calls(self, judge: str, pair: tuple[str, str]) -> pl.DataFrame:
+        return self.reduced.pair_calls(judge, pair)
+
+    def lengths(self, analyses: Sequence[JudgeAnalysis], judges: list[str],
+                options: ReportOptions) -> tuple[LengthProbe, ...]:
+        return ()
+
+    def panel(self, judges: list[str], options: ReportOptions) -> PanelResult | None:
+        return None
+
+    def left_out(self, judges: list[str]) -> tuple[str, ...]:
+        return left_out(self.fields, judges=len(judges), pairs=self.pairs is not None)
 
 
 def streamed_report(reduced: StreamingSource, fields: list[str], options: ReportOptions, *,
@@ -162,40 +212,10 @@ def streamed_report(reduced: StreamingSource, fields: list[str], options: Report
                     human_source: str = "human records", queue_limit: int = 1000) -> ReportInputs:
     """`workflows.report.report_of_records` from a reduced records file (opened with `split=False`, and with
     `options.segment` when the report is segmented), under the same `options` (resolved: `ReportOptions.resolved`):
-    the same analyses, segments, rankings, queue and human-corrected win rates (`human`: people's records, read
-    whole), the queue's rows capped at `queue_limit` (its counts are over every pair). Closes `reduced`."""
-    from swapjudge.core.analysis import analyze_source
-    from swapjudge.probes.segments import segment_analyses_of_source
-
-    judge, a, b, segment, confidence = options.judge, options.a, options.b, options.segment, options.confidence
-    policy, min_consistency = options.policy, options.gate
-    rank_rounds, rank_seed, rank_model = options.rank_rounds, options.rank_seed, options.rank_model
-
-    segmented = None
-    if segment is None:
-        analyses = analyze_source(reduced, judge=judge, a=a, b=b, tie_policy=policy, min_consistency=min_consistency,
-                                  confidence=confidence)
-    else:
-        segmented = segment_analyses_of_source(reduced, segment, judge=judge, a=a, b=b, tie_policy=policy,
-                                               min_consistency=min_consistency, confidence=confidence)
-        analyses = list(segmented.overall)
-    settings = options.settings("streaming")
-    judges = choose_judges(reduced.judges(), judge)
-    rankings = counted_rankings(reduced, judges, {x.judge: x.gate.passed for x in analyses}, model=rank_model,
-                                rounds=rank_rounds, seed=rank_seed, confidence=confidence)
-    pair = (min(a, b), max(a, b)) if a is not None and b is not None else None  # the queue's calls between a and b
-    items = None
-    provenance = streamed_provenance(reduced, fields)
-    if pairs is not None:
-        from swapjudge.review.queue import load_pair_items
-
-        items = load_pair_items(pairs)
-        provenance["pairs_file"] = str(pairs)
-    queue = queue_rows(reduced, fields, queue_limit, judge, pair, items)
-    counts = queue_outcomes(reduced, judge, pair)
-    calibrations = human_calibrations(analyses, reduced.pair_calls, human, policy=policy, confidence=confidence,
-                                      human_source=human_source)
-    source = StreamedSource(reduced.path, provenance, tuple(fields), has_pair_texts=items is not None)
-    reduced.close()
-    return ReportInputs(source, tuple(analyses), queue, settings, segmented, rankings, calibrations=calibrations,
-                        queue_counts=counts, left_out=left_out(fields, judges=len(judges), pairs=pairs is not None))
+    the same builder (`report_of_counts`) over the streaming engine's counts (`StreamedCounts`), the queue's rows
+    capped at `queue_limit` (its counts are over every pair). Closes `reduced`."""
+    try:
+        return report_of_counts(StreamedCounts(reduced, fields, pairs, queue_limit), options, human=human,
+                                human_source=human_source)
+    finally:
+        reduced.close()
