@@ -22,23 +22,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from swapjudge.errors import InputError, SwapjudgeError
 from swapjudge.reading.codes import FIRST, SECOND, TIE
-from swapjudge.reading.records import (
-    REGISTERED_A,
-    REGISTERED_ADAPTIVE,
-    REGISTERED_B,
-    REGISTERED_POLICY,
-    REGISTERED_RESHOW,
-    REQUIRED,
-    STRENGTH,
-    parse_row,
-)
 from swapjudge.reading.reduce import (
     ABSENT,
     LABEL_NONE,
@@ -53,7 +42,20 @@ from swapjudge.reading.reduce import (
     PairCounts,
     one_value,
 )
+from swapjudge.reading.rows import (
+    REGISTERED_A,
+    REGISTERED_ADAPTIVE,
+    REGISTERED_B,
+    REGISTERED_POLICY,
+    REGISTERED_RESHOW,
+    REQUIRED,
+    STRENGTH,
+    parse_row,
+)
 from swapjudge.reading.textfiles import decode_text
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # files at least this large are streamed by `analyze` and its kin when DuckDB is installed (Parquet always)
 STREAM_ABOVE_BYTES = 32 * 2**20
@@ -115,6 +117,7 @@ def carries_strength(path: Path) -> bool:
     a Parquet column, or the key's bytes anywhere in a JSON Lines file (quotes inside strings are escaped)."""
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
+            import polars as pl
             return STRENGTH in pl.read_parquet_schema(path)
         return _key_occurs(str(path), STRENGTH, *_stamp(str(path)))
     except Exception:  # unreadable: the reader that follows names the problem
@@ -829,6 +832,7 @@ class StreamingSource:
     def _row_record(self, ordinal: int) -> dict[str, Any]:
         """The record at this ordinal as Python reads it (the value a message quotes)."""
         if is_parquet(self.path):
+            import polars as pl
             row = pl.scan_parquet(self.path).slice(ordinal - 1, 1).collect().to_dicts()[0]
             return {k: v for k, v in row.items() if v is not None or k in REQUIRED}
         line = self._place(ordinal)[1]
@@ -1048,6 +1052,7 @@ class StreamingSource:
         rows = self._sql("SELECT judge, round, item, first, second, verdict FROM source WHERE judge = ? AND "
                          "((first = ? AND second = ?) OR (first = ? AND second = ?)) ORDER BY ord",
                          [judge, a, b, b, a])
+        import polars as pl
         schema = {"judge": pl.String, "round": pl.Int64, "item": pl.String, "first": pl.String,
                   "second": pl.String, "verdict": pl.String}
         return pl.DataFrame(rows, schema=schema, orient="row")
@@ -1286,6 +1291,7 @@ def parquet_rows(path: str | Path) -> int | None:
     if not is_parquet(path):
         return None
     try:
+        import polars as pl
         return int(pl.scan_parquet(path).select(pl.len()).collect().item())
     except Exception:
         return None
@@ -1301,6 +1307,7 @@ def record_fields(path: str | Path) -> list[str]:
     path = str(path)
     try:
         if is_parquet(path):
+            import polars as pl
             names = list(pl.read_parquet_schema(path))
         else:
             with duckdb.connect(":memory:") as con:
