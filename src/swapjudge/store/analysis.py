@@ -14,7 +14,15 @@ def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
     """A run's presentation records with the run's registration (configuration hash, tie policy, the systems a and
     b it compared and, for an adaptive run, its threshold) attached, so a later analysis applies what the run was
     registered with."""
+    from swapjudge.store.reader import is_listwise_run
+
     info = store.run(run_id)
+    if is_listwise_run(info):  # best of N: the seed, rubric and gate the run was registered with
+        gates = info.config.get("gates") or {}
+        listwise = {"config_hash": info.config_hash, "seed": info.config.get("seed"),
+                    "rubric_hash": info.rubric_hash,
+                    "registered_min_consistency": gates.get("min_self_consistency", 0.70)}
+        return [{**rec, **listwise} for rec in store.presentation_records(run_id)]
     extra = {"config_hash": info.config_hash, "registered_tie_policy": info.config.get("tie_policy")}
     pairs = info.config.get("pairs") or {}
     if pairs.get("a") and pairs.get("b"):

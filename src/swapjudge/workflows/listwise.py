@@ -175,3 +175,20 @@ def rank_listwise(source: str | Path | Any, *, judge: str | None = None, bootstr
         return ListwiseRanking(name, result.gate, result.consistency.to_dict(), None)
     fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence)
     return ListwiseRanking(name, result.gate, result.consistency.to_dict(), fit)
+
+
+def stored_listwise(path: str | Path | Any, run: int | None = None) -> list[dict[str, Any]] | None:
+    """The listwise records of a stored best-of-N run (`run`, default the store's latest), or None when `path` is
+    no run store or the run is pairwise: what `report` and the card read from a store."""
+    from swapjudge.store.connection import is_sqlite_file
+
+    if not isinstance(path, str | Path) or str(path) == "-" or not Path(path).is_file() or not is_sqlite_file(
+            Path(path)):
+        return None
+    from swapjudge.runner.provenance import open_store
+    from swapjudge.store.analysis import run_records
+    from swapjudge.store.reader import is_listwise_run
+
+    with open_store(path, read_only=True) as store:
+        info = store.run(run) if run is not None else store.latest_run()
+        return run_records(store, info.id) if is_listwise_run(info) else None
