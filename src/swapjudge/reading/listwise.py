@@ -37,6 +37,8 @@ class ListwiseCall:
     ranking: tuple[int, ...] | None = None
     label: str | None = None
     line: int | None = None
+    # False when `slots` is not the order the judge saw (a source that does not record it): no slot figure then
+    order_shown: bool = True
 
     @property
     def n(self) -> int:
@@ -50,7 +52,7 @@ class ListwiseCall:
     def to_dict(self) -> dict[str, Any]:
         return {"judge": self.judge, "round": self.round, "item": self.item, "slots": list(self.slots),
                 "pick": self.pick, "ranking": None if self.ranking is None else list(self.ranking),
-                "label": self.label}
+                "label": self.label, **({} if self.order_shown else {"order_shown": False})}
 
 
 @dataclass(frozen=True)
@@ -256,4 +258,10 @@ def _call(row: Any, number: int, fail: Any) -> ListwiseCall:
         if label is None or label not in slots:
             raise fail(f"must name one of the systems shown ({', '.join(slots)}), got {row.get('label')!r}",
                        "label")
-    return ListwiseCall(item, tuple(slots), pick, judge, round_, ranking, label, number)
+    order_shown = row.get("order_shown", True)
+    if order_shown is None:
+        order_shown = True
+    if not isinstance(order_shown, bool):
+        raise fail(f"must be true or false (false: `slots` is not the order the judge saw), got {order_shown!r}",
+                   "order_shown")
+    return ListwiseCall(item, tuple(slots), pick, judge, round_, ranking, label, number, order_shown)

@@ -105,7 +105,8 @@ def analyze_judge(records: ListwiseRecords, judge: str, *, min_consistency: floa
                          "judge (or name the others as another judge)", path=records.source)
     result = audit(calls, judge=judge, min_consistency=min_consistency, confidence=confidence)
     try:
-        fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence)
+        fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence,
+                                slot_effects=result.slot_audit_withheld is None)
         problem = None
     except InputError as err:  # said beside the audit, which stands without the fit
         fit, problem = None, err.message
@@ -173,7 +174,8 @@ def rank_listwise(source: str | Path | Any, *, judge: str | None = None, bootstr
     result = audit(calls, judge=name, min_consistency=min_consistency, confidence=confidence)
     if not result.gate.passed:
         return ListwiseRanking(name, result.gate, result.consistency.to_dict(), None)
-    fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence)
+    fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence,
+                            slot_effects=result.slot_audit_withheld is None)
     return ListwiseRanking(name, result.gate, result.consistency.to_dict(), fit)
 
 
