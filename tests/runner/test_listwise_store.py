@@ -205,3 +205,31 @@ def test_sigkill_mid_run_then_resume_pays_only_the_missing_calls(tmp_path: Path)
     assert set(after) == set(_user_texts(rows, answers)) - set(_user_texts(before, answers))
     assert max(after.values()) == 1
     assert server.total - 120 <= concurrency
+
+
+def test_card_of_a_listwise_judge_shows_the_n_way_figures(tmp_path: Path) -> None:
+    rows = _answers(tmp_path, 6)
+    for i, row in enumerate(rows):  # two subsets of three items
+        row["item"] = f"{'math' if i < 3 else 'prose'}#{i}"
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with JudgeServer(policy="first") as server:  # always slot 1: consistency 0, slot 1's share 100%
+        config = _config(tmp_path, server.openai_url)
+        refused = _cli(tmp_path, "card", str(config), "--suite", "quick")
+        assert refused.exit_code == 2 and "three or more answers" in refused.output and server.total == 0
+        made = _cli(tmp_path, "card", str(config), "--suite", str(suite), "--format", "json", "--no-progress",
+                    "-o", "card.html", "-o", "card.md")
+        assert server.total == 18
+    assert made.exit_code == 1, made.output  # the gate fails, after writing
+    card = json.loads(made.stdout)
+    assert card["protocol"] == "listwise" and [s["name"] for s in card["subsets"]] == ["math", "prose"]
+    stored = _stored(tmp_path / "swapjudge.db")
+    for subset in card["subsets"]:
+        calls = [r for r in stored if r["item"].startswith(subset["name"] + "#")]
+        picks = Counter(json.loads(r["settings"])["pick"] for r in calls)
+        assert subset["listwise"]["slot_share"] == [picks[k] / len(calls) for k in (1, 2, 3)] == [1.0, 0.0, 0.0]
+        assert subset["listwise"]["consistency"]["rate"] == 0.0 and subset["gate"]["passed"] is False
+    assert card["overall"]["listwise"]["strengths"] is None
+    html = (tmp_path / "card.html").read_text(encoding="utf-8")
+    assert "Best of 3, per subset" in html and "<script" not in html
+    assert "winner consistency 0.0%" in (tmp_path / "card.md").read_text(encoding="utf-8")

@@ -230,9 +230,13 @@ def listwise_judge_hash(cfg: ListwiseRunConfig, base: Path) -> str:
     return canonical_hash(ident)
 
 
-def prepare_listwise(path: str | Path, *, store: str | Path | None = None) -> ListwiseSetup:
-    """Read the configuration and answers and plan every call (the run, its dry run and its check)."""
+def prepare_listwise(path: str | Path, *, store: str | Path | None = None,
+                     answers: str | Path | None = None) -> ListwiseSetup:
+    """Read the configuration and answers and plan every call (the run, its dry run and its check). `answers`
+    replaces the configuration's answers file (a card's suite)."""
     cfg, base = load_listwise_config(path)
+    if answers is not None:
+        cfg = cfg.model_copy(update={"pairs": AnswersConfig(path=str(Path(answers).resolve()))})
     answers_path = _resolve(base, cfg.pairs.path)
     sets = read_answer_sets(answers_path)
     by_item = {s.item: s for s in sets}
@@ -394,8 +398,8 @@ async def _judge_calls(setup: ListwiseSetup, store: Store, run_id: int,
 
 
 def run_listwise(path: str | Path, *, store: str | Path | None = None, wait: bool = False,
-                 console: Console | None = None, progress: bool = False,
-                 retry_unparsed: bool = False) -> ListwiseRunResult:
+                 console: Console | None = None, progress: bool = False, retry_unparsed: bool = False,
+                 answers: str | Path | None = None) -> ListwiseRunResult:
     """Judge the configured answer sets in their rotations, storing every call in the run store (the
     configuration's `store`, else ./swapjudge.db; `store` overrides both). Running the same configuration again
     resumes its unfinished run and makes only the calls not stored yet; a reply to the same prompt by the same
@@ -408,7 +412,7 @@ def run_listwise(path: str | Path, *, store: str | Path | None = None, wait: boo
     from swapjudge.runner.session import own_run
     from swapjudge.store.connection import StoreError
 
-    setup = prepare_listwise(path, store=store)
+    setup = prepare_listwise(path, store=store, answers=answers)
     cfg = setup.config
     st = open_store(setup.store_path)
     try:
@@ -505,13 +509,14 @@ class ListwiseEstimate:
 EXPECTED_PICK_TOKENS = 5  # `Best answer: K`
 
 
-def estimate_listwise(path: str | Path, *, store: str | Path | None = None) -> ListwiseEstimate:
+def estimate_listwise(path: str | Path, *, store: str | Path | None = None,
+                      answers: str | Path | None = None) -> ListwiseEstimate:
     """The dry run of a listwise configuration (see `ListwiseEstimate`): the store is only read."""
     from swapjudge.runner.plan import CHARS_PER_TOKEN
     from swapjudge.runner.pricing import call_cost, price_for
     from swapjudge.runner.provenance import open_store
 
-    setup = prepare_listwise(path, store=store)
+    setup = prepare_listwise(path, store=store, answers=answers)
     cfg = setup.config
     pending = list(zip(setup.calls, setup.prompts, strict=True))
     cached: set[str] = set()
