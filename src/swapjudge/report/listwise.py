@@ -35,7 +35,8 @@ def fit_lines(fit: PlackettLuce, *, strengths: bool = True, withheld: str | None
     model = "Plackett-Luce on the rankings" if fit.model == "plackett_luce" else "Luce choice model on the picks"
     bounds = (f"{fit.confidence:.0%} item-bootstrap percentile intervals, {fit.rounds} rounds, items resampled"
               if fit.rounds else "no intervals (0 bootstrap rounds)")
-    lines = [f"strengths: {model} with slot effects, log-worth (mean 0 over systems), {bounds}; ordered by "
+    beside = "with slot effects" if fit.slot_effects is not None else "without slot effects"
+    lines = [f"strengths: {model} {beside}, log-worth (mean 0 over systems), {bounds}; ordered by "
              "estimate, which is not a claim that neighbours differ:"]
     if strengths:
         for name in fit.order():
