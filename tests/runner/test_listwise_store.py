@@ -233,3 +233,17 @@ def test_card_of_a_listwise_judge_shows_the_n_way_figures(tmp_path: Path) -> Non
     html = (tmp_path / "card.html").read_text(encoding="utf-8")
     assert "Best of 3, per subset" in html and "<script" not in html
     assert "winner consistency 0.0%" in (tmp_path / "card.md").read_text(encoding="utf-8")
+
+
+def test_pairwise_readers_refuse_a_listwise_run_in_one_line(tmp_path: Path) -> None:
+    _answers(tmp_path, 3)
+    with JudgeServer() as server:
+        run_listwise(_config(tmp_path, server.openai_url))
+    csv = _cli(tmp_path, "export", "--latest", "-o", "calls.csv")
+    assert csv.exit_code == 2 and "best-of-N (listwise) run" in csv.output and not (tmp_path / "calls.csv").exists()
+    decision = tmp_path / "decision.yaml"
+    decision.write_text("candidate: good\nincumbent: bad\n", encoding="utf-8")
+    decided = _cli(tmp_path, "decide", str(decision), "swapjudge.db")
+    assert decided.exit_code == 2, decided.output
+    lines = [line for line in decided.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "best-of-N (listwise) run" in lines[0]

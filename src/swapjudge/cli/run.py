@@ -392,6 +392,9 @@ def run_export_command(
         raise InputError("--format csv needs -o FILE.csv (stdout gets JSON Lines or, with --format parquet, "
                          "Parquet)")
     rid, rows = export_records(store, run_id, latest=latest)
+    if chosen is not ExportFormat.jsonl and rows and "slots" in rows[0]:
+        raise InputError(f"run {rid} is a best-of-N (listwise) run: its records are written as JSON Lines (a "
+                         f"{chosen.value} column cannot hold the list `slots`); name the output .jsonl")
     if chosen is ExportFormat.parquet:
         write_records_parquet(rows, out)
     else:

@@ -38,7 +38,11 @@ def run_record_set(store: Store, run_id: int) -> Any:
     """A stored run's calls as a validated `RecordSet` (core fields and verdict probabilities). A pair with one
     usable order (an interrupted run, a failed call, a single-order run) is incomplete rather than an error."""
     from swapjudge.reading.records import records_from_dicts
+    from swapjudge.store.reader import is_listwise_run
 
+    if is_listwise_run(store.run(run_id)):
+        raise SwapjudgeError(f"{store.path}: run {run_id} is a best-of-N (listwise) run: `swapjudge report` and "
+                             "`export` read it; commands that compare two answers at a time do not")
     # the probabilities let the analysis show debiased verdicts, as it does for the run's export
     core = ("judge", "round", "item", "first", "second", "verdict", "label", "p_first", "p_second", "strength")
     # `inferred` rows (an older swapjudge's stand-ins for swapped calls adaptive swapping skipped) are no verdicts
