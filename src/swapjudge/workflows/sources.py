@@ -116,7 +116,6 @@ def _store_source(path: Path, run: int | None, allow_unpaired: bool) -> ReportSo
     """A run from the runner's store, with the run's configuration, hash, counts, cost and dates."""
     from swapjudge.reading.records import records_from_dicts
     from swapjudge.runner.provenance import open_store
-
     from swapjudge.store.reader import is_listwise_run
 
     with open_store(path, read_only=True) as store:
