@@ -454,7 +454,8 @@ def run_listwise(path: str | Path, *, store: str | Path | None = None, wait: boo
             with contextlib.suppress(StoreError):
                 st.finish_run(run_id, "incomplete")
             raise
-        st.finish_run(run_id, "done" if counts.failed == 0 else "incomplete")
+        complete = counts.failed == 0 and len(st.done_keys(run_id)) >= len(setup.calls)
+        st.finish_run(run_id, "done" if complete else "incomplete")  # incomplete: the next run resumes it
         unparsed = st.unparsed_count(run_id)
     finally:
         lock.release()
