@@ -118,6 +118,12 @@ def test_export_analyze_rank_report_and_runs_read_a_listwise_store(tmp_path: Pat
         assert set(seen.values()) == {1} and len(seen) == 9
     analysed = _cli(tmp_path, "analyze", "calls.jsonl", "--format", "json")
     assert json.loads(analysed.stdout)["listwise"] == document["listwise"]
+    # the store itself: its latest run is listwise, so analyze and rank read its calls
+    from_store = _cli(tmp_path, "analyze", "swapjudge.db", "--format", "json")
+    assert from_store.exit_code == 0 and json.loads(from_store.stdout)["listwise"] == document["listwise"]
+    ranked = _cli(tmp_path, "rank", "swapjudge.db", "--format", "json", "--bootstrap", "0")
+    assert ranked.exit_code == 0, ranked.output
+    assert max(json.loads(ranked.stdout)["strengths"].items(), key=lambda kv: kv[1]["value"])[0] == "good"
     # the same records through stdin are detected as listwise too
     piped = CliRunner().invoke(app, ["analyze", "-", "--format", "json"],
                                input=(tmp_path / "calls.jsonl").read_text(encoding="utf-8"))
