@@ -86,6 +86,10 @@ def test_configuration_errors(tmp_path: Path) -> None:
         load_listwise_config(_config(tmp_path, judge={"backend": "replay", "path": "x.jsonl"}))
     with pytest.raises(ConfigError, match=r"key `orders`"):
         load_listwise_config(_config(tmp_path, orders=["ab", "ba"]))
+    with pytest.raises(ConfigError, match=r"key `judge.n_thread`: not a setting of the local backend"):
+        load_listwise_config(_config(tmp_path, judge={"backend": "local", "model": TEST_MODEL, "n_thread": 1}))
+    with pytest.raises(ConfigError, match=r"key `judge.batch`: a listwise run makes its calls synchronously"):
+        load_listwise_config(_config(tmp_path, judge={"backend": "openai", "model": "m", "batch": True}))
 
 
 def test_answers_file_errors(tmp_path: Path) -> None:

@@ -108,7 +108,6 @@ class ListwiseRunResult:
     spend_usd: float | None
     min_consistency: float
     output: Path | None = None
-    interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -134,6 +133,9 @@ def load_listwise_config(path: str | Path) -> tuple[ListwiseRunConfig, Path]:
     if cfg.judge.batch is not False:
         raise ConfigError(f"{source}: key `judge.batch`: a listwise run makes its calls synchronously (a provider "
                           "batch of best-of-N calls is not supported yet); leave `batch` out")
+    from swapjudge.judges.registry import check_options
+
+    check_options(cfg.judge, source)  # a misspelt key under `judge:` is an error, as in a pairwise run
     return cfg, source.parent
 
 
