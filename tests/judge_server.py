@@ -41,6 +41,16 @@ def frame_code(user: str) -> str | None:
     return m.group(1) if m else None
 
 
+def listwise_answers(user: str) -> list[str] | None:
+    """The N answers of a best-of-N prompt (`<answer-K-CODE>` frames, slot 1 first), or None when it is none."""
+    m = re.search(r"<instruction-(\w+)>\n", user)
+    if not m:
+        return None
+    code = re.escape(m.group(1))
+    found = re.findall(rf"<answer-(\d+)-{code}>\n(.*?)\n</answer-\1-{code}>", user, re.DOTALL)
+    return [text for _, text in sorted(found, key=lambda f: int(f[0]))] or None
+
+
 def frame_answers(user: str) -> tuple[str, str] | None:
     """The two answers as the frame delimits them, or None when the frame is broken."""
     first, second = frame_text(user, "answer A"), frame_text(user, "answer B")
@@ -224,6 +234,12 @@ class JudgeServer(LocalServer):
         if fault == "malformed":
             return 200, {}, b"<html>not json"
         system = body["system"][0]["text"] if anthropic else messages[0]["content"]
+        several = listwise_answers(first_user)
+        if several is not None:  # best of N: the slot holding CORRECT (`first`: slot 1), or no pick (`garbage`)
+            pick = 1 if self.policy == "first" else next(
+                (k for k, text in enumerate(several, start=1) if "CORRECT" in text), 1)
+            text = "All of them have merit." if fault == "garbage" else f"Best answer: {pick}"
+            return 200, {}, self._text_reply(anthropic, body, text, (len(system) + len(first_user)) // 4)
         allow_tie = "or tie" in system or '"tie"' in system
         label = self.decide(first_user, allow_tie)
         graded = ">>" in system  # the prompt asks for A>>B ... B>>A
@@ -291,6 +307,19 @@ class JudgeServer(LocalServer):
                 },
             }
         return 200, {}, json.dumps(payload).encode()
+
+    @staticmethod
+    def _text_reply(anthropic: bool, body: dict[str, Any], text: str, usage_in: int) -> bytes:
+        """A plain text reply in the route's wire format, with usage."""
+        if anthropic:
+            return json.dumps({"id": "msg_1", "type": "message", "role": "assistant",
+                               "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                               "usage": {"input_tokens": usage_in, "output_tokens": 5}}).encode()
+        return json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                        "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": usage_in, "completion_tokens": 5,
+                                     "total_tokens": usage_in + 5}}).encode()
 
     @staticmethod
     def _logprobs(text: str, label: str) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from listwise_sim import always_first, simulate
-from swapjudge.cli.app import app
+from swapjudge.cli import app
 
 THETA = [0.9, 0.3, -0.3, -0.9]
 

@@ -35,7 +35,8 @@ def awkward(result: ImportResult) -> list[tuple[str, str]]:
 
 def test_registry_names_every_format_with_its_source() -> None:
     assert list(FORMATS) == ["fastchat", "arena-hard", "judgebench", "llmbar", "alpaca-eval", "shi2024",
-                             "inspect", "promptfoo", "label-studio", "csv"]
+                             "inspect", "promptfoo", "promptfoo-select-best", "deepeval-arena", "langwatch",
+                             "label-studio", "csv"]
     for fmt in FORMATS.values():
         assert fmt.source and fmt.summary and "judge_name" in fmt.options
 

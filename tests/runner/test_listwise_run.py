@@ -73,7 +73,7 @@ def test_parse_pick(reply: str, pick: int | None) -> None:
 def _config(tmp_path: Path, **changes: object) -> Path:
     cfg = {"protocol": "listwise", "rotations": "latin",
            "judge": {"backend": "local", "model": TEST_MODEL, "n_threads": 1, "n_ctx": 4096, "max_concurrency": 1},
-           "pairs": {"path": "answers.jsonl"}, "output": "records.jsonl", **changes}
+           "pairs": {"path": "answers.jsonl"}, "store": "judge.db", "output": "records.jsonl", **changes}
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     return path
@@ -86,6 +86,10 @@ def test_configuration_errors(tmp_path: Path) -> None:
         load_listwise_config(_config(tmp_path, judge={"backend": "replay", "path": "x.jsonl"}))
     with pytest.raises(ConfigError, match=r"key `orders`"):
         load_listwise_config(_config(tmp_path, orders=["ab", "ba"]))
+    with pytest.raises(ConfigError, match=r"key `judge.n_thread`: not a setting of the local backend"):
+        load_listwise_config(_config(tmp_path, judge={"backend": "local", "model": TEST_MODEL, "n_thread": 1}))
+    with pytest.raises(ConfigError, match=r"key `judge.batch`: a listwise run makes its calls synchronously"):
+        load_listwise_config(_config(tmp_path, judge={"backend": "openai", "model": "m", "batch": True}))
 
 
 def test_answers_file_errors(tmp_path: Path) -> None:
@@ -132,6 +136,7 @@ def test_embedded_judge_end_to_end_and_resume(tmp_path: Path) -> None:
     for item in {c.item for c in records.calls}:
         orders = [c.slots for c in records.calls if c.item == item]
         assert set(Counter((s, k) for o in orders for k, s in enumerate(o)).values()) == {1}
+    # the same configuration again: a new run, every reply served from the store's cache
     again = run_listwise(config)
-    assert (again.made, again.resumed) == (0, 6)
+    assert (again.made, again.resumed, again.cached, again.run_id) == (0, 0, 6, first.run_id + 1)
     assert len(load_listwise(tmp_path / "records.jsonl")) == 6

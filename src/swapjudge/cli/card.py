@@ -135,6 +135,13 @@ def card_command(
     if len(inputs) != 1:
         raise SwapjudgeError("give one run configuration (or --compare with saved cards)")
     config = inputs[0]
+    from swapjudge.runner.listwise_run import is_listwise_config
+
+    if is_listwise_config(config):  # best of N: the N-way figures of a listwise run on the suite's answer sets
+        _listwise_card(config, suite=suite, store=store, out=out or [], output=output, dry_run=dry_run,
+                       progress=progress, unsupported={"--no-wait": no_wait, "--retry-unparsed": retry_unparsed,
+                                                       "--attacks": attacks is not None})
+        return
     if dry_run:
         est = card.card_dry_run(config, suite=suite, store=store)
         if output is OutputFormat.json:
@@ -156,6 +163,36 @@ def card_command(
         return
     doc = made.to_dict()
     for path in out or []:
+        _write(path, "card", doc, output)
+    _show("card", doc, output)
+    conclude(made)
+
+
+def _listwise_card(config: Path, *, suite: str, store: Path | None, out: list[Path], output: OutputFormat,
+                   dry_run: bool, progress: bool, unsupported: dict[str, bool]) -> None:
+    """`swapjudge card` of a `protocol: listwise` configuration: run it on the suite's answer sets (through the run
+    store), then the card's N-way figures per subset."""
+    from swapjudge.workflows import card as carding
+
+    given = [flag for flag, on in unsupported.items() if on]
+    if given:
+        raise SwapjudgeError(f"{', '.join(given)} do(es) not apply to a best-of-N card")
+    if dry_run:
+        from swapjudge.runner.listwise_run import estimate_listwise
+
+        if suite in carding.BUILTIN_SUITES:
+            raise SwapjudgeError(f"the built-in suite {suite!r} holds pairs: a best-of-N card needs --suite FILE "
+                                 "with three or more answers an item")
+        est = estimate_listwise(config, store=store, answers=suite)
+        stdout.print(f"card dry run: suite {Path(suite).name}, {est.items:,} items, rotations {est.rotations}: "
+                     f"{est.planned_calls:,} planned calls, {est.calls_to_make:,} to make "
+                     f"({est.already_stored:,} already stored, {est.cached:,} from the store's cache); estimated "
+                     f"tokens {est.input_tokens:,} in, {est.output_tokens:,} out; cost ({est.model}): "
+                     f"{_money(est.cost_usd)}", highlight=False, markup=False)
+        return
+    made = carding.listwise_card(config, suite=suite, store=store, console=stderr, progress=progress)
+    doc = made.to_dict()
+    for path in out:
         _write(path, "card", doc, output)
     _show("card", doc, output)
     conclude(made)

@@ -204,5 +204,8 @@ def import_command(
     if output is not None:
         if not result.records:
             raise InputError("no records converted; nothing written", path=str(output))
+        if output.suffix.lower() in (".csv", ".tsv") and any("slots" in r for r in result.records):
+            raise InputError("listwise records are written as JSON Lines (a CSV cell cannot hold the list "
+                             "`slots`): name the output .jsonl", path=str(output))
         count = write_records(result.records, output)
         stderr.print(f"wrote {count} records to {display_path(output)}", highlight=False, markup=False)

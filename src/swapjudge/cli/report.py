@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -73,9 +73,11 @@ def report_command(
     if html_out is None and markdown_out is None:
         raise SwapjudgeError("nothing to write: give --html FILE and/or --markdown FILE")
     from swapjudge.reading.listwise import is_listwise
+    from swapjudge.workflows.listwise import stored_listwise
 
-    if run is None and is_listwise(source):  # best-of-N records: the N-way figures
-        _listwise_report(source, html_out, markdown_out, judge=judge,
+    stored = stored_listwise(source, run)  # a listwise run in a store: its records
+    if stored is not None or (run is None and is_listwise(source)):  # best-of-N records: the N-way figures
+        _listwise_report(source if stored is None else stored, html_out, markdown_out, judge=judge,
                          min_consistency=DEFAULT_MIN_CONSISTENCY if min_consistency is None else min_consistency,
                          confidence=confidence, rounds=rank_bootstrap, seed=rank_seed)
         return
@@ -96,8 +98,8 @@ def report_command(
     conclude(inputs)
 
 
-def _listwise_report(source: Path, html_out: Path | None, markdown_out: Path | None, *, judge: str | None,
-                     min_consistency: float, confidence: float, rounds: int, seed: int) -> None:
+def _listwise_report(source: Path | list[dict[str, Any]], html_out: Path | None, markdown_out: Path | None, *,
+                     judge: str | None, min_consistency: float, confidence: float, rounds: int, seed: int) -> None:
     """The report of listwise records: each judge's slot shares, slot test, winner consistency, gate, accuracy,
     strengths and slot effects; exits 1 after writing when a judge fails the gate."""
     from swapjudge.reading.textfiles import write_atomic

@@ -173,8 +173,9 @@ def run_command(
     from swapjudge.runner.listwise_run import is_listwise_config
     from swapjudge.workflows import run
 
-    if is_listwise_config(config):  # best of N: rotated slot orders, one listwise record per call
-        _run_listwise(config, output)
+    if is_listwise_config(config):  # best of N: rotated slot orders, one stored call per slot order
+        _run_listwise(config, output, dry_run=dry_run, check=check, store=store, progress=progress, wait=wait,
+                      retry_unparsed=retry_unparsed, no_wait=no_wait, engine=engine)
         return
     loaded = run.load_run_config(config)
     if loaded.config.cascade is not None and not check:
@@ -242,22 +243,64 @@ def run_command(
     conclude(result)
 
 
-def _run_listwise(config: Path, output: OutputFormat) -> None:
-    """`protocol: listwise`: judge, then analyse the records file as `analyze` does, ending a failed gate."""
+def _run_listwise(config: Path, output: OutputFormat, *, dry_run: bool, check: bool, store: Path | None,
+                  progress: bool, wait: bool, retry_unparsed: bool, no_wait: bool, engine: Engine | None) -> None:
+    """`protocol: listwise`: judge into the run store, then analyse the run's calls as `analyze` analyses
+    listwise records, ending a failed gate."""
     from swapjudge.report import listwise
-    from swapjudge.runner.listwise_run import run_listwise
+    from swapjudge.runner.listwise_run import check_listwise, estimate_listwise, listwise_run_records, run_listwise
     from swapjudge.workflows.listwise import analyze_listwise
 
-    done = run_listwise(config)
-    stderr.print(f"{done.made} listwise call(s) made, {done.resumed} already in {shown_path(done.output)}, "
-                 f"{done.unparsed} without a usable pick", highlight=False, markup=False)
-    result = analyze_listwise(done.output, min_consistency=done.min_consistency)
+    if no_wait or engine is not None:
+        raise InputError("--no-wait and --engine do not apply to a listwise run (its calls are made synchronously "
+                         "by this process)")
+    if dry_run:
+        est = estimate_listwise(config, store=store)
+        sizes = "/".join(map(str, est.answers_per_item))
+        stdout.print("\n".join([
+            f"dry run: {est.items:,} items of {sizes} answers, rotations {est.rotations}, "
+            f"{est.planned_calls:,} planned calls",
+            f"  already stored by an unfinished run:           {est.already_stored:,}",
+            f"  served from the store's cache:                 {est.cached:,}",
+            f"  calls to make:                                 {est.calls_to_make:,}",
+            f"  estimated tokens (~4 characters per token):    {est.input_tokens:,} in, {est.output_tokens:,} out",
+            f"  estimated cost ({est.model}): {_money(est.cost_usd)}",
+        ] + ([f"  the store's cache saves: {_money(est.store_cache_saving_usd)}"] if est.cached else [])),
+            highlight=False, markup=False)
+        return
+    if check:
+        found = check_listwise(config)
+        stdout.print(f"check: {found.url} answered model {found.model} in {found.latency_s:.2f} s "
+                     f"(pick {found.pick if found.pick is not None else 'unusable'} of {found.answers}); "
+                     "nothing stored", highlight=False, markup=False)
+        return
+    rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait)
+    done = run_listwise(config, store=store, wait=wait, console=stderr, progress=progress,
+                        retry_unparsed=retry_unparsed)
+    spend = "unknown (no price for this model)" if done.spend_usd is None else f"${done.spend_usd:,.4f}"
+    stderr.print(f"run {done.run_id}{' (resumed)' if done.resumed_run else ''}: {done.planned:,} listwise calls "
+                 f"planned; {done.resumed:,} already stored, {done.cached:,} from cache, {done.made:,} made, "
+                 f"{done.failed:,} failed, {done.unparsed:,} without a usable pick; spend {spend}",
+                 highlight=False, markup=False)
+    if done.output is not None:
+        stderr.print(f"records written to {shown_path(done.output)}", highlight=False, markup=False)
+    rows = listwise_run_records(done.store_path, done.run_id)
+    result = analyze_listwise(rows, min_consistency=done.min_consistency)
     if output is OutputFormat.json:
-        dump_json(result.to_dict())
+        dump_json({**result.to_dict(), "run": done.to_dict()})
     else:
         render = listwise.render_markdown if output is OutputFormat.markdown else listwise.render_text
         for one in result:
             wide_console().print(render(listwise.analysis_lines(one)), end="", highlight=False, markup=False)
+    if done.failed:
+        stderr.print(f"{done.failed} call(s) failed after retries. Run the same command again to retry only "
+                     f"those: {rerun}", highlight=False, markup=False)
+        end(Conclusion.bad_input)
+    if done.unparsed:
+        again = _rerun_command(config, store=store, progress=progress, output=output, wait=wait,
+                               retry_unparsed=True)
+        stderr.print(f"{done.unparsed} stored call(s) have no usable pick. To ask the judge again for exactly "
+                     f"those: {again}", highlight=False, markup=False)
     conclude(result)
 
 
@@ -349,6 +392,9 @@ def run_export_command(
         raise InputError("--format csv needs -o FILE.csv (stdout gets JSON Lines or, with --format parquet, "
                          "Parquet)")
     rid, rows = export_records(store, run_id, latest=latest)
+    if chosen is not ExportFormat.jsonl and rows and "slots" in rows[0]:
+        raise InputError(f"run {rid} is a best-of-N (listwise) run: its records are written as JSON Lines (a "
+                         f"{chosen.value} column cannot hold the list `slots`); name the output .jsonl")
     if chosen is ExportFormat.parquet:
         write_records_parquet(rows, out)
     else:

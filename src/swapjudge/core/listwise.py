@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -106,14 +106,25 @@ class ListwiseAudit:
     consistency: WinnerConsistency
     gate: Gate
     accuracy: ListwiseAccuracy | None
+    # Why the slot figures are withheld (None: they are measured): the records do not say the order shown
+    slot_audit_withheld: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n_slots": self.n_slots, "systems": list(self.systems), "calls": self.calls,
+        withheld = self.slot_audit_withheld is not None
+        body = {"n_slots": self.n_slots, "systems": list(self.systems), "calls": self.calls,
                 "unparsed": self.unparsed, "items": self.items,
-                "slot_share": [m.value for m in self.slot_share],
-                "slot_share_intervals": [m.to_dict() for m in self.slot_share],
+                "slot_share": None if withheld else [m.value for m in self.slot_share],
+                "slot_share_intervals": None if withheld else [m.to_dict() for m in self.slot_share],
                 "slot_test": self.slot_test.to_dict(), "consistency": self.consistency.to_dict(),
                 "accuracy": None if self.accuracy is None else self.accuracy.to_dict()}
+        if withheld:
+            body["slot_audit_withheld"] = self.slot_audit_withheld
+        return body
+
+
+ORDER_NOT_RECORDED = ("the records do not say in which order the judge saw the answers (`order_shown: false`): "
+                      "a slot's pull cannot be measured, so no slot share, slot test, accuracy by slot or slot "
+                      "effect is given, and whatever pull the order had is inside the strengths")
 
 
 def _by_item(calls: Sequence[ListwiseCall]) -> dict[str, list[ListwiseCall]]:
@@ -237,6 +248,15 @@ def audit(calls: Sequence[ListwiseCall], *, judge: str = "", min_consistency: fl
         raise ArgumentError("{calls} mix calls of " + ", ".join(str(s) for s in sorted(sizes)) +
                             " answers: analyse each N on its own", "calls")
     n = sizes.pop()
+    if not all(c.order_shown for c in calls):  # the slots listed are not the order seen: nothing by slot
+        agreed = winner_consistency(calls, confidence)
+        right = accuracy(calls, n, confidence)
+        if right is not None:
+            right = replace(right, by_slot=())
+        return ListwiseAudit(judge, n, tuple(sorted({s for c in calls for s in c.slots})), len(calls),
+                             sum(c.pick is None for c in calls), len({c.item for c in calls}), (),
+                             SlotTest(None, None, None, 0, "order not recorded"), agreed,
+                             listwise_gate(agreed, min_consistency), right, ORDER_NOT_RECORDED)
     usable = [c for c in calls if c.pick is not None]
     clusters = np.array([c.item for c in usable], dtype=object)
     shares = tuple(proportion_interval(np.array([c.pick == s for c in usable], dtype=float), confidence,

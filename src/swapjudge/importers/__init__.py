@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads
     from swapjudge.importers.inspect_log import import_inspect  # noqa: F401
     from swapjudge.importers.judgebench import import_judgebench  # noqa: F401
     from swapjudge.importers.label_studio import import_label_studio  # noqa: F401
+    from swapjudge.importers.listwise_formats import (  # noqa: F401
+        import_deepeval_arena,
+        import_langwatch,
+        import_promptfoo_select_best,
+    )
     from swapjudge.importers.llmbar import RoundChoice, import_llmbar  # noqa: F401
     from swapjudge.importers.promptfoo import import_promptfoo  # noqa: F401
     from swapjudge.importers.shi2024 import PerCallConsistency, import_shi2024, per_call_consistency  # noqa: F401
@@ -37,7 +42,9 @@ _HOMES = {
     "parse_map": "csv_table", "import_fastchat": "fastchat", "import_inspect": "inspect_log",
     "import_judgebench": "judgebench", "import_label_studio": "label_studio", "RoundChoice": "llmbar",
     "import_llmbar": "llmbar",
-    "import_promptfoo": "promptfoo", "PerCallConsistency": "shi2024", "import_shi2024": "shi2024",
+    "import_promptfoo": "promptfoo", "import_promptfoo_select_best": "listwise_formats",
+    "import_deepeval_arena": "listwise_formats", "import_langwatch": "listwise_formats",
+    "PerCallConsistency": "shi2024", "import_shi2024": "shi2024",
     "per_call_consistency": "shi2024",
 }
 
@@ -149,6 +156,26 @@ FORMATS: dict[str, ImportFormat] = {
             "promptfoo", "promptfoo eval results (promptfoo eval -o results.json): select-best, pairwise llm-rubric",
             "promptfoo/promptfoo src/types (EvaluateSummaryV3), src/matchers (select-best)", ("judge_name",),
             lambda p, o: __getattr__("import_promptfoo")(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "promptfoo-select-best", "promptfoo select-best over three or more outputs, as listwise (best-of-N) "
+            "records (one fixed order: one rotation)",
+            "promptfoo/promptfoo src/matchers (select-best), src/types (EvaluateSummaryV3)", ("judge_name",),
+            lambda p, o: __getattr__("import_promptfoo_select_best")(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "deepeval-arena", "DeepEval ArenaGEval results (the compare() experiment: testRuns per contestant), "
+            "as listwise records; the order shown is not recorded",
+            "confident-ai/deepeval deepeval/evaluate/compare.py, metrics/arena_g_eval, test_run/api.py",
+            ("judge_name",),
+            lambda p, o: __getattr__("import_deepeval_arena")(p, judge_name=o.judge_name),
+        ),
+        ImportFormat(
+            "langwatch", "LangWatch evaluation results (langwatch.evaluation log_results: best-of-N rows whose "
+            "label names the chosen candidate), as listwise records",
+            "langwatch/langwatch python-sdk/src/langwatch/evaluation/evaluation.py (log, _send_batch)",
+            ("judge_name",),
+            lambda p, o: __getattr__("import_langwatch")(p, judge_name=o.judge_name),
         ),
         ImportFormat(
             "label-studio", "Label Studio Pairwise project export (Export, JSON: tasks with annotations)",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swapjudge.errors import InputError
-from swapjudge.reading.textfiles import decode_text, is_stdio, json_lines, looks_like_csv, read_bytes
+from swapjudge.reading.textfiles import decode_text, is_stdio, json_lines, looks_like_csv, read_bytes, read_stdin
 
 MIN_SLOTS = 3
 LISTWISE_FIELDS = ("slots", "pick")
@@ -37,6 +37,8 @@ class ListwiseCall:
     ranking: tuple[int, ...] | None = None
     label: str | None = None
     line: int | None = None
+    # False when `slots` is not the order the judge saw (a source that does not record it): no slot figure then
+    order_shown: bool = True
 
     @property
     def n(self) -> int:
@@ -50,7 +52,7 @@ class ListwiseCall:
     def to_dict(self) -> dict[str, Any]:
         return {"judge": self.judge, "round": self.round, "item": self.item, "slots": list(self.slots),
                 "pick": self.pick, "ranking": None if self.ranking is None else list(self.ranking),
-                "label": self.label}
+                "label": self.label, **({} if self.order_shown else {"order_shown": False})}
 
 
 @dataclass(frozen=True)
@@ -88,13 +90,21 @@ def _looks_listwise(row: Any) -> bool:
 
 def is_listwise(source: Any) -> bool:
     """Whether `source` holds listwise records: its first record has `slots` and none of `first`, `second`,
-    `verdict`. A path is read for its first line only; stdin is never consumed here (use `load_listwise` on the
-    bytes), so `-` is never listwise by this test."""
+    `verdict`. A path is read for its first line only; stdin (`-`) is read whole once (`read_stdin`, which keeps
+    the bytes for whichever reader then reads them) and tested the same way."""
     if isinstance(source, ListwiseRecords):
         return True
     if isinstance(source, str | Path):
         path = Path(source)
-        if is_stdio(path) or path.suffix.lower() in (".parquet", ".pq", ".csv", ".tsv") or not path.is_file():
+        if is_stdio(path):
+            data = read_stdin()
+            if data.startswith(b"SQLite format 3") or looks_like_csv(data):
+                return False
+            try:
+                return _looks_listwise(_first_record(data, "<stdin>"))
+            except InputError:
+                return False  # not UTF-8: the records reader names the problem
+        if path.suffix.lower() in (".parquet", ".pq", ".csv", ".tsv") or not path.is_file():
             return False
         with path.open("rb") as handle:
             start = handle.read(HEAD_BYTES)  # the first record is all it reads: never a whole store or file
@@ -248,4 +258,10 @@ def _call(row: Any, number: int, fail: Any) -> ListwiseCall:
         if label is None or label not in slots:
             raise fail(f"must name one of the systems shown ({', '.join(slots)}), got {row.get('label')!r}",
                        "label")
-    return ListwiseCall(item, tuple(slots), pick, judge, round_, ranking, label, number)
+    order_shown = row.get("order_shown", True)
+    if order_shown is None:
+        order_shown = True
+    if not isinstance(order_shown, bool):
+        raise fail(f"must be true or false (false: `slots` is not the order the judge saw), got {order_shown!r}",
+                   "order_shown")
+    return ListwiseCall(item, tuple(slots), pick, judge, round_, ranking, label, number, order_shown)

@@ -124,6 +124,8 @@ def subset_row(s: Mapping[str, Any]) -> tuple[str, ...]:
 
 def card_headline(card: Mapping[str, Any]) -> str:
     """The whole suite in one sentence: what was measured, the gate's verdict, nothing the intervals do not carry."""
+    if card.get("protocol") == "listwise":
+        return listwise_headline(card)
     o = card["overall"]
     c = o.get("consistency") or {}
     gate = o.get("gate") or {}
@@ -136,8 +138,61 @@ def card_headline(card: Mapping[str, Any]) -> str:
     return text + "."
 
 
+def listwise_headline(card: Mapping[str, Any]) -> str:
+    """A best-of-N card's whole suite in one sentence: winner consistency against its gate."""
+    o = card["overall"]
+    lw, gate = o["listwise"], o.get("gate") or {}
+    passed = "passes" if gate.get("passed") else "fails"
+    return (f"{card['judge']} on the {card['suite'].get('items')} items of suite \"{card['suite'].get('suite')}\" "
+            f"(best of {lw['n_slots']}): winner consistency {_ci(lw['consistency'])}, which {passed} the "
+            f"{pct(gate.get('min_self_consistency'), 0)} gate.")
+
+
+def listwise_tables(card: Mapping[str, Any]) -> list[Table]:
+    """A best-of-N card's tables: the N-way figures per subset, then the whole suite's strengths."""
+    rows = [*(card.get("subsets") or []), card["overall"]]
+    n = card["overall"]["listwise"]["n_slots"]
+    columns = ["subset", "items", "calls", "no pick", "winner consistency", "gate",
+               *[f"slot {k} share" for k in range(1, n + 1)], "slot test", "accuracy (order-controlled)"]
+    body = []
+    withheld = None
+    for s in rows:
+        lw, gate = s["listwise"], s.get("gate") or {}
+        shares = lw["slot_share_intervals"]
+        withheld = withheld or lw.get("slot_audit_withheld")
+        test = lw["slot_test"]
+        accuracy = (lw.get("accuracy") or {}).get("order_controlled")
+        body.append((str(s.get("name")), str(lw["items"]), str(lw["calls"]), str(lw["unparsed"]),
+                     _ci(lw["consistency"]), "passed" if gate.get("passed") else "FAILED",
+                     *([_ci(m, "value") for m in shares] if shares else ["not measured"] * n),
+                     "-" if test.get("p_value") is None else p_number(test["p_value"]),
+                     _ci(accuracy, "value") if accuracy else "-"))
+    notes = ["Winner consistency: the items whose calls all picked the same system (Wilson over items). Slot "
+             f"shares are clustered by item ({1 / n:.1%} each when no slot is preferred); the slot test is "
+             "Hotelling's T-squared over items."]
+    if withheld:
+        notes.append(withheld)
+    out = [table(f"Best of {n}, per subset", columns, body, notes)]
+    o = card["overall"]["listwise"]
+    if o.get("strengths"):
+        def signed(e: Mapping[str, Any]) -> str:
+            low, high = e.get("low"), e.get("high")
+            bounds = "" if low is None or high is None else f" ({low:+.2f} … {high:+.2f})"
+            return f"{e['value']:+.2f}{bounds}"
+
+        strengths = [(name, signed(e)) for name, e in sorted(o["strengths"].items(),
+                                                            key=lambda kv: -(kv[1].get("value") or 0))]
+        out.append(table("Strengths (whole suite, log-worth, slot effects removed)", ("system", "strength"),
+                         strengths, ["Centred log-worths with item-bootstrap percentile intervals."]))
+    elif o.get("strengths_withheld"):
+        out.append(table("Strengths", ("",), [("withheld: " + str(o["strengths_withheld"]),)], []))
+    return out
+
+
 def card_tables(card: Mapping[str, Any]) -> list[Table]:
     """Every table of a card, in reading order."""
+    if card.get("protocol") == "listwise":
+        return listwise_tables(card)
     subsets = list(card.get("subsets") or [])
     out = [table("Per subset", SUBSET_COLUMNS, [subset_row(s) for s in subsets] + [subset_row(card["overall"])],
                  ["Intervals are 95% Wilson (clustered by item where items repeat); each subset is one analysis, as "
@@ -305,14 +360,16 @@ def _html_table(t: Table) -> str:
 def render_html(card: Mapping[str, Any]) -> str:
     """The card as one HTML document: inline CSS, no script, every text escaped."""
     failed = not (card["overall"].get("gate") or {}).get("passed")
-    protocol = card.get("protocol") or {}
+    protocol: Mapping[str, Any] = card["protocol"] if isinstance(card.get("protocol"), dict) else {}
+    size = (f"{card['suite'].get('items')} items" if card.get("protocol") == "listwise"
+            else f"{card['suite'].get('pairs')} pairs")
     return "".join([
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">',
         f"<title>swapjudge judge card · {e(card['judge'])}</title><style>{CSS}</style></head><body>",
         f"<header><h1>Judge card · {e(card['judge'])}</h1><div class=\"sub\">suite \"{e(card['suite'].get('suite'))}\""
-        f" ({e(card['suite'].get('pairs'))} pairs) · {e(protocol.get('date'))} · swapjudge "
+        f" ({e(size)}) · {e(protocol.get('date'))} · swapjudge "
         f"{e(protocol.get('swapjudge_version'))}</div></header>",
         f'<div class="headline{" failed" if failed else ""}">{e(card_headline(card))}</div>',
         "".join(_html_table(t) for t in card_tables(card)),

@@ -35,7 +35,8 @@ def fit_lines(fit: PlackettLuce, *, strengths: bool = True, withheld: str | None
     model = "Plackett-Luce on the rankings" if fit.model == "plackett_luce" else "Luce choice model on the picks"
     bounds = (f"{fit.confidence:.0%} item-bootstrap percentile intervals, {fit.rounds} rounds, items resampled"
               if fit.rounds else "no intervals (0 bootstrap rounds)")
-    lines = [f"strengths: {model} with slot effects, log-worth (mean 0 over systems), {bounds}; ordered by "
+    beside = "with slot effects" if fit.slot_effects is not None else "without slot effects"
+    lines = [f"strengths: {model} {beside}, log-worth (mean 0 over systems), {bounds}; ordered by "
              "estimate, which is not a claim that neighbours differ:"]
     if strengths:
         for name in fit.order():
@@ -44,7 +45,7 @@ def fit_lines(fit: PlackettLuce, *, strengths: bool = True, withheld: str | None
     else:
         lines.append(f"  withheld: {withheld}")
     if fit.slot_effects is None:
-        lines.append(f"slot effects: none fitted ({fit.note})")
+        lines.append("slot effects: none fitted" + (f" ({fit.note})" if fit.note else ""))
     else:
         effects = ", ".join(f"slot {i}: {_signed(e.value)} ({_signed(e.low)} … {_signed(e.high)})"
                             for i, e in enumerate(fit.slot_effects, start=1))
@@ -57,14 +58,17 @@ def analysis_lines(result: ListwiseAnalysis) -> list[str]:
     a = result.audit
     out = [f"judge: {result.judge or '(unnamed judge)'}: best of {a.n_slots}, {a.calls} calls over {a.items} "
            f"items, {a.unparsed} without a usable pick; systems: {', '.join(a.systems)}"]
-    out.append(f"slot pick share (intervals clustered by item; {1 / a.n_slots:.1%} each when no slot is "
-               "preferred):")
+    if a.slot_audit_withheld is None:
+        out.append(f"slot pick share (intervals clustered by item; {1 / a.n_slots:.1%} each when no slot is "
+                   "preferred):")
     for i, m in enumerate(a.slot_share, start=1):
         out.append(f"  slot {i}: {_interval(m)}")
     t = a.slot_test
     design = ("items whose calls show each system once in each slot as often" if t.design == "balanced"
               else "all items, the order shown assumed drawn at random")
-    if t.p_value is None:
+    if a.slot_audit_withheld is not None:
+        out.append(f"slot audit: not measured: {a.slot_audit_withheld}")
+    elif t.p_value is None:
         out.append(f"slot test: not computed: {t.items} items, fewer than the {a.n_slots} it needs")
     else:
         stat = "infinite (the same deviation in every item)" if t.statistic == float("inf") else f"{t.statistic:.3f}"
@@ -85,8 +89,12 @@ def analysis_lines(result: ListwiseAnalysis) -> list[str]:
     if a.accuracy is not None:
         acc = a.accuracy
         slots = ", ".join(f"slot {i}: {_interval(m)}" for i, m in enumerate(acc.by_slot, start=1))
-        out.append(f"accuracy against labels ({acc.calls} calls; chance {acc.chance:.1%}), by the slot the better "
-                   f"answer sat in (clustered by item): {slots}")
+        if acc.by_slot:
+            out.append(f"accuracy against labels ({acc.calls} calls; chance {acc.chance:.1%}), by the slot the "
+                       f"better answer sat in (clustered by item): {slots}")
+        else:
+            out.append(f"accuracy against labels ({acc.calls} calls; chance {acc.chance:.1%}): not by slot (the "
+                       "order shown is not recorded)")
         out.append(f"  order-controlled (items with the better answer in every slot equally often, interval over "
                    f"items): {_interval(acc.order_controlled)}; right in every call: {_pct(acc.all_right.rate)} "
                    f"({_pct(acc.all_right.low)} – {_pct(acc.all_right.high)}) of {acc.all_right.n} items")

@@ -45,6 +45,8 @@ def stored_provenance(config: dict[str, Any]) -> dict[str, Any]:
     backend's support, as the runner decides it (plain text when the backend cannot be loaded here)."""
     if not config:
         return {}
+    if config.get("protocol") == "listwise":
+        return {}  # a listwise run registers its provenance itself (runner.listwise_run)
     judge = config.get("judge") or {}
     structured = False
     if judge.get("structured_output", True) and judge.get("backend"):

@@ -79,7 +79,7 @@ async def run_async(
         raise
     lock = RunLock(lock_path(path, f"{loaded.config_hash}:{pairs.digest}"))
     try:
-        _own_run(lock, wait=wait, console=console)
+        own_run(lock, wait=wait, console=console)
         config_hash = loaded.config_hash
         run_id = store.resumable_run(config_hash, pairs.digest)
         if retry_unparsed:
@@ -210,7 +210,7 @@ async def run_async(
         store.close()
 
 
-def _own_run(lock: RunLock, *, wait: bool, console: Console | None) -> None:
+def own_run(lock: RunLock, *, wait: bool, console: Console | None) -> None:
     """Take the run's lock (before reading what is stored, so two processes never plan the same calls)."""
 
     def waiting(owner: Owner) -> None:

@@ -14,7 +14,15 @@ def run_records(store: Store, run_id: int) -> list[dict[str, Any]]:
     """A run's presentation records with the run's registration (configuration hash, tie policy, the systems a and
     b it compared and, for an adaptive run, its threshold) attached, so a later analysis applies what the run was
     registered with."""
+    from swapjudge.store.reader import is_listwise_run
+
     info = store.run(run_id)
+    if is_listwise_run(info):  # best of N: the seed, rubric and gate the run was registered with
+        gates = info.config.get("gates") or {}
+        listwise = {"config_hash": info.config_hash, "seed": info.config.get("seed"),
+                    "rubric_hash": info.rubric_hash,
+                    "registered_min_consistency": gates.get("min_self_consistency", 0.70)}
+        return [{**rec, **listwise} for rec in store.presentation_records(run_id)]
     extra = {"config_hash": info.config_hash, "registered_tie_policy": info.config.get("tie_policy")}
     pairs = info.config.get("pairs") or {}
     if pairs.get("a") and pairs.get("b"):
@@ -30,7 +38,11 @@ def run_record_set(store: Store, run_id: int) -> Any:
     """A stored run's calls as a validated `RecordSet` (core fields and verdict probabilities). A pair with one
     usable order (an interrupted run, a failed call, a single-order run) is incomplete rather than an error."""
     from swapjudge.reading.records import records_from_dicts
+    from swapjudge.store.reader import is_listwise_run
 
+    if is_listwise_run(store.run(run_id)):
+        raise SwapjudgeError(f"{store.path}: run {run_id} is a best-of-N (listwise) run: `swapjudge report` and "
+                             "`export` read it; commands that compare two answers at a time do not")
     # the probabilities let the analysis show debiased verdicts, as it does for the run's export
     core = ("judge", "round", "item", "first", "second", "verdict", "label", "p_first", "p_second", "strength")
     # `inferred` rows (an older swapjudge's stand-ins for swapped calls adaptive swapping skipped) are no verdicts

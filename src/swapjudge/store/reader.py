@@ -33,9 +33,12 @@ class StoreReader(StoreFile):
         return None if row is None else int(row[0])
 
     def unparsed_count(self, run_id: int) -> int:
-        """Stored calls of a run whose reply had no parsable verdict (and no error)."""
+        """Stored calls of a run whose reply had no parsable verdict (and no error); of a listwise run, no
+        usable pick."""
         row = self._db.execute(
-            "SELECT COUNT(*) FROM calls WHERE run_id=? AND verdict IS NULL AND error IS NULL", (run_id,)
+            "SELECT COUNT(*) FROM calls WHERE run_id=? AND verdict IS NULL AND error IS NULL"
+            " AND (settings IS NULL OR json_extract(settings, '$.protocol') IS NOT 'listwise'"
+            " OR json_extract(settings, '$.pick') IS NULL)", (run_id,)
         ).fetchone()
         return int(row[0])
 
@@ -136,8 +139,11 @@ class StoreReader(StoreFile):
             yield rec
 
     def presentation_records(self, run_id: int) -> list[dict[str, Any]]:
-        """The run's calls as presentation records (docs/records.md) (labels included when the pairs carry them)."""
+        """The run's calls as presentation records (docs/records.md) (labels included when the pairs carry them);
+        a listwise run's as listwise records."""
         info = self.run(run_id)
+        if is_listwise_run(info):
+            return self.listwise_records(info)
         out: list[dict[str, Any]] = []
         for c in self.calls(run_id):
             rec: dict[str, Any] = {
@@ -171,3 +177,28 @@ class StoreReader(StoreFile):
                     rec[f"p_{slot}"] = probs[slot]
             out.append(rec)
         return out
+
+    def listwise_records(self, info: RunInfo) -> list[dict[str, Any]]:
+        """A listwise run's calls as listwise records (docs/records.md): the slot order stored in `first` as a
+        JSON list, the pick in `settings`, the slot labels' probabilities (when the judge gave them) as
+        `p_slots`, slot 1 first."""
+        rotations = info.config.get("rotations")
+        out: list[dict[str, Any]] = []
+        for c in self.calls(info.id):
+            slots = self.json_value(c["first"], partial(_cell, info.id, c, "slot order"))
+            settings = c["settings"] or {}
+            probs = c["probabilities"]
+            out.append({
+                "item": c["item"], "slots": slots, "pick": settings.get("pick"), "judge": info.judge,
+                "round": c["round"], "label": c["label"], "rotation": c["order_index"], "rotations": rotations,
+                "protocol": "listwise", "raw": c["raw"], "prompt_hash": c["prompt_hash"],
+                "p_slots": None if not probs else [probs.get(str(k)) for k in range(1, len(slots) + 1)],
+                "latency_s": c["latency_s"], "input_tokens": c["input_tokens"], "output_tokens": c["output_tokens"],
+                "cost_usd": c["cost_usd"], "source": c["source"], "error": c["error"],
+            })
+        return out
+
+
+def is_listwise_run(info: RunInfo) -> bool:
+    """Whether a stored run is a best-of-N (`protocol: listwise`) run."""
+    return isinstance(info.config, dict) and info.config.get("protocol") == "listwise"

@@ -69,7 +69,9 @@ class StoreWriter(StoreFile):
     def supersede_unparsed(self, run_id: int, judge_hash: str) -> int:
         """Set aside a run's calls whose reply had no parsable verdict, so that they are asked again: the old rows
         move to `superseded_calls` (kept for the audit) and their replies leave the cache. Returns how many."""
-        where = "run_id=? AND verdict IS NULL AND error IS NULL AND source != 'identical'"
+        where = ("run_id=? AND verdict IS NULL AND error IS NULL AND source != 'identical'"  # a listwise call: no pick
+                 " AND (settings IS NULL OR json_extract(settings, '$.protocol') IS NOT 'listwise'"
+                 " OR json_extract(settings, '$.pick') IS NULL)")
         with self.transaction() as db:
             hashes = [r[0] for r in db.execute(f"SELECT prompt_hash FROM calls WHERE {where}", (run_id,))]
             columns = ", ".join(r[1] for r in db.execute("PRAGMA table_info(calls)") if r[1] != "strength")

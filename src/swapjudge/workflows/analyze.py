@@ -44,13 +44,16 @@ def analyze(source: str | Path | Any, *, a: str | None = None, b: str | None = N
     fragility = arguments.flag(fragility, "fragility")
     if fragility:
         engine = ReadEngine.memory.value  # the search decides again on the records
-    if is_listwise(source):  # best-of-N records: the N-way audit and the Plackett-Luce fit
+    from swapjudge.workflows.listwise import stored_listwise
+
+    stored = stored_listwise(source)  # a run store whose latest run is a listwise run: its records
+    if stored is not None or is_listwise(source):  # best-of-N records: the N-way audit and the Plackett-Luce fit
         from swapjudge.workflows.listwise import analyze_listwise
 
         if a is not None or b is not None or tie_policy is not None or fragility:
             raise ArgumentError("listwise records are not compared two by two: {a}, {b}, {tie_policy} and "
                                 "{fragility} do not apply", "a", "b", "tie_policy", "fragility")
-        return analyze_listwise(source, judge=judge, min_consistency=min_consistency,  # type: ignore[return-value]
+        return analyze_listwise(source if stored is None else stored, judge=judge, min_consistency=min_consistency,  # type: ignore[return-value]
                                 confidence=confidence)
     options: dict[str, Any] = {"judge": judge, "a": a, "b": b, "tie_policy": tie_policy,
                                "min_consistency": min_consistency, "confidence": confidence}

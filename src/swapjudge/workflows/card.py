@@ -546,3 +546,63 @@ def card_dry_run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite
     price = price_for(cfg.judge.model, cfg.prices, backend=cfg.judge.backend)
     return CardEstimate(chosen.name, len(chosen.rows), estimate, len(requests), in_tok, out_tok,
                         call_cost(price, input_tokens=in_tok, output_tokens=out_tok))
+
+
+# ---- best of N: the card of a `protocol: listwise` judge ---------------------------------------------------------
+
+LISTWISE_CARD_KIND = "swapjudge listwise judge card"
+
+
+@dataclass(frozen=True)
+class ListwiseCard(Displayable, Concluded):
+    """The card of a best-of-N judge on a suite of answer sets (three or more answers an item): per subset and for
+    the whole suite, `analyze`'s N-way figures (slot shares, the slot test, winner consistency and its gate,
+    accuracy against the labels) and, above the gate, the strengths with the slot effects."""
+
+    judge: str
+    suite: str
+    run_id: int
+    store_path: Path
+    overall: Any  # workflows.listwise.ListwiseAnalysis
+    subsets: tuple[tuple[str, Any], ...]
+
+    def ending(self) -> Ending:
+        gate = self.overall.gate
+        if gate.passed:
+            return Ending(Conclusion.ok)
+        return Ending(Conclusion.failed, (f"{self.judge}: {gate.reason}",))
+
+    def to_dict(self) -> dict[str, Any]:
+        overall = self.overall.to_dict()
+        return {"kind": LISTWISE_CARD_KIND, "protocol": "listwise", "judge": self.judge,
+                "suite": {"suite": self.suite, "items": overall["listwise"]["items"],
+                          "calls": overall["listwise"]["calls"]},
+                "run": {"id": self.run_id, "store": str(self.store_path)},
+                "overall": {"name": "whole suite", **overall},
+                "subsets": [{"name": name, **one.to_dict()} for name, one in self.subsets]}
+
+
+def listwise_card(config: str | Path, *, suite: str | Path, store: str | Path | None = None,
+                  console: Console | None = None, progress: bool = False, bootstrap: int = 200,
+                  seed: int = 0) -> ListwiseCard:
+    """Run a `protocol: listwise` judge on `suite` (an answers file: three or more answers an item; items named
+    SUBSET#ID are grouped by SUBSET) through the run store, and put its card together from the stored calls."""
+    from swapjudge.runner.listwise_run import listwise_run_records, run_listwise
+    from swapjudge.workflows.listwise import analyze_listwise
+
+    if str(suite) in BUILTIN_SUITES:
+        raise InputError(f"the built-in suite {suite!r} holds pairs (two answers an item): a best-of-N card needs a "
+                         "suite of three or more answers an item: give {suite} an answers file",
+                         arguments=("suite",))
+    done = run_listwise(config, store=store, console=console, progress=progress, answers=suite)
+    rows = listwise_run_records(done.store_path, done.run_id)
+    names = sorted({str(r["item"]).split(SUBSET_MARK, 1)[0] for r in rows if SUBSET_MARK in str(r["item"])})
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(subset_of(str(row["item"]), set(names)), []).append(row)
+    def one(part: list[dict[str, Any]]) -> Any:
+        return analyze_listwise(part, min_consistency=done.min_consistency, bootstrap=bootstrap, seed=seed)[0]
+
+    overall = one(rows)
+    subsets = tuple((name, one(grouped[name])) for name in sorted(grouped) if len(grouped) > 1)
+    return ListwiseCard(overall.judge, Path(suite).name, done.run_id, done.store_path, overall, subsets)

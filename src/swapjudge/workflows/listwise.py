@@ -105,7 +105,8 @@ def analyze_judge(records: ListwiseRecords, judge: str, *, min_consistency: floa
                          "judge (or name the others as another judge)", path=records.source)
     result = audit(calls, judge=judge, min_consistency=min_consistency, confidence=confidence)
     try:
-        fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence)
+        fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence,
+                                slot_effects=result.slot_audit_withheld is None)
         problem = None
     except InputError as err:  # said beside the audit, which stands without the fit
         fit, problem = None, err.message
@@ -173,5 +174,23 @@ def rank_listwise(source: str | Path | Any, *, judge: str | None = None, bootstr
     result = audit(calls, judge=name, min_consistency=min_consistency, confidence=confidence)
     if not result.gate.passed:
         return ListwiseRanking(name, result.gate, result.consistency.to_dict(), None)
-    fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence)
+    fit = fit_plackett_luce(calls, rounds=bootstrap, seed=seed, confidence=confidence,
+                            slot_effects=result.slot_audit_withheld is None)
     return ListwiseRanking(name, result.gate, result.consistency.to_dict(), fit)
+
+
+def stored_listwise(path: str | Path | Any, run: int | None = None) -> list[dict[str, Any]] | None:
+    """The listwise records of a stored best-of-N run (`run`, default the store's latest), or None when `path` is
+    no run store or the run is pairwise: what `report` and the card read from a store."""
+    from swapjudge.store.connection import is_sqlite_file
+
+    if not isinstance(path, str | Path) or str(path) == "-" or not Path(path).is_file() or not is_sqlite_file(
+            Path(path)):
+        return None
+    from swapjudge.runner.provenance import open_store
+    from swapjudge.store.analysis import run_records
+    from swapjudge.store.reader import is_listwise_run
+
+    with open_store(path, read_only=True) as store:
+        info = store.run(run) if run is not None else store.latest_run()
+        return run_records(store, info.id) if is_listwise_run(info) else None

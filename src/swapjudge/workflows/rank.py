@@ -121,6 +121,11 @@ def rank_judge(source: str | Path | Any, *, judge: str | None = None, model: Mod
         raise ArgumentError("{control} names a covariate twice", "control")
     read = arguments.choice(engine, "engine", ReadEngine)
     fragility = arguments.flag(fragility, "fragility")
+    from swapjudge.workflows.listwise import stored_listwise
+
+    stored = stored_listwise(source)  # a run store whose latest run is a listwise run: its records
+    if stored is not None:
+        source = stored
     if is_listwise(source):  # best-of-N records: the Plackett-Luce fit with slot effects
         from swapjudge.workflows.listwise import rank_listwise
 

@@ -116,9 +116,13 @@ def _store_source(path: Path, run: int | None, allow_unpaired: bool) -> ReportSo
     """A run from the runner's store, with the run's configuration, hash, counts, cost and dates."""
     from swapjudge.reading.records import records_from_dicts
     from swapjudge.runner.provenance import open_store
+    from swapjudge.store.reader import is_listwise_run
 
     with open_store(path, read_only=True) as store:
         info = store.run(run) if run is not None else store.latest_run()
+        if is_listwise_run(info):
+            raise InputError(f"run {info.id} is a best-of-N (listwise) run: `swapjudge report` and `export` read it; "
+                             "pairwise commands do not", path=str(path))
         rows = store.presentation_records(info.id)
     records = records_from_dicts(rows, source=f"{path} run {info.id}", allow_unpaired=allow_unpaired)
     provenance: dict[str, Any] = {"kind": "run store", "path": str(path), **info.to_dict()}
