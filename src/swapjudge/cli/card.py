@@ -172,7 +172,7 @@ def _listwise_card(config: Path, *, suite: str, store: Path | None, out: list[Pa
                    dry_run: bool, progress: bool, unsupported: dict[str, bool]) -> None:
     """`swapjudge card` of a `protocol: listwise` configuration: run it on the suite's answer sets (through the run
     store), then the card's N-way figures per subset."""
-    from swapjudge.workflows import card as carding
+    import swapjudge.workflows.card as carding
 
     given = [flag for flag, on in unsupported.items() if on]
     if given:
