@@ -421,6 +421,180 @@ def solve_strengths(model: Model, lo: IntArray, hi: IntArray, n_systems: int, co
                      iterations=iterations, converged=converged, gradient_norm=grad_norm)
 
 
+# (log-likelihood per fit, d/dd per fit and pair, d/dtau per fit, d2/dd2, d2/dd dtau per fit and pair, d2/dtau2
+# per fit): the terms above for many fits at once, one row per fit (tau a column)
+_BatchTerms = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+
+
+def _batch_terms(model: Model, d: FloatArray, tau: FloatArray, a: FloatArray, b: FloatArray,
+                 t: FloatArray) -> _BatchTerms:
+    if model is Model.rao_kupper:
+        eta = tau[:, None]
+        u, v = d - eta, -d - eta
+        wu, wv = a + t, b + t
+        su, sv = expit(u), expit(v)
+        qu, qv = su * (1.0 - su), sv * (1.0 - sv)
+        em = -np.expm1(-2.0 * tau)
+        total_t = t.sum(axis=1)
+        ll = -(wu * np.logaddexp(0.0, -u)).sum(axis=1) - (wv * np.logaddexp(0.0, -v)).sum(axis=1)
+        ll += total_t * (2.0 * tau + np.log(em))
+        h_dd = -wu * qu - wv * qv
+        g_e = -(wu * (1.0 - su)).sum(axis=1) - (wv * (1.0 - sv)).sum(axis=1) + 2.0 * total_t / em
+        h_ee = h_dd.sum(axis=1) - 4.0 * total_t * np.exp(-2.0 * tau) / em**2
+        return ll, wu * (1.0 - su) - wv * (1.0 - sv), g_e, h_dd, wu * qu - wv * qv, h_ee
+    if model is Model.davidson:
+        n = a + b + t
+        half = 0.5 * d
+        log_z = np.logaddexp(np.logaddexp(half, -half), tau[:, None])
+        pw, pl, pt = np.exp(half - log_z), np.exp(-half - log_z), np.exp(tau[:, None] - log_z)
+        ll = (half * (a - b)).sum(axis=1) + tau * t.sum(axis=1) - (n * log_z).sum(axis=1)
+        mean_d = 0.5 * (pw - pl)
+        h_dd = -n * (0.25 * (pw + pl) - mean_d**2)
+        return (ll, 0.5 * (a - b) - n * mean_d, t.sum(axis=1) - (n * pt).sum(axis=1), h_dd, n * mean_d * pt,
+                -(n * (pt * (1.0 - pt))).sum(axis=1))
+    wa, n = a + 0.5 * t, a + b + t
+    p = expit(d)
+    ll = -(wa * np.logaddexp(0.0, -d)).sum(axis=1) - ((n - wa) * np.logaddexp(0.0, d)).sum(axis=1)
+    zero = np.zeros(d.shape[0])
+    return ll, wa - n * p, zero, -n * p * (1.0 - p), np.zeros_like(d), zero
+
+
+@dataclass(frozen=True)
+class _Solutions:
+    """solve_strengths's results for many fits, one row (or entry) per fit."""
+
+    scores: FloatArray
+    tie: FloatArray
+    iterations: npt.NDArray[np.int64]
+    converged: npt.NDArray[np.bool_]
+
+
+def solve_strengths_batch(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: FloatArray,
+                          ridge: float, start: _Solution, tol: float = 1e-9, max_iter: int = 100) -> _Solutions:
+    """solve_strengths for many count vectors (rows of `counts`) from one start: each fit takes its own Newton
+    steps, line search and stopping, as it would alone; the fits still moving are evaluated together."""
+    fits = counts.shape[0]
+    scores = np.empty((fits, n_systems))
+    tie = np.full(fits, math.nan)
+    iterations = np.zeros(fits, dtype=np.int64)
+    converged = np.zeros(fits, dtype=bool)
+    tied = counts[:, 2::3].sum(axis=1) > 0
+    # Without ties Rao-Kupper and Davidson both reduce to Bradley-Terry (tie parameter at its boundary).
+    groups = [(model, tied), (Model.bt_half, ~tied)] if model is not Model.bt_half else [(model, tied | ~tied)]
+    for fit_model, member in groups:
+        if member.any():
+            part = _solve_group(fit_model, lo, hi, n_systems, counts[member], ridge, start, tol, max_iter)
+            scores[member], tie[member], iterations[member], converged[member] = part
+    return _Solutions(scores, tie, iterations, converged)
+
+
+def _solve_group(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: FloatArray, ridge: float,
+                 start: _Solution, tol: float, max_iter: int
+                 ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    fits, pairs = counts.shape[0], len(lo)
+    a, b, t = counts[:, 0::3], counts[:, 1::3], counts[:, 2::3]
+    total = counts.sum(axis=1)
+    has_tie = model is not Model.bt_half
+    k = n_systems + int(has_tie)
+    ones = np.zeros(k)
+    ones[:n_systems] = 1.0 / math.sqrt(n_systems)
+    gauge = np.outer(ones, ones)
+    # the per-pair sums of solve_strengths's bincounts as products: signed and unsigned incidence, pair cells
+    signed = np.zeros((pairs, n_systems))
+    np.add.at(signed, (np.arange(pairs), lo), 1.0)
+    np.add.at(signed, (np.arange(pairs), hi), -1.0)
+    unsigned = np.zeros((pairs, n_systems))
+    np.add.at(unsigned, (np.arange(pairs), lo), 1.0)
+    np.add.at(unsigned, (np.arange(pairs), hi), 1.0)
+    off = np.zeros((pairs, n_systems * n_systems))
+    np.add.at(off, (np.arange(pairs), lo * n_systems + hi), 1.0)
+    np.add.at(off, (np.arange(pairs), hi * n_systems + lo), 1.0)
+    diag = np.arange(n_systems) * (n_systems + 1)
+
+    x = np.zeros((fits, k))
+    x[:, :n_systems] = start.scores
+    if has_tie:
+        x[:, n_systems] = start.tie if math.isfinite(start.tie) else _initial_tie(model, 0.0)
+
+    def objective(x: FloatArray, rows: IntArray) -> _BatchTerms:
+        s = x[:, :n_systems]
+        tau = x[:, n_systems] if has_tie else np.zeros(len(rows))
+        terms = _batch_terms(model, s[:, lo] - s[:, hi], tau, a[rows], b[rows], t[rows])
+        return (terms[0] - 0.5 * ridge * ((s * s).sum(axis=1) + tau * tau), *terms[1:])
+
+    terms = list(objective(x, np.arange(fits)))
+    iterations = np.full(fits, max_iter, dtype=np.int64)
+    converged = np.zeros(fits, dtype=bool)
+    active = np.arange(fits)
+    for iteration in range(1, max_iter + 1):
+        if not active.size:
+            break
+        xa = x[active]
+        value, g_d, g_t, h_dd, h_dt, h_tt = (term[active] for term in terms)
+        grad = np.empty((active.size, k))
+        grad[:, :n_systems] = g_d @ signed - ridge * xa[:, :n_systems]
+        hs = -(h_dd @ off)
+        hs[:, diag] = h_dd @ unsigned - ridge
+        hess = np.zeros((active.size, k, k))
+        hess[:, :n_systems, :n_systems] = hs.reshape(-1, n_systems, n_systems)
+        if has_tie:
+            grad[:, n_systems] = g_t - ridge * xa[:, n_systems]
+            cross = h_dt @ signed
+            hess[:, n_systems, :n_systems] = hess[:, :n_systems, n_systems] = cross
+            hess[:, n_systems, n_systems] = h_tt - ridge
+        grad_norm = np.abs(grad).max(axis=1)
+        system = gauge - hess
+        try:
+            step = np.linalg.solve(system, grad[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            step = np.empty_like(grad)
+            for i in range(active.size):
+                try:
+                    step[i] = np.linalg.solve(system[i], grad[i])
+                except np.linalg.LinAlgError:
+                    step[i] = np.linalg.lstsq(system[i], grad[i], rcond=None)[0]
+        size = np.abs(step).max(axis=1)
+        stop = (size < tol) | (grad_norm < 1e-9 * np.maximum(1.0, total[active]))
+        decrement = (grad * step).sum(axis=1)
+        near = decrement < 1e-8 * np.maximum(1.0, np.abs(value))
+        alpha = np.ones(active.size)
+        searching = ~stop
+        accepted = np.zeros(active.size, dtype=bool)
+        trial = xa.copy()
+        trial_terms = [term.copy() for term in (value, g_d, g_t, h_dd, h_dt, h_tt)]
+        for _ in range(60):
+            if not searching.any():
+                break
+            rows = np.flatnonzero(searching)
+            candidate = xa[rows] + alpha[rows, None] * step[rows]
+            candidate[:, :n_systems] -= candidate[:, :n_systems].sum(axis=1, keepdims=True) / n_systems
+            ok = candidate[:, n_systems] > 0.0 if model is Model.rao_kupper else np.ones(rows.size, dtype=bool)
+            if ok.any():
+                good = rows[ok]
+                found = objective(candidate[ok], active[good])
+                take = near[good] | (found[0] >= value[good] + 1e-4 * alpha[good] * decrement[good])
+                done_rows = good[take]
+                trial[done_rows] = candidate[ok][take]
+                for term, new in zip(trial_terms, found, strict=True):
+                    term[done_rows] = new[take]
+                accepted[done_rows] = True
+                searching[done_rows] = False
+            alpha[searching] *= 0.5
+        # a search that found no ascent in 60 halvings ends the fit where it is (rounding next to the maximum)
+        failed = ~stop & ~accepted
+        ended = stop | failed
+        finished = active[ended]
+        iterations[finished] = iteration
+        converged[active[stop]] = True
+        converged[active[failed]] = size[failed] < 1e-6
+        moved = active[accepted]
+        x[moved] = trial[accepted]
+        for term, new in zip(terms, trial_terms, strict=True):
+            term[moved] = new[accepted]
+        active = active[~ended]
+    return x[:, :n_systems], x[:, n_systems] if has_tie else np.full(fits, math.nan), iterations, converged
+
+
 def _public_tie(model: Model, tie: float) -> float | None:
     """The tie parameter on its usual scale: theta = e^eta (>= 1), nu = e^tau (>= 0)."""
     if model is Model.bt_half:
@@ -644,16 +818,18 @@ def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _
     for start in range(0, rounds, batch):
         size = min(batch, rounds - start)
         draws = rng.integers(0, n_items, size=(size, n_items), dtype=dtype)
+        # how often each round drew each item (a multinomial resample of the items), then the counts it gives:
+        # sums of integers, exact in any order; the batch's rounds are then fitted together, each as alone
+        counts = np.empty((size, len(cells.counts)))
         for r in range(size):
-            # how often round r drew each item (a multinomial resample of the items), then the counts it gives:
-            # sums of integers, exact in any order, one round at a time so memory holds one round's weights
-            counts = np.asarray(by_cell @ np.bincount(draws[r], minlength=n_items).astype(np.float64))
-            sol = solve_strengths(model, cells.lo, cells.hi, cells.n_systems, counts, ridge, start=point)
-            scores[start + r] = sol.scores
-            tie[start + r] = sol.tie
-            upper_open[start + r], lower_open[start + r] = open_sides(cells, counts)
-            not_converged += not sol.converged
-            max_iterations = max(max_iterations, sol.iterations)
+            counts[r] = by_cell @ np.bincount(draws[r], minlength=n_items).astype(np.float64)
+        sols = solve_strengths_batch(model, cells.lo, cells.hi, cells.n_systems, counts, ridge, start=point)
+        scores[start: start + size] = sols.scores
+        tie[start: start + size] = sols.tie
+        for r in range(size):
+            upper_open[start + r], lower_open[start + r] = open_sides(cells, counts[r])
+        not_converged += int((~sols.converged).sum())
+        max_iterations = max(max_iterations, int(sols.iterations.max()))
     return BootstrapDraws(scores=scores, tie=tie, not_converged=not_converged, max_iterations=max_iterations,
                           upper_open=upper_open, lower_open=lower_open)
 
