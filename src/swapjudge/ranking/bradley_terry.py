@@ -488,10 +488,19 @@ def solve_strengths_batch(model: Model, lo: IntArray, hi: IntArray, n_systems: i
     return _Solutions(scores, tie, iterations, converged)
 
 
+def _bincount_rows(index: IntArray, values: FloatArray, size: int) -> FloatArray:
+    """np.bincount(index, row, size) for every row of `values`, summed in the same order as one row alone: a
+    fit's numbers never depend on which other fits share its batch."""
+    rows = values.shape[0]
+    at = (index[None, :] + size * np.arange(rows)[:, None]).ravel()
+    summed: FloatArray = np.asarray(np.bincount(at, values.ravel(), rows * size), dtype=np.float64)
+    return summed.reshape(rows, size)
+
+
 def _solve_group(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: FloatArray, ridge: float,
                  start: _Solution, tol: float, max_iter: int
                  ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    fits, pairs = counts.shape[0], len(lo)
+    fits = counts.shape[0]
     a, b, t = counts[:, 0::3], counts[:, 1::3], counts[:, 2::3]
     total = counts.sum(axis=1)
     has_tie = model is not Model.bt_half
@@ -499,16 +508,7 @@ def _solve_group(model: Model, lo: IntArray, hi: IntArray, n_systems: int, count
     ones = np.zeros(k)
     ones[:n_systems] = 1.0 / math.sqrt(n_systems)
     gauge = np.outer(ones, ones)
-    # the per-pair sums of solve_strengths's bincounts as products: signed and unsigned incidence, pair cells
-    signed = np.zeros((pairs, n_systems))
-    np.add.at(signed, (np.arange(pairs), lo), 1.0)
-    np.add.at(signed, (np.arange(pairs), hi), -1.0)
-    unsigned = np.zeros((pairs, n_systems))
-    np.add.at(unsigned, (np.arange(pairs), lo), 1.0)
-    np.add.at(unsigned, (np.arange(pairs), hi), 1.0)
-    off = np.zeros((pairs, n_systems * n_systems))
-    np.add.at(off, (np.arange(pairs), lo * n_systems + hi), 1.0)
-    np.add.at(off, (np.arange(pairs), hi * n_systems + lo), 1.0)
+    flat_lo_hi, flat_hi_lo = lo * n_systems + hi, hi * n_systems + lo
     diag = np.arange(n_systems) * (n_systems + 1)
 
     x = np.zeros((fits, k))
@@ -532,14 +532,17 @@ def _solve_group(model: Model, lo: IntArray, hi: IntArray, n_systems: int, count
         xa = x[active]
         value, g_d, g_t, h_dd, h_dt, h_tt = (term[active] for term in terms)
         grad = np.empty((active.size, k))
-        grad[:, :n_systems] = g_d @ signed - ridge * xa[:, :n_systems]
-        hs = -(h_dd @ off)
-        hs[:, diag] = h_dd @ unsigned - ridge
+        grad[:, :n_systems] = (_bincount_rows(lo, g_d, n_systems) - _bincount_rows(hi, g_d, n_systems)
+                               - ridge * xa[:, :n_systems])
+        hs = _bincount_rows(flat_lo_hi, h_dd, n_systems * n_systems)
+        hs += _bincount_rows(flat_hi_lo, h_dd, n_systems * n_systems)
+        hs = -hs
+        hs[:, diag] = _bincount_rows(lo, h_dd, n_systems) + _bincount_rows(hi, h_dd, n_systems) - ridge
         hess = np.zeros((active.size, k, k))
         hess[:, :n_systems, :n_systems] = hs.reshape(-1, n_systems, n_systems)
         if has_tie:
             grad[:, n_systems] = g_t - ridge * xa[:, n_systems]
-            cross = h_dt @ signed
+            cross = _bincount_rows(lo, h_dt, n_systems) - _bincount_rows(hi, h_dt, n_systems)
             hess[:, n_systems, :n_systems] = hess[:, :n_systems, n_systems] = cross
             hess[:, n_systems, n_systems] = h_tt - ridge
         grad_norm = np.abs(grad).max(axis=1)
