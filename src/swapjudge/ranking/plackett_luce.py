@@ -227,9 +227,12 @@ def _newton_block(x: np.ndarray, mask: np.ndarray, chosen: np.ndarray, weights: 
 
 
 def _centred(beta: np.ndarray, s: int, n: int, slots: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    theta = np.concatenate([[0.0], beta[: s - 1]])
-    gamma = np.concatenate([[0.0], beta[s - 1:]]) if slots else None
-    return theta - theta.mean(), None if gamma is None else gamma - gamma.mean()
+    """The centred log-worths (and slot pulls) of one fit, or of each row of fits."""
+    zero = np.zeros((*beta.shape[:-1], 1))
+    theta = np.concatenate([zero, beta[..., : s - 1]], axis=-1)
+    gamma = np.concatenate([zero, beta[..., s - 1:]], axis=-1) if slots else None
+    return (theta - theta.mean(axis=-1, keepdims=True),
+            None if gamma is None else gamma - gamma.mean(axis=-1, keepdims=True))
 
 
 def _connected(data: ChoiceData) -> bool:
@@ -285,8 +288,8 @@ def fit_plackett_luce(calls: Sequence[ListwiseCall], *, rounds: int = 200, seed:
     penalty = _penalty_matrix(s, n, use_slots, ridge)
     beta = _newton(x, mask, data.chosen, data.weights, penalty)
     theta, gamma = _centred(beta, s, n, use_slots)
-    thetas = np.empty((rounds, s))
-    gammas = np.empty((rounds, n)) if gamma is not None else None
+    thetas: np.ndarray = np.empty((rounds, s))
+    gammas: np.ndarray | None = np.empty((rounds, n)) if gamma is not None else None
     if rounds:
         rng = np.random.default_rng(seed)
         items = data.counts.shape[0]
@@ -294,11 +297,7 @@ def fit_plackett_luce(calls: Sequence[ListwiseCall], *, rounds: int = 200, seed:
         drawn = rng.multinomial(items, np.full(items, 1.0 / items), size=rounds).astype(float)
         # every round's Newton fit at once (each with its own steps and stopping): the same fits as one by one
         fits = _newton(x, mask, data.chosen, np.asarray((counts_t @ drawn.T).T), penalty, start=beta)
-        for r in range(rounds):
-            t, g = _centred(fits[r], s, n, use_slots)
-            thetas[r] = t
-            if gammas is not None and g is not None:
-                gammas[r] = g
+        thetas, gammas = _centred(fits, s, n, use_slots)
     tail = (1 - confidence) / 2
 
     def estimate(value: float, draws: np.ndarray | None) -> StrengthEstimate:
