@@ -62,17 +62,26 @@ def test_rankings_match_a_direct_scipy_likelihood() -> None:
     calls = _rankings(np.random.default_rng(2), 60)
     fit = fit_plackett_luce(calls, rounds=0, ridge=0.0)
 
+    # every stage of every ranking as arrays (the systems and slots still unranked, padded; the one chosen), so
+    # the likelihood is one numpy expression rather than a loop over stages at each of BFGS's evaluations
+    sys_idx, slot_idx, shown, picked = [], [], [], []
+    for call in calls:
+        left = list(range(4))
+        for place in call.ranking or ():
+            pad = [0] * (4 - len(left))
+            sys_idx.append([int(call.slots[s][1:]) for s in left] + pad)
+            slot_idx.append(left + pad)
+            shown.append([True] * len(left) + [False] * len(pad))
+            picked.append(left.index(place - 1))
+            left.remove(place - 1)
+    sys_a, slot_a, shown_a, picked_a = (np.array(v) for v in (sys_idx, slot_idx, shown, picked))
+    stage = np.arange(len(picked_a))
+
     def negative(params: np.ndarray) -> float:
         theta = np.concatenate([[0.0], params[:3]])
         gamma = np.concatenate([[0.0], params[3:]])
-        total = 0.0
-        for call in calls:
-            left = list(range(4))
-            for place in call.ranking or ():
-                u = np.array([theta[int(call.slots[s][1:])] + gamma[s] for s in left])
-                total += u[left.index(place - 1)] - np.log(np.exp(u).sum())
-                left.remove(place - 1)
-        return -total
+        u = np.where(shown_a, theta[sys_a] + gamma[slot_a], -np.inf)
+        return -float((u[stage, picked_a] - np.log(np.exp(u).sum(axis=1))).sum())
 
     best = optimize.minimize(negative, np.zeros(6), method="BFGS", options={"gtol": 1e-8}).x
     assert fit.model == "plackett_luce"
@@ -129,6 +138,30 @@ def test_bootstrap_intervals_cover_the_truth() -> None:
     # so the band is the 93-97% widened by half a point on each side (bench/bench_listwise.py measures
     # it over more runs)
     assert 0.925 <= _coverage(150, 500, 8) <= 0.975
+
+
+@pytest.mark.parametrize("ridge", [0.01, 0.0])
+def test_bootstrap_rounds_equal_one_fit_per_resampled_data_set(ridge: float) -> None:
+    # the bootstrap fits all its rounds together; each round must be the fit of its own resampled items: draw the
+    # same items (numpy's multinomial from the seed), copy each drawn item's calls as often as it was drawn, and fit
+    # that data set alone
+    calls = simulate(np.random.default_rng(9), THETA, gamma=GAMMA, items=40)
+    items = list(dict.fromkeys(c.item for c in calls))
+    rounds = 5
+    fit = fit_plackett_luce(calls, rounds=rounds, seed=11, ridge=ridge)
+    drawn = np.random.default_rng(11).multinomial(len(items), np.full(len(items), 1 / len(items)), size=rounds)
+    thetas, gammas = [], []
+    for counts in drawn:
+        resampled = [ListwiseCall(f"{c.item}#{copy}", c.slots, c.pick)
+                     for i, item in enumerate(items) for copy in range(counts[i]) for c in calls if c.item == item]
+        alone = fit_plackett_luce(resampled, rounds=0, ridge=ridge)
+        thetas.append([alone.strengths[f"s{k}"].value for k in range(4)])
+        gammas.append([e.value for e in alone.slot_effects or ()])
+    for k in range(4):
+        e = fit.strengths[f"s{k}"]
+        np.testing.assert_allclose([e.low, e.high], np.quantile(np.array(thetas)[:, k], [0.025, 0.975]), atol=1e-8)
+    for j, e in enumerate(fit.slot_effects or ()):
+        np.testing.assert_allclose([e.low, e.high], np.quantile(np.array(gammas)[:, j], [0.025, 0.975]), atol=1e-8)
 
 
 def test_no_rotation_means_no_slot_effects() -> None:

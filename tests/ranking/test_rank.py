@@ -33,6 +33,7 @@ from swapjudge.ranking.bradley_terry import (
     open_sides,
     outcome_probabilities,
     solve_strengths,
+    solve_strengths_batch,
 )
 from swapjudge.reading.records import records_from_dicts
 from swapjudge.report import rank as render_rank
@@ -222,6 +223,27 @@ def test_bootstrap_is_reproducible_by_seed(small: Comparisons) -> None:
     c = fit_ranking(small, Model.davidson, rounds=100, seed=2).to_dict()
     assert a == b
     assert a["systems"] != c["systems"]
+
+
+@pytest.mark.parametrize("model", list(Model))
+def test_the_batched_solver_gives_each_fit_as_alone(model: Model) -> None:
+    # the bootstrap fits its rounds together: each must be solve_strengths's fit of its counts alone (scores, tie
+    # parameter, iterations, convergence), including resamples without a tie and ones a system never loses in
+    rng = np.random.default_rng(7)
+    data = simulate(np.array([-1.5, -0.5, 0.0, 0.4, 1.6]), 1.6, n_items=12, pairs_per_item=3, rng=rng)
+    cells = comparison_cells(data)
+    by_cell = item_matrix(data, cells)
+    point = solve_strengths(model, cells.lo, cells.hi, 5, cells.counts, 0.01)
+    counts = np.array([by_cell @ np.bincount(rng.integers(0, 12, 12), minlength=12).astype(float)
+                       for _ in range(40)])
+    counts[::7, 2::3] = 0.0  # no ties at all: fitted as Bradley-Terry
+    batch = solve_strengths_batch(model, cells.lo, cells.hi, 5, counts, 0.01, start=point)
+    alone = [solve_strengths(model, cells.lo, cells.hi, 5, row, 0.01, start=point) for row in counts]
+    assert any(open_sides(cells, row)[0].any() for row in counts)
+    np.testing.assert_allclose(batch.scores, [sol.scores for sol in alone], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(batch.tie, [sol.tie for sol in alone], rtol=0, atol=1e-8)
+    assert batch.iterations.tolist() == [sol.iterations for sol in alone]
+    assert batch.converged.tolist() == [sol.converged for sol in alone]
 
 
 def test_ranking_table_and_rank_ranges(small: Comparisons) -> None:

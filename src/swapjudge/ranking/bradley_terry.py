@@ -16,6 +16,7 @@ comparisons (both orders, all its pairs) are resampled together, never call by c
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import numpy.typing as npt
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, ndtr, ndtri
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from swapjudge.core import documents
 from swapjudge.core.choices import DEFAULT_ROUNDS, FEW_ITEMS, IntervalMethod, Model
@@ -421,6 +422,183 @@ def solve_strengths(model: Model, lo: IntArray, hi: IntArray, n_systems: int, co
                      iterations=iterations, converged=converged, gradient_norm=grad_norm)
 
 
+# (log-likelihood per fit, d/dd per fit and pair, d/dtau per fit, d2/dd2, d2/dd dtau per fit and pair, d2/dtau2
+# per fit): the terms above for many fits at once, one row per fit (tau a column)
+_BatchTerms = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+
+
+def _batch_terms(model: Model, d: FloatArray, tau: FloatArray, a: FloatArray, b: FloatArray,
+                 t: FloatArray) -> _BatchTerms:
+    if model is Model.rao_kupper:
+        eta = tau[:, None]
+        u, v = d - eta, -d - eta
+        wu, wv = a + t, b + t
+        su, sv = expit(u), expit(v)
+        qu, qv = su * (1.0 - su), sv * (1.0 - sv)
+        em = -np.expm1(-2.0 * tau)
+        total_t = t.sum(axis=1)
+        ll = -(wu * np.logaddexp(0.0, -u)).sum(axis=1) - (wv * np.logaddexp(0.0, -v)).sum(axis=1)
+        ll += total_t * (2.0 * tau + np.log(em))
+        h_dd = -wu * qu - wv * qv
+        g_e = -(wu * (1.0 - su)).sum(axis=1) - (wv * (1.0 - sv)).sum(axis=1) + 2.0 * total_t / em
+        h_ee = h_dd.sum(axis=1) - 4.0 * total_t * np.exp(-2.0 * tau) / em**2
+        return ll, wu * (1.0 - su) - wv * (1.0 - sv), g_e, h_dd, wu * qu - wv * qv, h_ee
+    if model is Model.davidson:
+        n = a + b + t
+        half = 0.5 * d
+        log_z = np.logaddexp(np.logaddexp(half, -half), tau[:, None])
+        pw, pl, pt = np.exp(half - log_z), np.exp(-half - log_z), np.exp(tau[:, None] - log_z)
+        ll = (half * (a - b)).sum(axis=1) + tau * t.sum(axis=1) - (n * log_z).sum(axis=1)
+        mean_d = 0.5 * (pw - pl)
+        h_dd = -n * (0.25 * (pw + pl) - mean_d**2)
+        return (ll, 0.5 * (a - b) - n * mean_d, t.sum(axis=1) - (n * pt).sum(axis=1), h_dd, n * mean_d * pt,
+                -(n * (pt * (1.0 - pt))).sum(axis=1))
+    wa, n = a + 0.5 * t, a + b + t
+    p = expit(d)
+    ll = -(wa * np.logaddexp(0.0, -d)).sum(axis=1) - ((n - wa) * np.logaddexp(0.0, d)).sum(axis=1)
+    zero = np.zeros(d.shape[0])
+    return ll, wa - n * p, zero, -n * p * (1.0 - p), np.zeros_like(d), zero
+
+
+@dataclass(frozen=True)
+class _Solutions:
+    """solve_strengths's results for many fits, one row (or entry) per fit."""
+
+    scores: FloatArray
+    tie: FloatArray
+    iterations: npt.NDArray[np.int64]
+    converged: npt.NDArray[np.bool_]
+
+
+def solve_strengths_batch(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: FloatArray,
+                          ridge: float, start: _Solution, tol: float = 1e-9, max_iter: int = 100) -> _Solutions:
+    """solve_strengths for many count vectors (rows of `counts`) from one start: each fit takes its own Newton
+    steps, line search and stopping, as it would alone; the fits still moving are evaluated together."""
+    fits = counts.shape[0]
+    scores = np.empty((fits, n_systems))
+    tie = np.full(fits, math.nan)
+    iterations = np.zeros(fits, dtype=np.int64)
+    converged = np.zeros(fits, dtype=bool)
+    tied = counts[:, 2::3].sum(axis=1) > 0
+    # Without ties Rao-Kupper and Davidson both reduce to Bradley-Terry (tie parameter at its boundary).
+    groups = [(model, tied), (Model.bt_half, ~tied)] if model is not Model.bt_half else [(model, tied | ~tied)]
+    for fit_model, member in groups:
+        if member.any():
+            part = _solve_group(fit_model, lo, hi, n_systems, counts[member], ridge, start, tol, max_iter)
+            scores[member], tie[member], iterations[member], converged[member] = part
+    return _Solutions(scores, tie, iterations, converged)
+
+
+def _bincount_rows(index: IntArray, values: FloatArray, size: int) -> FloatArray:
+    """np.bincount(index, row, size) for every row of `values`, summed in the same order as one row alone: a
+    fit's numbers never depend on which other fits share its batch."""
+    rows = values.shape[0]
+    at = (index[None, :] + size * np.arange(rows)[:, None]).ravel()
+    summed: FloatArray = np.asarray(np.bincount(at, values.ravel(), rows * size), dtype=np.float64)
+    return summed.reshape(rows, size)
+
+
+def _solve_group(model: Model, lo: IntArray, hi: IntArray, n_systems: int, counts: FloatArray, ridge: float,
+                 start: _Solution, tol: float, max_iter: int
+                 ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    fits = counts.shape[0]
+    a, b, t = counts[:, 0::3], counts[:, 1::3], counts[:, 2::3]
+    total = counts.sum(axis=1)
+    has_tie = model is not Model.bt_half
+    k = n_systems + int(has_tie)
+    ones = np.zeros(k)
+    ones[:n_systems] = 1.0 / math.sqrt(n_systems)
+    gauge = np.outer(ones, ones)
+    flat_lo_hi, flat_hi_lo = lo * n_systems + hi, hi * n_systems + lo
+    diag = np.arange(n_systems) * (n_systems + 1)
+
+    x = np.zeros((fits, k))
+    x[:, :n_systems] = start.scores
+    if has_tie:
+        x[:, n_systems] = start.tie if math.isfinite(start.tie) else _initial_tie(model, 0.0)
+
+    def objective(x: FloatArray, rows: IntArray) -> _BatchTerms:
+        s = x[:, :n_systems]
+        tau = x[:, n_systems] if has_tie else np.zeros(len(rows))
+        terms = _batch_terms(model, s[:, lo] - s[:, hi], tau, a[rows], b[rows], t[rows])
+        return (terms[0] - 0.5 * ridge * ((s * s).sum(axis=1) + tau * tau), *terms[1:])
+
+    terms = list(objective(x, np.arange(fits)))
+    iterations = np.full(fits, max_iter, dtype=np.int64)
+    converged = np.zeros(fits, dtype=bool)
+    active = np.arange(fits)
+    for iteration in range(1, max_iter + 1):
+        if not active.size:
+            break
+        xa = x[active]
+        value, g_d, g_t, h_dd, h_dt, h_tt = (term[active] for term in terms)
+        grad = np.empty((active.size, k))
+        grad[:, :n_systems] = (_bincount_rows(lo, g_d, n_systems) - _bincount_rows(hi, g_d, n_systems)
+                               - ridge * xa[:, :n_systems])
+        hs = _bincount_rows(flat_lo_hi, h_dd, n_systems * n_systems)
+        hs += _bincount_rows(flat_hi_lo, h_dd, n_systems * n_systems)
+        hs = -hs
+        hs[:, diag] = _bincount_rows(lo, h_dd, n_systems) + _bincount_rows(hi, h_dd, n_systems) - ridge
+        hess = np.zeros((active.size, k, k))
+        hess[:, :n_systems, :n_systems] = hs.reshape(-1, n_systems, n_systems)
+        if has_tie:
+            grad[:, n_systems] = g_t - ridge * xa[:, n_systems]
+            cross = _bincount_rows(lo, h_dt, n_systems) - _bincount_rows(hi, h_dt, n_systems)
+            hess[:, n_systems, :n_systems] = hess[:, :n_systems, n_systems] = cross
+            hess[:, n_systems, n_systems] = h_tt - ridge
+        grad_norm = np.abs(grad).max(axis=1)
+        system = gauge - hess
+        try:
+            step = np.linalg.solve(system, grad[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            step = np.empty_like(grad)
+            for i in range(active.size):
+                try:
+                    step[i] = np.linalg.solve(system[i], grad[i])
+                except np.linalg.LinAlgError:
+                    step[i] = np.linalg.lstsq(system[i], grad[i], rcond=None)[0]
+        size = np.abs(step).max(axis=1)
+        stop = (size < tol) | (grad_norm < 1e-9 * np.maximum(1.0, total[active]))
+        decrement = (grad * step).sum(axis=1)
+        near = decrement < 1e-8 * np.maximum(1.0, np.abs(value))
+        alpha = np.ones(active.size)
+        searching = ~stop
+        accepted = np.zeros(active.size, dtype=bool)
+        trial = xa.copy()
+        trial_terms = [term.copy() for term in (value, g_d, g_t, h_dd, h_dt, h_tt)]
+        for _ in range(60):
+            if not searching.any():
+                break
+            rows = np.flatnonzero(searching)
+            candidate = xa[rows] + alpha[rows, None] * step[rows]
+            candidate[:, :n_systems] -= candidate[:, :n_systems].sum(axis=1, keepdims=True) / n_systems
+            ok = candidate[:, n_systems] > 0.0 if model is Model.rao_kupper else np.ones(rows.size, dtype=bool)
+            if ok.any():
+                good = rows[ok]
+                found = objective(candidate[ok], active[good])
+                take = near[good] | (found[0] >= value[good] + 1e-4 * alpha[good] * decrement[good])
+                done_rows = good[take]
+                trial[done_rows] = candidate[ok][take]
+                for term, new in zip(trial_terms, found, strict=True):
+                    term[done_rows] = new[take]
+                accepted[done_rows] = True
+                searching[done_rows] = False
+            alpha[searching] *= 0.5
+        # a search that found no ascent in 60 halvings ends the fit where it is (rounding next to the maximum)
+        failed = ~stop & ~accepted
+        ended = stop | failed
+        finished = active[ended]
+        iterations[finished] = iteration
+        converged[active[stop]] = True
+        converged[active[failed]] = size[failed] < 1e-6
+        moved = active[accepted]
+        x[moved] = trial[accepted]
+        for term, new in zip(terms, trial_terms, strict=True):
+            term[moved] = new[accepted]
+        active = active[~ended]
+    return x[:, :n_systems], x[:, n_systems] if has_tie else np.full(fits, math.nan), iterations, converged
+
+
 def _public_tie(model: Model, tie: float) -> float | None:
     """The tie parameter on its usual scale: theta = e^eta (>= 1), nu = e^tau (>= 0)."""
     if model is Model.bt_half:
@@ -604,11 +782,23 @@ class Fit:
     gradient_norm: float
 
 
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    # finding the loaded BLAS libraries costs about 2 ms (threadpool_limits does it on every entry, more than a
+    # whole fit): found once, the BLAS numpy loaded at import, the one the solves use
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> Any:
+    """A context in which the BLAS runs on one thread (systems + 1 unknowns are too few to share out)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
 def fit(data: Comparisons, model: Model | str = Model.rao_kupper, *, ridge: float = DEFAULT_RIDGE) -> Fit:
     """Fit one model to all comparisons (no intervals)."""
     model = Model(model)
     cells = comparison_cells(data)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _one_blas_thread():
         sol = solve_strengths(model, cells.lo, cells.hi, cells.n_systems, cells.counts, ridge)
     return Fit(model=model, systems=data.systems, scores=sol.scores,
                tie_parameter=_public_tie(model, sol.tie),
@@ -644,16 +834,18 @@ def _bootstrap(model: Model, cells: _Cells, by_cell: sparse.csr_matrix, point: _
     for start in range(0, rounds, batch):
         size = min(batch, rounds - start)
         draws = rng.integers(0, n_items, size=(size, n_items), dtype=dtype)
+        # how often each round drew each item (a multinomial resample of the items), then the counts it gives:
+        # sums of integers, exact in any order; the batch's rounds are then fitted together, each as alone
+        counts = np.empty((size, len(cells.counts)))
         for r in range(size):
-            # how often round r drew each item (a multinomial resample of the items), then the counts it gives:
-            # sums of integers, exact in any order, one round at a time so memory holds one round's weights
-            counts = np.asarray(by_cell @ np.bincount(draws[r], minlength=n_items).astype(np.float64))
-            sol = solve_strengths(model, cells.lo, cells.hi, cells.n_systems, counts, ridge, start=point)
-            scores[start + r] = sol.scores
-            tie[start + r] = sol.tie
-            upper_open[start + r], lower_open[start + r] = open_sides(cells, counts)
-            not_converged += not sol.converged
-            max_iterations = max(max_iterations, sol.iterations)
+            counts[r] = by_cell @ np.bincount(draws[r], minlength=n_items).astype(np.float64)
+        sols = solve_strengths_batch(model, cells.lo, cells.hi, cells.n_systems, counts, ridge, start=point)
+        scores[start: start + size] = sols.scores
+        tie[start: start + size] = sols.tie
+        for r in range(size):
+            upper_open[start + r], lower_open[start + r] = open_sides(cells, counts[r])
+        not_converged += int((~sols.converged).sum())
+        max_iterations = max(max_iterations, int(sols.iterations.max()))
     return BootstrapDraws(scores=scores, tie=tie, not_converged=not_converged, max_iterations=max_iterations,
                           upper_open=upper_open, lower_open=lower_open)
 
@@ -741,7 +933,7 @@ def fit_ranking(data: Comparisons, model: Model | str = Model.rao_kupper, *, rou
         raise ValueError("confidence must be between 0 and 1")
     cells = comparison_cells(data)
     n = cells.n_systems
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _one_blas_thread():
         point = solve_strengths(model, cells.lo, cells.hi, n, cells.counts, ridge)
 
     adjacency = sparse.coo_matrix((np.ones(len(cells.lo)), (cells.lo, cells.hi)), shape=(n, n))
@@ -761,7 +953,7 @@ def fit_ranking(data: Comparisons, model: Model | str = Model.rao_kupper, *, rou
     if rounds > 0 and no_interval is None:
         # A solve of systems + 1 unknowns is too small for threads: a multithreaded BLAS only contends
         # (measured: 12 ms instead of 0.3 ms per solve on a busy 2-core machine).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             draws = _bootstrap(model, cells, by_cell, point, ridge, rounds, np.random.default_rng(seed))
         ranks = rank_of(draws.scores)
         rank_low, rank_high = np.quantile(ranks, [alpha, 1.0 - alpha], axis=0, method="inverted_cdf")
@@ -769,7 +961,7 @@ def fit_ranking(data: Comparisons, model: Model | str = Model.rao_kupper, *, rou
         boot = np.column_stack([draws.scores, _tie_or_boundary(model, draws.tie)])
         estimate = np.append(point.scores, _tie_or_boundary(model, np.array([point.tie])))
         if interval is IntervalMethod.bca:
-            with threadpool_limits(limits=1, user_api="blas"):
+            with _one_blas_thread():
                 jack = _jackknife(model, cells, by_cell, point, ridge, seed)
             acceleration = _acceleration(jack)
             levels = _bca_levels(boot, estimate, acceleration, alpha)

@@ -22,6 +22,7 @@ import numpy as np
 from swapjudge.errors import ArgumentError, InputError
 from swapjudge.reading.listwise import ListwiseCall
 
+BLOCK_CELLS = 1 << 18  # fits x rows x slots x K^2 in one Newton block: below OpenBLAS's threading threshold
 DEFAULT_RIDGE = 0.01  # a weak Gaussian prior on the centred log-worths: finite when a system is never picked
 
 
@@ -160,47 +161,78 @@ def _penalty_matrix(s: int, n: int, slots: bool, ridge: float) -> np.ndarray:
 
 def _newton(x: np.ndarray, mask: np.ndarray, chosen: np.ndarray, w: np.ndarray, penalty: np.ndarray,
             start: np.ndarray | None = None, iterations: int = 100) -> np.ndarray:
-    """Maximum (penalised) likelihood by Newton's method with step halving; the log-likelihood is concave."""
+    """Maximum (penalised) likelihood by Newton's method with step halving; the log-likelihood is concave.
+    `w` is one weight per row, or one row of weights per fit (rounds, rows): then each fit runs its own Newton
+    iterations (its own step halving and stopping), evaluated together in blocks small enough that a BLAS
+    product stays on one thread (threads fighting over loaded cores made one big block slower than a loop),
+    and the result is (rounds, K)."""
+    weights = np.atleast_2d(np.asarray(w, dtype=float))
     r_, n_, k = x.shape
-    beta = np.zeros(k) if start is None else start.copy()
+    block = max(1, BLOCK_CELLS // (r_ * n_ * k * k))
+    fits = np.concatenate([_newton_block(x, mask, chosen, weights[i: i + block], penalty, start, iterations)
+                           for i in range(0, weights.shape[0], block)])
+    return fits[0] if np.ndim(w) == 1 else fits
+
+
+def _newton_block(x: np.ndarray, mask: np.ndarray, chosen: np.ndarray, weights: np.ndarray, penalty: np.ndarray,
+                  start: np.ndarray | None, iterations: int) -> np.ndarray:
+    """Newton's method for a block of fits (rows of `weights`), each with its own step halving and stopping."""
+    r_, n_, k = x.shape
+    fits = weights.shape[0]
+    beta = np.zeros((fits, k)) if start is None else np.tile(np.asarray(start, dtype=float), (fits, 1))
     rows = np.arange(r_)
     flat = x.reshape(r_ * n_, k)
-    chosen_x = x[rows, chosen]
+    outer_t = np.ascontiguousarray((flat[:, :, None] * flat[:, None, :]).reshape(r_ * n_, k * k).T)
+    flat_t = np.ascontiguousarray(flat.T)
+    chosen_x_t = np.ascontiguousarray(x[rows, chosen].T)
+    cutoff = np.finfo(float).eps * k  # np.linalg.lstsq's default cut-off for small singular values
 
-    def objective(b: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        eta = np.where(mask, x @ b, -np.inf)
-        top = eta.max(axis=1, keepdims=True)
-        p = np.exp(eta - top)
-        z = p.sum(axis=1, keepdims=True)
-        p /= z
-        ll = float(w @ (eta[rows, chosen] - top[:, 0] - np.log(z[:, 0]))) - 0.5 * b @ penalty @ b
-        mean_x = (p[:, :, None] * x).sum(axis=1)
-        grad = w @ (chosen_x - mean_x) - penalty @ b
-        weighted = (w[:, None] * p).reshape(-1)
-        second = flat.T @ (weighted[:, None] * flat) - mean_x.T @ (w[:, None] * mean_x)
+    def objective(b: np.ndarray, wt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # laid out (rows, slots, fits): the fits run along the fast axis
+        m = b.shape[0]
+        eta = np.where(mask[:, :, None], (flat @ b.T).reshape(r_, n_, m), -np.inf)
+        top = eta.max(axis=1)
+        p = np.exp(eta - top[:, None, :])
+        z = p.sum(axis=1)
+        p /= z[:, None, :]
+        ll = (wt * (eta[rows, chosen] - top - np.log(z))).sum(axis=0) - 0.5 * ((b @ penalty) * b).sum(axis=1)
+        weighted = (wt[:, None, :] * p).reshape(r_ * n_, m)
+        grad = (chosen_x_t @ wt - flat_t @ weighted).T - b @ penalty
+        mean_x = np.matmul(p.transpose(0, 2, 1), x)  # (rows, fits, K)
+        spread = np.matmul((wt[:, :, None] * mean_x).transpose(1, 2, 0), mean_x.transpose(1, 0, 2))
+        second = (outer_t @ weighted).T.reshape(m, k, k) - spread
         return ll, grad, second + penalty
 
-    ll, grad, info = objective(beta)
+    ll, grad, info = objective(beta, weights.T)
+    active = np.arange(fits)
     for _ in range(iterations):
-        step = np.linalg.lstsq(info, grad, rcond=None)[0]
-        t = 1.0
-        while True:
-            new = beta + t * step
-            new_ll, new_grad, new_info = objective(new)
-            if new_ll >= ll - 1e-12 or t < 1e-8:
-                break
-            t /= 2
-        done = abs(new_ll - ll) < 1e-10 * (1 + abs(ll)) and np.max(np.abs(t * step)) < 1e-8
-        beta, ll, grad, info = new, new_ll, new_grad, new_info
-        if done:
+        if not active.size:
             break
+        wt = np.ascontiguousarray(weights[active].T)
+        step = np.matmul(np.linalg.pinv(info[active], rcond=cutoff), grad[active][:, :, None])[:, :, 0]
+        t = np.ones(active.size)
+        new = beta[active] + step
+        new_ll, new_grad, new_info = objective(new, wt)
+        halve = ~((new_ll >= ll[active] - 1e-12) | (t < 1e-8))
+        while halve.any():
+            t[halve] /= 2
+            new[halve] = beta[active[halve]] + t[halve, None] * step[halve]
+            new_ll[halve], new_grad[halve], new_info[halve] = objective(new[halve], wt[:, halve])
+            halve &= ~((new_ll >= ll[active] - 1e-12) | (t < 1e-8))
+        done = ((np.abs(new_ll - ll[active]) < 1e-10 * (1 + np.abs(ll[active])))
+                & (np.max(np.abs(t[:, None] * step), axis=1) < 1e-8))
+        beta[active], ll[active], grad[active], info[active] = new, new_ll, new_grad, new_info
+        active = active[~done]
     return beta
 
 
 def _centred(beta: np.ndarray, s: int, n: int, slots: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    theta = np.concatenate([[0.0], beta[: s - 1]])
-    gamma = np.concatenate([[0.0], beta[s - 1:]]) if slots else None
-    return theta - theta.mean(), None if gamma is None else gamma - gamma.mean()
+    """The centred log-worths (and slot pulls) of one fit, or of each row of fits."""
+    zero = np.zeros((*beta.shape[:-1], 1))
+    theta = np.concatenate([zero, beta[..., : s - 1]], axis=-1)
+    gamma = np.concatenate([zero, beta[..., s - 1:]], axis=-1) if slots else None
+    return (theta - theta.mean(axis=-1, keepdims=True),
+            None if gamma is None else gamma - gamma.mean(axis=-1, keepdims=True))
 
 
 def _connected(data: ChoiceData) -> bool:
@@ -256,20 +288,16 @@ def fit_plackett_luce(calls: Sequence[ListwiseCall], *, rounds: int = 200, seed:
     penalty = _penalty_matrix(s, n, use_slots, ridge)
     beta = _newton(x, mask, data.chosen, data.weights, penalty)
     theta, gamma = _centred(beta, s, n, use_slots)
-    thetas = np.empty((rounds, s))
-    gammas = np.empty((rounds, n)) if gamma is not None else None
+    thetas: np.ndarray = np.empty((rounds, s))
+    gammas: np.ndarray | None = np.empty((rounds, n)) if gamma is not None else None
     if rounds:
         rng = np.random.default_rng(seed)
         items = data.counts.shape[0]
         counts_t = data.counts.T.tocsr()
-        for r in range(rounds):
-            drawn = rng.multinomial(items, np.full(items, 1.0 / items)).astype(float)
-            w = counts_t @ drawn
-            b = _newton(x, mask, data.chosen, w, penalty, start=beta)
-            t, g = _centred(b, s, n, use_slots)
-            thetas[r] = t
-            if gammas is not None and g is not None:
-                gammas[r] = g
+        drawn = rng.multinomial(items, np.full(items, 1.0 / items), size=rounds).astype(float)
+        # every round's Newton fit at once (each with its own steps and stopping): the same fits as one by one
+        fits = _newton(x, mask, data.chosen, np.asarray((counts_t @ drawn.T).T), penalty, start=beta)
+        thetas, gammas = _centred(fits, s, n, use_slots)
     tail = (1 - confidence) / 2
 
     def estimate(value: float, draws: np.ndarray | None) -> StrengthEstimate:
