@@ -782,7 +782,6 @@ class Fit:
     gradient_norm: float
 
 
-
 @functools.cache
 def _blas_controller() -> ThreadpoolController:
     # finding the loaded BLAS libraries costs about 2 ms (threadpool_limits does it on every entry, more than a
@@ -790,15 +789,16 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def _one_blas_thread() -> Any:
+def one_blas_thread() -> Any:
     """A context in which the BLAS runs on one thread (systems + 1 unknowns are too few to share out)."""
     return _blas_controller().limit(limits=1, user_api="blas")
+
 
 def fit(data: Comparisons, model: Model | str = Model.rao_kupper, *, ridge: float = DEFAULT_RIDGE) -> Fit:
     """Fit one model to all comparisons (no intervals)."""
     model = Model(model)
     cells = comparison_cells(data)
-    with _one_blas_thread():
+    with one_blas_thread():
         sol = solve_strengths(model, cells.lo, cells.hi, cells.n_systems, cells.counts, ridge)
     return Fit(model=model, systems=data.systems, scores=sol.scores,
                tie_parameter=_public_tie(model, sol.tie),
@@ -933,7 +933,7 @@ def fit_ranking(data: Comparisons, model: Model | str = Model.rao_kupper, *, rou
         raise ValueError("confidence must be between 0 and 1")
     cells = comparison_cells(data)
     n = cells.n_systems
-    with _one_blas_thread():
+    with one_blas_thread():
         point = solve_strengths(model, cells.lo, cells.hi, n, cells.counts, ridge)
 
     adjacency = sparse.coo_matrix((np.ones(len(cells.lo)), (cells.lo, cells.hi)), shape=(n, n))
@@ -953,7 +953,7 @@ def fit_ranking(data: Comparisons, model: Model | str = Model.rao_kupper, *, rou
     if rounds > 0 and no_interval is None:
         # A solve of systems + 1 unknowns is too small for threads: a multithreaded BLAS only contends
         # (measured: 12 ms instead of 0.3 ms per solve on a busy 2-core machine).
-        with _one_blas_thread():
+        with one_blas_thread():
             draws = _bootstrap(model, cells, by_cell, point, ridge, rounds, np.random.default_rng(seed))
         ranks = rank_of(draws.scores)
         rank_low, rank_high = np.quantile(ranks, [alpha, 1.0 - alpha], axis=0, method="inverted_cdf")
@@ -961,7 +961,7 @@ def fit_ranking(data: Comparisons, model: Model | str = Model.rao_kupper, *, rou
         boot = np.column_stack([draws.scores, _tie_or_boundary(model, draws.tie)])
         estimate = np.append(point.scores, _tie_or_boundary(model, np.array([point.tie])))
         if interval is IntervalMethod.bca:
-            with _one_blas_thread():
+            with one_blas_thread():
                 jack = _jackknife(model, cells, by_cell, point, ridge, seed)
             acceleration = _acceleration(jack)
             levels = _bca_levels(boot, estimate, acceleration, alpha)

@@ -24,7 +24,6 @@ import numpy.typing as npt
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
-from threadpoolctl import threadpool_limits
 
 from swapjudge.ranking.bradley_terry import (
     DEFAULT_RIDGE,
@@ -33,6 +32,7 @@ from swapjudge.ranking.bradley_terry import (
     Model,
     Ranking,
     SystemScore,
+    one_blas_thread,
     rank_of,
 )
 
@@ -322,7 +322,7 @@ def fit_adjusted(data: Calls, *, order_effect: bool = True, rounds: int = 1000, 
         design = _Design(first=np.asarray(data.first, dtype=np.int64), second=np.asarray(data.second, dtype=np.int64),
                          y=np.asarray(data.score, dtype=np.float64), z=data.covariates)
         weights = np.ones(len(data))
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         warm = None
         if not aggregated:
             # start from the fit without covariates, which costs one pass over the calls: fewer full passes
@@ -336,7 +336,7 @@ def fit_adjusted(data: Calls, *, order_effect: bool = True, rounds: int = 1000, 
     not_converged, max_iterations = 0, 0
     one_step = refit == "one-step" or (refit == "auto" and not aggregated and len(data) > FULL_REFIT_LIMIT)
     if rounds > 0 and one_step:
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             draws = _one_step_draws(design, item_index, n_items, point, k, order_effect, ridge, rounds,
                                     np.random.default_rng(seed)) if not aggregated else _one_step_draws(
                 _Design(np.asarray(data.first), np.asarray(data.second), np.asarray(data.score, dtype=np.float64),
@@ -348,7 +348,7 @@ def fit_adjusted(data: Calls, *, order_effect: bool = True, rounds: int = 1000, 
         if aggregated:
             by_count = sparse.csr_matrix((np.ones(len(data)), (cell, item_index)), shape=(len(count), n_items))
             by_score = sparse.csr_matrix((data.score, (cell, item_index)), shape=(len(count), n_items))
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             for start in range(0, rounds, _BATCH):
                 size = min(_BATCH, rounds - start)
                 picks = rng.integers(0, n_items, size=(size, n_items))
