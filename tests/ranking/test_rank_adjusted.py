@@ -224,3 +224,19 @@ def test_order_effect_on_two_order_data_keeps_the_gate(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = CliRunner().invoke(app, ["rank", str(path), "--order-effect", "--bootstrap", "20"])
     assert result.exit_code == 1 and "0.0%" in result.stderr and "no ranking reported" in result.stderr
+
+
+def test_without_bootstrap_rounds_the_json_has_null_ends_not_nan() -> None:
+    # it printed a traceback (NaN is no JSON): the fit without rounds has no interval, so its ends are null
+    example = Path(__file__).resolve().parents[2] / "examples" / "mtbench_gpt4_vs_vicuna.jsonl"
+    args = ["rank", str(example), "-f", "json", "--order-effect", "--seed", "1"]
+    bare = CliRunner().invoke(app, [*args, "--bootstrap", "0"])
+    assert bare.exit_code == 0, bare.output
+    doc = json.loads(bare.stdout)
+    effect = doc["order_effect"]
+    assert effect["low"] is effect["high"] is None
+    assert effect["first_slot_win_probability"]["low"] is None
+    assert all(row["low"] is None and row["high"] is None for row in doc["systems"])
+    with_rounds = json.loads(CliRunner().invoke(app, [*args, "--bootstrap", "20"]).stdout)
+    assert effect["value"] == pytest.approx(with_rounds["order_effect"]["value"], abs=1e-12)
+    assert with_rounds["order_effect"]["low"] < effect["value"] < with_rounds["order_effect"]["high"]

@@ -72,7 +72,8 @@ class Calls:
 
 @dataclass(frozen=True)
 class Coefficient:
-    """A fitted term on the log-odds scale with its bootstrap interval."""
+    """A fitted term on the log-odds scale with its bootstrap interval (NaN ends without bootstrap rounds, null in
+    JSON)."""
 
     name: str
     value: float
@@ -80,7 +81,7 @@ class Coefficient:
     high: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "low": self.low, "high": self.high}
+        return {"name": self.name, "value": self.value, "low": _end(self.low), "high": _end(self.high)}
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,9 @@ class AdjustedRanking:
             p = self.first_slot_win_probability
             assert p is not None
             out["order_effect"] = {
-                "value": self.order_effect.value, "low": self.order_effect.low, "high": self.order_effect.high,
-                "scale": "log-odds", "first_slot_win_probability": {"value": p[0], "low": p[1], "high": p[2]},
+                "value": self.order_effect.value, "low": _end(self.order_effect.low),
+                "high": _end(self.order_effect.high), "scale": "log-odds",
+                "first_slot_win_probability": {"value": p[0], "low": _end(p[1]), "high": _end(p[2])},
             }
         if self.controlled_win_rate is not None:
             out["controlled_win_rate"] = self.controlled_win_rate.to_dict()
@@ -394,6 +396,11 @@ def fit_adjusted(data: Calls, *, order_effect: bool = True, rounds: int = 1000, 
                            bootstrap_refit="one-step" if one_step else "full", controlled_win_rate=controlled)
 
 
+def _end(value: float) -> float | None:
+    """An interval's end, None without bootstrap rounds (as bradley_terry's fit gives it)."""
+    return None if math.isnan(value) else float(value)
+
+
 def _ranking(data: Calls, n_items: int, point: _Fit, draws: FloatArray, low: FloatArray, high: FloatArray, rounds: int,
              seed: int | None, confidence: float, ridge: float, not_converged: int, max_iterations: int) -> Ranking:
     k = len(data.systems)
@@ -418,7 +425,7 @@ def _ranking(data: Calls, n_items: int, point: _Fit, draws: FloatArray, low: Flo
     adjacency = sparse.coo_matrix((np.ones(seen.size), (seen // k, seen % k)), shape=(k, k))
     components = int(connected_components(adjacency, directed=False)[0])
     order = sorted(range(k), key=lambda i: (point_rank[i], data.systems[i]))
-    rows = tuple(SystemScore(system=data.systems[i], score=float(scores[i]), low=float(low[i]), high=float(high[i]),
+    rows = tuple(SystemScore(system=data.systems[i], score=float(scores[i]), low=_end(low[i]), high=_end(high[i]),
                              rank=int(point_rank[i]), rank_low=int(rank_low[i]), rank_high=int(rank_high[i]),
                              wins=round(wins[i]), ties=round(ties[i]), losses=round(losses[i]),
                              pairs=int(appearances[i]))
