@@ -247,13 +247,11 @@ def run_command(
 def _listwise_batch_lines(est: ListwiseEstimate) -> list[str]:
     """A listwise dry run's batch price: through the configured offline engine, or a provider's batch API."""
     if est.batch == "files":
-        return ["  through the offline engine (judge.batch: files, the configured price): "
-                f"{_money(est.batch_cost_usd)}"]
+        return [f"  batch cost (judge.batch: files, at the configured price): {_money(est.batch_cost_usd)}"]
     if est.batch_cost_usd is None:
         return []
     when = "judge.batch true" if est.batch else "with judge.batch true"
-    return [f"  the same calls through the provider's batch API ({when}, results within 24 h): "
-            f"{_money(est.batch_cost_usd)}"]
+    return [f"  batch cost ({when}, within 24 h): {_money(est.batch_cost_usd)}"]
 
 
 def _run_listwise(config: Path, output: OutputFormat, *, dry_run: bool, check: bool, store: Path | None,
