@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -127,10 +128,13 @@ def test_no_wait_submits_then_the_same_command_collects_without_submitting_again
 RUN = "from swapjudge.cli import main; main()"
 
 
-def test_kill_9_after_the_batch_is_created_then_the_rerun_adopts_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_kill_9_after_the_batch_is_created_then_the_rerun_adopts_it(tmp_path: Path, backend: str) -> None:
     _answers(tmp_path)
     with BatchServer(polls_to_end=2) as server:
-        cfg = _config(tmp_path, server.openai_url, batch=True)
+        url = server.anthropic_url if backend == "anthropic" else server.openai_url
+        model = "claude-3-5-haiku-20241022" if backend == "anthropic" else "gpt-4o-mini"
+        cfg = _config(tmp_path, url, model=model, backend=backend, batch=True)
         env = {**os.environ, "PYTHONPATH": SRC, "SWAPJUDGE_BATCH_FAULT": "after_create"}
         killed = subprocess.run([sys.executable, "-c", RUN, "run", str(cfg), "--no-progress"], cwd=tmp_path,
                                 capture_output=True, text=True, env=env, timeout=120)
@@ -143,6 +147,7 @@ def test_kill_9_after_the_batch_is_created_then_the_rerun_adopts_it(tmp_path: Pa
         assert server.created == 1 and len(server.received) == 12 and set(server.received.values()) == {1}
     rows = _stored(tmp_path / "swapjudge.db")
     assert len(rows) == 12 and all(r["settings"]["pick"] == _expected_pick(r) for r in rows)
+    assert {r["settings"]["batch"] for r in rows} == {backend}
 
 
 def test_errored_requests_are_retried_then_stored_failed_with_the_reason(tmp_path: Path) -> None:
