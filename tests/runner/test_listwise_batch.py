@@ -221,3 +221,18 @@ def test_dry_run_shows_the_batch_price(tmp_path: Path) -> None:
     assert est.batch_cost_usd is not None and abs(est.batch_cost_usd - want) < 1e-12
     out = _cli(tmp_path, "run", str(files), "--dry-run")
     assert f"batch cost (judge.batch: files, at the configured price): ${want:,.4f}" in " ".join(out.output.split())
+
+
+def test_a_best_of_n_card_waits_for_its_batch_files_then_is_made_from_every_call(tmp_path: Path) -> None:
+    _answers(tmp_path)
+    cfg = _config(tmp_path, "http://127.0.0.1:9/v1", model="judge-model", batch="files", batch_dir="batches")
+    out = _cli(tmp_path, "card", str(cfg), "--suite", "answers.jsonl", "--no-progress")
+    assert out.exit_code == 0, out.output
+    assert "waiting for 12 requests in 1 batches; run the same command to collect them and make the card" in (
+        " ".join(out.output.split()))
+    (req,) = sorted((tmp_path / "batches").glob("swapjudge-*.requests.jsonl"))
+    RunBatch("judge-model").run(req)
+    out = _cli(tmp_path, "card", str(cfg), "--suite", "answers.jsonl", "--no-progress", "--format", "json")
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["suite"]["calls"] == 12 and doc["suite"]["items"] == N_ITEMS

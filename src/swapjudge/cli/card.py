@@ -188,9 +188,15 @@ def _listwise_card(config: Path, *, suite: str, store: Path | None, out: list[Pa
                      f"{est.planned_calls:,} planned calls, {est.calls_to_make:,} to make "
                      f"({est.already_stored:,} already stored, {est.cached:,} from the store's cache); estimated "
                      f"tokens {est.input_tokens:,} in, {est.output_tokens:,} out; cost ({est.model}): "
-                     f"{_money(est.cost_usd)}", highlight=False, markup=False)
+                     f"{_money(est.cost_usd)}"
+                     + ("" if est.batch_cost_usd is None else f"; through a batch: {_money(est.batch_cost_usd)}"),
+                     highlight=False, markup=False)
         return
     made = carding.listwise_card(config, suite=suite, store=store, console=stderr, progress=progress)
+    if isinstance(made, carding.ListwiseWaiting):
+        print(f"waiting for {made.requests:,} requests in {made.batches:,} batches; run the same command to "
+              "collect them and make the card")
+        return
     doc = made.to_dict()
     for path in out:
         _write(path, "card", doc, output)
