@@ -596,10 +596,11 @@ class ListwiseWaiting:
 
 def listwise_card(config: str | Path, *, suite: str | Path, store: str | Path | None = None,
                   console: Console | None = None, progress: bool = False, bootstrap: int = 200,
-                  seed: int = 0) -> ListwiseCard | ListwiseWaiting:
+                  seed: int = 0, batch_wait: bool = True) -> ListwiseCard | ListwiseWaiting:
     """Run a `protocol: listwise` judge on `suite` (an answers file: three or more answers an item; items named
     SUBSET#ID are grouped by SUBSET) through the run store, and put its card together from the stored calls
-    (`ListwiseWaiting` while batches are still out: `judge.batch: files` writes its request files and stops)."""
+    (`ListwiseWaiting` while batches are still out: `judge.batch: files` writes its request files and stops,
+    `batch_wait` False submits the provider batches and stops)."""
     from swapjudge.runner.listwise_run import listwise_run_records, run_listwise
     from swapjudge.workflows.listwise import analyze_listwise
 
@@ -607,7 +608,8 @@ def listwise_card(config: str | Path, *, suite: str | Path, store: str | Path | 
         raise InputError(f"the built-in suite {suite!r} holds pairs (two answers an item): a best-of-N card needs a "
                          "suite of three or more answers an item: give {suite} an answers file",
                          arguments=("suite",))
-    done = run_listwise(config, store=store, console=console, progress=progress, answers=suite)
+    done = run_listwise(config, store=store, console=console, progress=progress, answers=suite,
+                        batch_wait=batch_wait)
     if done.batches_waiting:
         return ListwiseWaiting(done.requests_waiting, done.batches_waiting)
     rows = listwise_run_records(done.store_path, done.run_id)
