@@ -236,3 +236,24 @@ def test_a_best_of_n_card_waits_for_its_batch_files_then_is_made_from_every_call
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     assert doc["suite"]["calls"] == 12 and doc["suite"]["items"] == N_ITEMS
+
+
+def test_batch_fallback_sync_asks_the_synchronous_api_for_what_the_batch_returned_failed(tmp_path: Path) -> None:
+    _answers(tmp_path)
+    with BatchServer(polls_to_end=1) as server:
+        cfg = _config(tmp_path, server.openai_url, batch=True, batch_fallback="sync")
+        failing: list[str] = []
+
+        def outcome(cid: str) -> str | None:
+            digest = cid.rpartition("-")[2]
+            if not failing:
+                failing.append(digest)
+            return "expired" if digest == failing[0] else None
+
+        server.outcome = outcome
+        done = run_listwise(cfg)
+        assert server.created == 1 and server.sync_calls == 1
+        assert (done.made, done.failed, done.unparsed) == (12, 0, 0)
+    rows = _stored(tmp_path / "swapjudge.db")
+    assert len(rows) == 12 and all(r["settings"]["pick"] == _expected_pick(r) for r in rows)
+    assert sorted(r["settings"].get("batch", "sync") for r in rows) == ["openai"] * 11 + ["sync"]
