@@ -11,7 +11,9 @@ after_id]`; `GET /v1/messages/batches/{id}` (processing_status in_progress|cance
 succeeded | errored | canceled | expired).
 
 Each request's reply comes from the synchronous fake judge (`JudgeServer.handle`), so verdicts are the ones a
-synchronous run gets. A batch ends after `polls_to_end` reads of its state (status or listing).
+synchronous run gets; a best-of-N prompt (`<answer-K-CODE>` frames) is answered `Best answer: K`, K the slot of
+the answer that says CORRECT, as the synchronous server answers it.
+A batch ends after `polls_to_end` reads of its state (status or listing).
 Faults: `outcome(custom_id) -> None | "errored" | "expired" | "canceled"` per request; `end_as` ends the first
 batch expired or cancelled, half of it processed (partial results); `refuse` answers every batch API request with
 that HTTP status and an error body (401 a bad key, 400, 500, or 404 as a server without a batch API does).

@@ -233,7 +233,9 @@ class JudgeServer(LocalServer):
             return -1, {}, b""
         if fault == "malformed":
             return 200, {}, b"<html>not json"
-        system = body["system"][0]["text"] if anthropic else messages[0]["content"]
+        # Anthropic's `system` is a string or a list of text blocks (a plain completion, e.g. best of N, sends a string)
+        system = (body["system"] if isinstance(body["system"], str) else body["system"][0]["text"]) if anthropic \
+            else messages[0]["content"]
         several = listwise_answers(first_user)
         if several is not None:  # best of N: the slot holding CORRECT (`first`: slot 1), or no pick (`garbage`)
             pick = 1 if self.policy == "first" else next(

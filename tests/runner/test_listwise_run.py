@@ -88,8 +88,11 @@ def test_configuration_errors(tmp_path: Path) -> None:
         load_listwise_config(_config(tmp_path, orders=["ab", "ba"]))
     with pytest.raises(ConfigError, match=r"key `judge.n_thread`: not a setting of the local backend"):
         load_listwise_config(_config(tmp_path, judge={"backend": "local", "model": TEST_MODEL, "n_thread": 1}))
-    with pytest.raises(ConfigError, match=r"key `judge.batch`: a listwise run makes its calls synchronously"):
-        load_listwise_config(_config(tmp_path, judge={"backend": "openai", "model": "m", "batch": True}))
+    # a batch is a provider's (or an offline engine's): the embedded judge has none, as in a pairwise run
+    with pytest.raises(ConfigError, match=r"`batch` is for the openai and anthropic backends, not 'local'"):
+        load_listwise_config(_config(tmp_path, judge={"backend": "local", "model": TEST_MODEL, "batch": True}))
+    cfg, _ = load_listwise_config(_config(tmp_path, judge={"backend": "openai", "model": "m", "batch": True}))
+    assert cfg.judge.batch is True
 
 
 def test_answers_file_errors(tmp_path: Path) -> None:

@@ -139,8 +139,8 @@ def card_command(
 
     if is_listwise_config(config):  # best of N: the N-way figures of a listwise run on the suite's answer sets
         _listwise_card(config, suite=suite, store=store, out=out or [], output=output, dry_run=dry_run,
-                       progress=progress, unsupported={"--no-wait": no_wait, "--retry-unparsed": retry_unparsed,
-                                                       "--attacks": attacks is not None})
+                       progress=progress, no_wait=no_wait, unsupported={"--retry-unparsed": retry_unparsed,
+                                                                         "--attacks": attacks is not None})
         return
     if dry_run:
         est = card.card_dry_run(config, suite=suite, store=store)
@@ -169,7 +169,7 @@ def card_command(
 
 
 def _listwise_card(config: Path, *, suite: str, store: Path | None, out: list[Path], output: OutputFormat,
-                   dry_run: bool, progress: bool, unsupported: dict[str, bool]) -> None:
+                   dry_run: bool, progress: bool, no_wait: bool, unsupported: dict[str, bool]) -> None:
     """`swapjudge card` of a `protocol: listwise` configuration: run it on the suite's answer sets (through the run
     store), then the card's N-way figures per subset."""
     import swapjudge.workflows.card as carding
@@ -188,9 +188,16 @@ def _listwise_card(config: Path, *, suite: str, store: Path | None, out: list[Pa
                      f"{est.planned_calls:,} planned calls, {est.calls_to_make:,} to make "
                      f"({est.already_stored:,} already stored, {est.cached:,} from the store's cache); estimated "
                      f"tokens {est.input_tokens:,} in, {est.output_tokens:,} out; cost ({est.model}): "
-                     f"{_money(est.cost_usd)}", highlight=False, markup=False)
+                     f"{_money(est.cost_usd)}"
+                     + ("" if est.batch_cost_usd is None else f"; through a batch: {_money(est.batch_cost_usd)}"),
+                     highlight=False, markup=False)
         return
-    made = carding.listwise_card(config, suite=suite, store=store, console=stderr, progress=progress)
+    made = carding.listwise_card(config, suite=suite, store=store, console=stderr, progress=progress,
+                                 batch_wait=not no_wait)
+    if isinstance(made, carding.ListwiseWaiting):
+        print(f"waiting for {made.requests:,} requests in {made.batches:,} batches; run the same command to "
+              "collect them and make the card")
+        return
     doc = made.to_dict()
     for path in out:
         _write(path, "card", doc, output)

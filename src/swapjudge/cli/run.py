@@ -32,6 +32,7 @@ from swapjudge.outcome import Conclusion
 if TYPE_CHECKING:
     from swapjudge.runner.check import CheckResult
     from swapjudge.runner.dry_run import DryRunEstimate
+    from swapjudge.runner.listwise_run import ListwiseEstimate
     from swapjudge.workflows.run import RunResult
 
 class Engine(enum.StrEnum):
@@ -243,6 +244,16 @@ def run_command(
     conclude(result)
 
 
+def _listwise_batch_lines(est: ListwiseEstimate) -> list[str]:
+    """A listwise dry run's batch price: through the configured offline engine, or a provider's batch API."""
+    if est.batch == "files":
+        return [f"  batch cost (judge.batch: files, at the configured price): {_money(est.batch_cost_usd)}"]
+    if est.batch_cost_usd is None:
+        return []
+    when = "judge.batch true" if est.batch else "with judge.batch true"
+    return [f"  batch cost ({when}, within 24 h): {_money(est.batch_cost_usd)}"]
+
+
 def _run_listwise(config: Path, output: OutputFormat, *, dry_run: bool, check: bool, store: Path | None,
                   progress: bool, wait: bool, retry_unparsed: bool, no_wait: bool, engine: Engine | None) -> None:
     """`protocol: listwise`: judge into the run store, then analyse the run's calls as `analyze` analyses
@@ -251,9 +262,9 @@ def _run_listwise(config: Path, output: OutputFormat, *, dry_run: bool, check: b
     from swapjudge.runner.listwise_run import check_listwise, estimate_listwise, listwise_run_records, run_listwise
     from swapjudge.workflows.listwise import analyze_listwise
 
-    if no_wait or engine is not None:
-        raise InputError("--no-wait and --engine do not apply to a listwise run (its calls are made synchronously "
-                         "by this process)")
+    if engine is not None:
+        raise InputError("--engine does not apply to a listwise run (its calls are made by this process, or "
+                         "through judge.batch)")
     if dry_run:
         est = estimate_listwise(config, store=store)
         sizes = "/".join(map(str, est.answers_per_item))
@@ -265,7 +276,8 @@ def _run_listwise(config: Path, output: OutputFormat, *, dry_run: bool, check: b
             f"  calls to make:                                 {est.calls_to_make:,}",
             f"  estimated tokens (~4 characters per token):    {est.input_tokens:,} in, {est.output_tokens:,} out",
             f"  estimated cost ({est.model}): {_money(est.cost_usd)}",
-        ] + ([f"  the store's cache saves: {_money(est.store_cache_saving_usd)}"] if est.cached else [])),
+        ] + _listwise_batch_lines(est)
+          + ([f"  the store's cache saves: {_money(est.store_cache_saving_usd)}"] if est.cached else [])),
             highlight=False, markup=False)
         return
     if check:
@@ -276,7 +288,14 @@ def _run_listwise(config: Path, output: OutputFormat, *, dry_run: bool, check: b
         return
     rerun = _rerun_command(config, store=store, progress=progress, output=output, wait=wait)
     done = run_listwise(config, store=store, wait=wait, console=stderr, progress=progress,
-                        retry_unparsed=retry_unparsed)
+                        retry_unparsed=retry_unparsed, batch_wait=not no_wait)
+    for warning in done.warnings:
+        stderr.print(f"warning: {warning}", highlight=False, markup=False)
+    if done.batches_waiting:
+        verb = "waiting for" if done.batch == "files" else "submitted"
+        print(f"{verb} {done.requests_waiting:,} requests in {done.batches_waiting:,} batches; "
+              "run the same command to collect")
+        return
     spend = "unknown (no price for this model)" if done.spend_usd is None else f"${done.spend_usd:,.4f}"
     stderr.print(f"run {done.run_id}{' (resumed)' if done.resumed_run else ''}: {done.planned:,} listwise calls "
                  f"planned; {done.resumed:,} already stored, {done.cached:,} from cache, {done.made:,} made, "

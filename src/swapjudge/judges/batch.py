@@ -12,7 +12,7 @@ from typing import Any, BinaryIO, ClassVar, Protocol, Self
 
 from swapjudge.config import JudgeConfig
 from swapjudge.judges._http import HttpClient
-from swapjudge.judges.base import JudgeReply, JudgeRequest
+from swapjudge.judges.base import Completion, JudgeReply, JudgeRequest
 from swapjudge.judges.chat import ChatJudge, Provider
 
 FILE_TIMEOUT_S = 300.0  # uploads and downloads of whole batch files take longer than one judge call
@@ -107,12 +107,16 @@ class BatchProvider(Protocol):
 
 
 class BatchJudge(Protocol):
-    """A judge whose requests can go through a batch: the body of a call's request, and a batch result parsed
-    as its synchronous reply would be."""
+    """A judge whose requests can go through a batch: the body of a call's request (a verdict's, or a plain
+    completion's), and a batch result parsed as its synchronous reply would be."""
 
     def request_body(self, request: JudgeRequest) -> dict[str, Any]: ...
 
     def reply_from_body(self, body: dict[str, Any], request: JudgeRequest) -> JudgeReply: ...
+
+    def completion_body(self, system: str, user: str, max_tokens: int) -> dict[str, Any]: ...
+
+    def completion_from_body(self, body: dict[str, Any]) -> Completion | None: ...
 
     async def aclose(self) -> None: ...
 

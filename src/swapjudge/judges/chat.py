@@ -182,7 +182,7 @@ class ChatJudge:
         """A plain reply to `system` + `user` (no verdict, no follow-up); `prefix` and `choices` are not read
         here (these APIs give no probabilities over named choices)."""
         start = time.perf_counter()
-        read = await self._call(self.completion_payload(system, user, self.max_tokens or max_tokens))
+        read = await self._call(self.completion_body(system, user, max_tokens))
         assert read.text is not None
         usage = read.usage
         return Completion(read.text, time.perf_counter() - start, usage.input if usage else None,
@@ -204,6 +204,19 @@ class ChatJudge:
         parsed = parse_reply(read.text, request)
         return self._reply(parsed.verdict, read.text, read.usage, request,
                            probabilities=self.probabilities(read, parsed, request), strength=parsed.strength)
+
+    def completion_body(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
+        """The body of a plain completion's request, exactly as `complete` sends it (a configured max_tokens wins)."""
+        return self.completion_payload(system, user, self.max_tokens or max_tokens)
+
+    def completion_from_body(self, body: dict[str, Any]) -> Completion | None:
+        """A plain completion from a response body (a batch result), read as `complete` reads it; None when the
+        body is not the shape the API documents."""
+        read = _valid_text(self.read(body))
+        if read.text is None:
+            return None
+        usage = read.usage
+        return Completion(read.text, 0.0, usage.input if usage else None, usage.output if usage else None)
 
     async def aclose(self) -> None:
         if self._client is not None:

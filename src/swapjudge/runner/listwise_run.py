@@ -31,6 +31,7 @@ import contextlib
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -51,6 +52,8 @@ from swapjudge.yamlfile import read_validated, read_yaml
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from swapjudge.judges.batch import BatchJudge
+    from swapjudge.runner.batch.engine import BatchOutcome
     from swapjudge.store import CallRecord, Store
 
 PICK_MAX_TOKENS = 16
@@ -108,10 +111,15 @@ class ListwiseRunResult:
     spend_usd: float | None
     min_consistency: float
     output: Path | None = None
+    batch: bool | str = False  # the configured judge.batch
+    batches_waiting: int = 0  # judge.batch: batches not collected yet (run the same command to collect)
+    requests_waiting: int = 0
+    warnings: tuple[str, ...] = ()  # what the batch results held that the user should hear about
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["store_path"], out["output"] = str(self.store_path), None if self.output is None else str(self.output)
+        out["warnings"] = list(self.warnings)
         return out
 
 
@@ -130,9 +138,6 @@ def load_listwise_config(path: str | Path) -> tuple[ListwiseRunConfig, Path]:
     if cfg.judge.backend not in LISTWISE_BACKENDS:
         raise ConfigError(f"{source}: key `judge.backend`: backend {cfg.judge.backend!r} cannot pick among N "
                           f"answers; listwise runs go through {', '.join(LISTWISE_BACKENDS)}")
-    if cfg.judge.batch is not False:
-        raise ConfigError(f"{source}: key `judge.batch`: a listwise run makes its calls synchronously (a provider "
-                          "batch of best-of-N calls is not supported yet); leave `batch` out")
     from swapjudge.judges.registry import check_options
 
     check_options(cfg.judge, source)  # a misspelt key under `judge:` is an error, as in a pairwise run
@@ -301,6 +306,81 @@ def _from_cache(call: ListwiseCallPlan, prompt: ListwisePrompt, label: str | Non
         probabilities=cached.probabilities, settings=dict(cached.settings or {}))
 
 
+# ---- the batch path: the pairwise batch engine, told what a best-of-N call is --------------------------------
+
+
+@dataclass(frozen=True)
+class ListwiseBatchCall:
+    """A planned listwise call as the batch engine sees it: its store key, plan, prompt and the item's label."""
+
+    key: tuple[int, str, str, str]
+    plan: ListwiseCallPlan
+    prompt: ListwisePrompt
+    label: str | None
+
+
+class ListwiseCalls:
+    """How the batch engine makes and stores a best-of-N call: the plain completion's request body the synchronous
+    path sends, its reply read by the same reader and `parse_pick`, stored as the synchronous path stores it
+    (`settings.batch` names the batch path; a body not in the API's shape keeps its text, no pick)."""
+
+    def prompt_hash(self, call: ListwiseBatchCall) -> str:
+        return call.prompt.prompt_hash
+
+    def body(self, bodies: BatchJudge, call: ListwiseBatchCall) -> dict[str, Any]:
+        return bodies.completion_body(call.prompt.system, call.prompt.user, PICK_MAX_TOKENS)
+
+    def records(self, bodies: BatchJudge, calls: Sequence[ListwiseBatchCall], body: dict[str, Any], provider: str,
+                price: Price | None) -> list[CallRecord]:
+        from swapjudge.runner.pricing import call_cost
+
+        reply = bodies.completion_from_body(body)
+        pick = None if reply is None else parse_pick(reply.text, len(calls[0].plan.slots))
+        if reply is None:
+            reply = Completion(json.dumps(body)[:2000])
+        cost = call_cost(price, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens)
+        return [_record(c.plan, c.prompt, c.label, source="api" if i == 0 else "cache", reply=reply, pick=pick,
+                        error=None, attempts=1 if i == 0 else 0, cost=cost if i == 0 else None,
+                        settings={"batch": provider}) for i, c in enumerate(calls)]
+
+    def failed(self, call: ListwiseBatchCall, error: str, attempts: int) -> CallRecord:
+        return _record(call.plan, call.prompt, call.label, source="api", reply=None, pick=None, error=error,
+                       attempts=attempts, cost=None)
+
+    def usable(self, record: CallRecord) -> bool:
+        return (record.settings or {}).get("pick") is not None
+
+
+async def _batch_calls(setup: ListwiseSetup, store: Store, run_id: int,
+                       pending: list[tuple[ListwiseCallPlan, ListwisePrompt]], counts: _Counts, *, wait: bool,
+                       console: Console | None, progress: bool
+                       ) -> tuple[BatchOutcome, list[tuple[ListwiseCallPlan, ListwisePrompt]]]:
+    """Make the pending calls through the configured batch path (collecting what this run has in flight first);
+    the outcome and the calls left to the synchronous path (`batch_fallback: sync`)."""
+    from swapjudge.runner.batch.engine import BatchSetup, execute_batch_calls
+    from swapjudge.runner.outcome import RunStats
+
+    cfg, base = setup.config, setup.source.parent
+    judge = resolved_judge(cfg, base)
+    batch_setup = BatchSetup(judge, cfg.prices, setup.judge_hash,
+                             None if judge.batch_dir is None else _resolve(base, judge.batch_dir))
+
+    def wrap(c: ListwiseCallPlan, p: ListwisePrompt) -> ListwiseBatchCall:
+        return ListwiseBatchCall(call_key(c), c, p, setup.sets[c.item].label)
+
+    stats = RunStats()
+    outcome = await execute_batch_calls(
+        batch_setup, ListwiseCalls(), store, run_id, [wrap(c, p) for c, p in pending],
+        [wrap(c, p) for c, p in zip(setup.calls, setup.prompts, strict=True)], stats,
+        wait=wait and judge.batch != "files", console=console, progress=progress)
+    counts.made += stats.made
+    counts.failed += stats.failed
+    counts.spend += stats.spend_usd
+    counts.spend_known = counts.spend_known and stats.spend_known
+    counts.warnings += [w for w in outcome.warnings if w not in counts.warnings]
+    return outcome, [(c.plan, c.prompt) for c in outcome.to_sync]
+
+
 # ---- the run -------------------------------------------------------------------------------------------------
 
 
@@ -311,6 +391,7 @@ class _Counts:
     spend: float = 0.0
     spend_known: bool = True
     unstored: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 async def _judge_calls(setup: ListwiseSetup, store: Store, run_id: int,
@@ -401,17 +482,20 @@ async def _judge_calls(setup: ListwiseSetup, store: Store, run_id: int,
 
 def run_listwise(path: str | Path, *, store: str | Path | None = None, wait: bool = False,
                  console: Console | None = None, progress: bool = False, retry_unparsed: bool = False,
-                 answers: str | Path | None = None) -> ListwiseRunResult:
+                 answers: str | Path | None = None, batch_wait: bool = True) -> ListwiseRunResult:
     """Judge the configured answer sets in their rotations, storing every call in the run store (the
     configuration's `store`, else ./swapjudge.db; `store` overrides both). Running the same configuration again
     resumes its unfinished run and makes only the calls not stored yet; a reply to the same prompt by the same
     judge configuration is served from the store's cache. One process at a time judges a run (`wait`: wait for
     the other instead of failing); `retry_unparsed` asks again for the calls of the latest run of this
     configuration whose reply gave no usable pick (the old replies are kept in `superseded_calls`). With `output`
-    configured, the run's records are exported there after it."""
+    configured, the run's records are exported there after it. With `judge.batch` the calls go through the batch
+    engine (runner.batch) as a pairwise run's do; `batch_wait` False (and always with `batch: files`) submits or
+    writes the batches and returns with them waiting (the same call later collects them)."""
     from swapjudge.runner.lock import RunLock, lock_path
     from swapjudge.runner.provenance import open_store
     from swapjudge.runner.session import own_run
+    from swapjudge.store.batches import OPEN_STATUSES
     from swapjudge.store.connection import StoreError
 
     setup = prepare_listwise(path, store=store, answers=answers)
@@ -449,21 +533,33 @@ def run_listwise(path: str | Path, *, store: str | Path | None = None, wait: boo
             st.record_calls(run_id, [_from_cache(c, p, setup.sets[c.item].label, cache[p.prompt_hash])
                                      for c, p in hits])
         pending = [(c, p) for c, p in pending if p.prompt_hash not in cache]
+        batched = cfg.judge.batch is not False
+        in_flight = st.submissions(run_id, OPEN_STATUSES)
+        if in_flight and not batched:
+            raise SwapjudgeError(
+                f"run {run_id} has {sum(s.requests for s in in_flight):,} requests in {len(in_flight)} batch(es) "
+                "not yet collected; set judge.batch as when they were submitted to collect them")
+        waiting = None
         try:
-            if pending:
+            if pending and batched:
+                outcome, pending = asyncio.run(_batch_calls(setup, st, run_id, pending, counts, wait=batch_wait,
+                                                            console=console, progress=progress))
+                waiting = outcome if outcome.waiting else None
+            if pending and waiting is None:
                 asyncio.run(_judge_calls(setup, st, run_id, pending, counts, console=console, progress=progress))
         except BaseException:
             with contextlib.suppress(StoreError):
                 st.finish_run(run_id, "incomplete")
             raise
         complete = counts.failed == 0 and len(st.done_keys(run_id)) >= len(setup.calls)
-        st.finish_run(run_id, "done" if complete else "incomplete")  # incomplete: the next run resumes it
+        # incomplete: the next run resumes it; waiting: batches to collect
+        st.finish_run(run_id, "waiting" if waiting is not None else "done" if complete else "incomplete")
         unparsed = st.unparsed_count(run_id)
     finally:
         lock.release()
         st.close()
     output = None
-    if cfg.output:
+    if cfg.output and waiting is None:
         from swapjudge.reading.textfiles import write_atomic
 
         output = _resolve(setup.source.parent, cfg.output)
@@ -471,7 +567,10 @@ def run_listwise(path: str | Path, *, store: str | Path | None = None, wait: boo
         write_atomic(output, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     return ListwiseRunResult(setup.store_path, run_id, resumed_run, len(setup.calls), already, len(hits),
                              counts.made, counts.failed, unparsed,
-                             counts.spend if counts.spend_known else None, cfg.gates.min_self_consistency, output)
+                             counts.spend if counts.spend_known else None, cfg.gates.min_self_consistency, output,
+                             cfg.judge.batch,
+                             0 if waiting is None else waiting.batches_in_flight,
+                             0 if waiting is None else waiting.requests_in_flight, tuple(counts.warnings))
 
 
 def listwise_run_records(store_path: str | Path, run_id: int) -> list[dict[str, Any]]:
@@ -490,7 +589,9 @@ def listwise_run_records(store_path: str | Path, run_id: int) -> list[dict[str, 
 class ListwiseEstimate:
     """What a listwise run would call and cost (`swapjudge run CONFIG --dry-run`), calling nothing and writing
     nothing: calls planned, already stored by an unfinished run, served from the store's cache, to make, their
-    estimated tokens (about 4 characters a token) and cost (None: no price for the model)."""
+    estimated tokens (about 4 characters a token) and cost (None: no price for the model), and the same calls'
+    cost through a batch (`batch_cost_usd`: the provider's batch rates, or with `batch: files` the configured
+    price; None: no batch API for this backend, or no price); `batch` is the configured `judge.batch`."""
 
     items: int
     answers_per_item: tuple[int, ...]
@@ -504,6 +605,8 @@ class ListwiseEstimate:
     model: str | None
     cost_usd: float | None
     store_cache_saving_usd: float | None
+    batch: bool | str = False
+    batch_cost_usd: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -516,7 +619,7 @@ def estimate_listwise(path: str | Path, *, store: str | Path | None = None,
                       answers: str | Path | None = None) -> ListwiseEstimate:
     """The dry run of a listwise configuration (see `ListwiseEstimate`): the store is only read."""
     from swapjudge.runner.plan import CHARS_PER_TOKEN
-    from swapjudge.runner.pricing import call_cost, price_for
+    from swapjudge.runner.pricing import batch_price, call_cost, price_for
     from swapjudge.runner.provenance import open_store
 
     setup = prepare_listwise(path, store=store, answers=answers)
@@ -540,9 +643,14 @@ def estimate_listwise(path: str | Path, *, store: str | Path | None = None,
     price = price_for(cfg.judge.model, cfg.prices, backend=cfg.judge.backend)
     cost = call_cost(price, input_tokens=tokens(to_make), output_tokens=out_tokens)
     saving = call_cost(price, input_tokens=tokens(hits), output_tokens=EXPECTED_PICK_TOKENS * len(hits))
+    # What a batch call is billed at (runner.batch.engine.batch_call_price): an offline engine only at the
+    # configured price, a provider's batch API at its batch rates.
+    bprice = (cfg.prices.get(cfg.judge.model or "") if cfg.judge.batch == "files" else
+              batch_price(price, cfg.judge.backend))
+    batch_cost = call_cost(bprice, input_tokens=tokens(to_make), output_tokens=out_tokens)
     return ListwiseEstimate(len(setup.sets), tuple(sorted({len(s.answers) for s in setup.sets.values()})),
                             cfg.rotations, len(setup.calls), already, len(hits), len(to_make), tokens(to_make),
-                            out_tokens, cfg.judge.model, cost, saving)
+                            out_tokens, cfg.judge.model, cost, saving, cfg.judge.batch, batch_cost)
 
 
 @dataclass(frozen=True)

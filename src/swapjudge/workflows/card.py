@@ -582,11 +582,25 @@ class ListwiseCard(Displayable, Concluded):
                 "subsets": [{"name": name, **one.to_dict()} for name, one in self.subsets]}
 
 
+@dataclass(frozen=True)
+class ListwiseWaiting:
+    """A best-of-N card's run with batches not collected yet (`judge.batch: files`, or submitted without waiting):
+    no card until every call is in; the same command collects them."""
+
+    requests: int
+    batches: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"waiting": {"requests": self.requests, "batches": self.batches}}
+
+
 def listwise_card(config: str | Path, *, suite: str | Path, store: str | Path | None = None,
                   console: Console | None = None, progress: bool = False, bootstrap: int = 200,
-                  seed: int = 0) -> ListwiseCard:
+                  seed: int = 0, batch_wait: bool = True) -> ListwiseCard | ListwiseWaiting:
     """Run a `protocol: listwise` judge on `suite` (an answers file: three or more answers an item; items named
-    SUBSET#ID are grouped by SUBSET) through the run store, and put its card together from the stored calls."""
+    SUBSET#ID are grouped by SUBSET) through the run store, and put its card together from the stored calls
+    (`ListwiseWaiting` while batches are still out: `judge.batch: files` writes its request files and stops,
+    `batch_wait` False submits the provider batches and stops)."""
     from swapjudge.runner.listwise_run import listwise_run_records, run_listwise
     from swapjudge.workflows.listwise import analyze_listwise
 
@@ -594,7 +608,10 @@ def listwise_card(config: str | Path, *, suite: str | Path, store: str | Path | 
         raise InputError(f"the built-in suite {suite!r} holds pairs (two answers an item): a best-of-N card needs a "
                          "suite of three or more answers an item: give {suite} an answers file",
                          arguments=("suite",))
-    done = run_listwise(config, store=store, console=console, progress=progress, answers=suite)
+    done = run_listwise(config, store=store, console=console, progress=progress, answers=suite,
+                        batch_wait=batch_wait)
+    if done.batches_waiting:
+        return ListwiseWaiting(done.requests_waiting, done.batches_waiting)
     rows = listwise_run_records(done.store_path, done.run_id)
     names = sorted({str(r["item"]).split(SUBSET_MARK, 1)[0] for r in rows if SUBSET_MARK in str(r["item"])})
     grouped: dict[str, list[dict[str, Any]]] = {}

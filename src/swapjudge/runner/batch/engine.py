@@ -13,6 +13,11 @@ Order of work, each step committed before the next, so a process killed anywhere
 Results are read as they are: a custom_id of another submission is not trusted, two lines for one request that
 disagree make it failed (to ask again), a success wins over a failure, and an offline engine's output file that
 is still short is stored as far as it goes and read again later (`grows`). Each of these is counted and said.
+
+The engine knows a call only through a `CallFormat`: its key in the store, its prompt hash (calls sharing a
+prompt share a request), its request body, how a result body becomes stored calls, and how a call given up on is
+stored. Pairwise runs hand in `PairwiseCalls` (runner.plan's PlannedCall); best-of-N runs their own format
+(runner.listwise_run), through the same ledger, files, adoption, retries and store.
 """
 
 from __future__ import annotations
@@ -23,13 +28,14 @@ import json
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
 from rich.console import Console
 
-from swapjudge.config import LoadedConfig, Price
+from swapjudge.config import JudgeConfig, LoadedConfig, Price
 from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.base import FatalJudgeError, PermanentJudgeError, TransientJudgeError
 from swapjudge.judges.batch import WAIT, BatchJudge, BatchProvider, ResultLine
@@ -50,12 +56,93 @@ MAX_TRIES = 3  # batches a call may come back failed from (the first and two fol
 VOLATILE = frozenset({"id", "created", "created_at", "usage", "system_fingerprint", "service_tier", "request_id"})
 
 
+class BatchCall(Protocol):
+    """What the engine reads of a call: its key in the store."""
+
+    @property
+    def key(self) -> CallKey: ...
+
+
+C = TypeVar("C", bound=BatchCall)
+C_in = TypeVar("C_in", bound=BatchCall, contravariant=True)
+
+
+class CallFormat(Protocol[C_in]):
+    """What the engine needs to know about one kind of call (see the module's docstring)."""
+
+    def prompt_hash(self, call: C_in) -> str: ...
+
+    def body(self, bodies: BatchJudge, call: C_in) -> dict[str, Any]:
+        """The request body, exactly as the synchronous path sends it."""
+        ...
+
+    def records(self, bodies: BatchJudge, calls: Sequence[C_in], body: dict[str, Any], provider: str,
+                price: Price | None) -> list[CallRecord]:
+        """The stored calls of one result body: the first paid (`api`), the others sharing its prompt `cache`."""
+        ...
+
+    def failed(self, call: C_in, error: str, attempts: int) -> CallRecord:
+        """A call given up on, stored as failed with the engine's reason."""
+        ...
+
+    def usable(self, record: CallRecord) -> bool:
+        """Whether a stored reply gave a usable answer (a verdict, a pick)."""
+        ...
+
+
+class PairwiseCalls:
+    """A pairwise run's calls: the judge's first request body and its synchronous parser."""
+
+    def prompt_hash(self, call: PlannedCall) -> str:
+        return call.request.prompt_hash
+
+    def body(self, bodies: BatchJudge, call: PlannedCall) -> dict[str, Any]:
+        return bodies.request_body(call.request)
+
+    def records(self, bodies: BatchJudge, calls: Sequence[PlannedCall], body: dict[str, Any], provider: str,
+                price: Price | None) -> list[CallRecord]:
+        head = calls[0]
+        reply = bodies.reply_from_body(body, head.request)
+        reply.settings["batch"] = provider  # a fresh dict per reply: provenance of the call
+        records = [record_from_reply(head, reply, error=None, attempts=1, source="api", price=price)]
+        records += [record_from_reply(c, reply, error=None, attempts=0, source="cache", price=price)
+                    for c in calls[1:]]
+        return records
+
+    def failed(self, call: PlannedCall, error: str, attempts: int) -> CallRecord:
+        return stored_call(call, verdict=None, source="api", error=error, attempts=attempts)
+
+    def usable(self, record: CallRecord) -> bool:
+        return record.verdict is not None
+
+
+@dataclass(frozen=True)
+class BatchSetup:
+    """What the engine reads of a run's configuration: the judge (file paths resolved), the configured prices,
+    the judge's hash (the reply cache's key) and the folder of an offline engine's files (resolved)."""
+
+    judge: JudgeConfig
+    prices: Mapping[str, Price]
+    judge_hash: str
+    batch_dir: Path | None
+
+    @classmethod
+    def of(cls, loaded: LoadedConfig) -> BatchSetup:
+        jc = loaded.config.judge
+        return cls(resolved_judge_config(loaded), loaded.config.prices, loaded.judge_hash,
+                   None if jc.batch_dir is None else loaded.resolve(jc.batch_dir))
+
+
+def _setup(of: LoadedConfig | BatchSetup) -> BatchSetup:
+    return of if isinstance(of, BatchSetup) else BatchSetup.of(of)
+
+
 @dataclass
 class BatchOutcome:
     waiting: bool = False  # batches still running (not waited for)
     requests_in_flight: int = 0
     batches_in_flight: int = 0
-    to_sync: list[PlannedCall] = field(default_factory=list)  # batch_fallback: sync
+    to_sync: list[Any] = field(default_factory=list)  # batch_fallback: sync (the format's calls)
     warnings: list[str] = field(default_factory=list)  # what the results held that the user should hear about
 
 
@@ -95,19 +182,20 @@ def provider_error(err: Exception, provider: str) -> SwapjudgeError:
     return SwapjudgeError(text)
 
 
-def body_judge(loaded: LoadedConfig, provider: BatchProvider) -> BatchJudge:
+def body_judge(loaded: LoadedConfig | BatchSetup, provider: BatchProvider) -> BatchJudge:
     """The configured judge's wire format, for its request bodies and its parser only: it makes no request and
     reads no key (an offline engine needs none)."""
-    return provider.judge(resolved_judge_config(loaded), None)
+    return provider.judge(_setup(loaded).judge, None)
 
 
-def make_provider(loaded: LoadedConfig) -> BatchProvider:
-    jc = loaded.config.judge
+def make_provider(loaded: LoadedConfig | BatchSetup) -> BatchProvider:
+    setup = _setup(loaded)
+    jc = setup.judge
     if jc.batch == "files":
         from swapjudge.runner.batch.files import FileBatches
 
-        assert jc.batch_dir is not None
-        return FileBatches(loaded.resolve(jc.batch_dir), model=jc.model)
+        assert setup.batch_dir is not None
+        return FileBatches(setup.batch_dir, model=jc.model)
     if jc.backend == "anthropic":
         from swapjudge.judges.anthropic_batch import AnthropicBatches
 
@@ -117,38 +205,39 @@ def make_provider(loaded: LoadedConfig) -> BatchProvider:
     return OpenAIBatches.from_config(jc, retry=idempotent)
 
 
-def batch_call_price(loaded: LoadedConfig) -> Price | None:
+def batch_call_price(loaded: LoadedConfig | BatchSetup) -> Price | None:
     """What a batch call is billed at: the provider's batch rates; an offline engine only at configured prices."""
-    jc = loaded.config.judge
+    setup = _setup(loaded)
+    jc = setup.judge
     if jc.batch == "files":
-        return loaded.config.prices.get(jc.model or "")
-    return batch_price(price_for(jc.model, loaded.config.prices, backend=jc.backend), jc.backend)
+        return setup.prices.get(jc.model or "")
+    return batch_price(price_for(jc.model, setup.prices, backend=jc.backend), jc.backend)
 
 
-class _Run:
-    def __init__(self, loaded: LoadedConfig, store: Store, run_id: int, plan: dict[CallKey, PlannedCall],
+class _Run(Generic[C]):
+    def __init__(self, setup: BatchSetup, fmt: CallFormat[C], store: Store, run_id: int, plan: dict[CallKey, C],
                  stats: RunStats, provider: BatchProvider, bodies: BatchJudge, console: Console | None,
                  progress: bool) -> None:
-        self.loaded, self.store, self.run_id, self.plan, self.stats = loaded, store, run_id, plan, stats
+        self.setup, self.fmt, self.store, self.run_id, self.plan, self.stats = setup, fmt, store, run_id, plan, stats
         self.provider, self.bodies, self.console, self.progress = provider, bodies, console, progress
-        self.price = batch_call_price(loaded)
+        self.price = batch_call_price(setup)
         self.started = time.monotonic()
         self.payloads: dict[str, Any] = {}  # key -> temporary file with the payload of a submission planned here
         self.warnings: list[str] = []
 
     # ---- submitting ----------------------------------------------------------------------------------------
 
-    def plan_submissions(self, calls: Sequence[PlannedCall], wave: int) -> None:
+    def plan_submissions(self, calls: Sequence[C], wave: int) -> None:
         """Commit new submissions for `calls` (one request per distinct prompt) before anything is sent. Each
         payload is written once, to a temporary file, on the way (after a restart it is rebuilt from the ledger)."""
-        groups: dict[str, list[PlannedCall]] = {}
+        groups: dict[str, list[C]] = {}
         for c in calls:
-            groups.setdefault(c.request.prompt_hash, []).append(c)
+            groups.setdefault(self.fmt.prompt_hash(c), []).append(c)
         heads = [g[0] for g in groups.values()]
 
         def measured() -> Iterator[tuple[CallKey, dict[str, Any]]]:
             for h in heads:
-                yield h.key, self.bodies.request_body(h.request)
+                yield h.key, self.fmt.body(self.bodies, h)
 
         def sink(key: str, line: bytes) -> None:
             if key not in self.payloads:
@@ -161,7 +250,7 @@ class _Run:
         for key, chunk in chunks:
             rows: list[tuple[str, CallKey]] = []
             for head, (cid, _) in zip(heads[start:start + len(chunk)], chunk, strict=True):
-                rows += [(cid, c.key) for c in groups[head.request.prompt_hash]]
+                rows += [(cid, c.key) for c in groups[self.fmt.prompt_hash(head)]]
             start += len(chunk)
             self.store.plan_submission(run_id=self.run_id, key=key, provider=self.provider.name, wave=wave,
                                        planned_at=now, rows=rows)
@@ -172,7 +261,7 @@ class _Run:
             call = self.plan.get(keys[0])
             if call is None:
                 raise SwapjudgeError(f"batch {sub.key}: a planned call is no longer in this run's plan")
-            yield self.provider.line(cid, self.bodies.request_body(call.request))
+            yield self.provider.line(cid, self.fmt.body(self.bodies, call))
 
     async def settle(self, sub: Submission) -> bool:
         """Make sure a planned submission exists at the provider exactly once. False: wait (Anthropic: a recent
@@ -208,14 +297,8 @@ class _Run:
         calls = [self.plan[k] for k in keys if k in self.plan]
         if not calls:
             return []
-        head = calls[0]
         assert res.body is not None
-        reply = self.bodies.reply_from_body(res.body, head.request)
-        reply.settings["batch"] = self.provider.name  # a fresh dict per reply: provenance of the call
-        records = [record_from_reply(head, reply, error=None, attempts=1, source="api", price=self.price)]
-        records += [record_from_reply(c, reply, error=None, attempts=0, source="cache", price=self.price)
-                    for c in calls[1:]]
-        return records
+        return self.fmt.records(self.bodies, calls, res.body, self.provider.name, self.price)
 
     def _warn(self, text: str) -> None:
         if text not in self.warnings:
@@ -224,7 +307,7 @@ class _Run:
     def _store(self, records: list[CallRecord]) -> None:
         self.stats.made += 1
         for rec in records:
-            if rec.error is None and rec.verdict is None:
+            if rec.error is None and not self.fmt.usable(rec):
                 self.stats.unparsed += 1
         if records and records[0].cost_usd is not None:
             self.stats.spend_usd += records[0].cost_usd
@@ -239,7 +322,7 @@ class _Run:
         done = self.store.done_keys(self.run_id)
         seen: dict[str, _Seen] = {}
         foreign = unreadable = cut = 0
-        model = self.loaded.config.judge.model
+        model = self.setup.judge.model
         where = f"batch {sub.batch_id or sub.key}"
         fault_point("download")
         with tempfile.TemporaryFile() as spool:
@@ -296,11 +379,11 @@ class _Run:
                 self._store(records)
                 chunk += records
                 if len(chunk) >= STORE_CHUNK:
-                    self.store.record_calls(self.run_id, chunk, judge_hash=self.loaded.judge_hash)
+                    self.store.record_calls(self.run_id, chunk, judge_hash=self.setup.judge_hash)
                     chunk = []
                     fault_point("storing")
             if chunk:
-                self.store.record_calls(self.run_id, chunk, judge_hash=self.loaded.judge_hash)
+                self.store.record_calls(self.run_id, chunk, judge_hash=self.setup.judge_hash)
                 fault_point("storing")
         if short and self.provider.grows:
             self.store.update_submission(sub.key, provider_status=f"output short: {len(requests) - len(missing):,} of "
@@ -343,12 +426,33 @@ async def execute_batches(
     console: Console | None = None,
     progress: bool = True,
 ) -> BatchOutcome:
-    """Make `calls` (and collect whatever this run has in flight) through the configured batch path."""
-    jc = loaded.config.judge
+    """Make a pairwise run's `calls` (and collect whatever this run has in flight) through the configured batch
+    path."""
+    return await execute_batch_calls(BatchSetup.of(loaded), PairwiseCalls(), store, run_id, calls, plan_calls,
+                                     stats, wave=wave, wait=wait, console=console, progress=progress)
+
+
+async def execute_batch_calls(
+    setup: BatchSetup,
+    fmt: CallFormat[C],
+    store: Store,
+    run_id: int,
+    calls: Sequence[C],
+    plan_calls: Sequence[C],
+    stats: RunStats,
+    *,
+    wave: int = 0,
+    wait: bool = True,
+    console: Console | None = None,
+    progress: bool = True,
+) -> BatchOutcome:
+    """Make `calls` of any kind `fmt` describes (and collect whatever this run has in flight) through the
+    configured batch path; `plan_calls`: every call of the run (a resumed run's ledger names them)."""
+    jc = setup.judge
     plan = {c.key: c for c in plan_calls}
-    provider = make_provider(loaded)
-    bodies = body_judge(loaded, provider)
-    run = _Run(loaded, store, run_id, plan, stats, provider, bodies, console, progress)
+    provider = make_provider(setup)
+    bodies = body_judge(setup, provider)
+    run = _Run(setup, fmt, store, run_id, plan, stats, provider, bodies, console, progress)
     outcome = BatchOutcome(warnings=run.warnings)
     poll_s = jc.batch_poll_s
     try:
@@ -410,8 +514,8 @@ def _outstanding(store: Store, run_id: int, subs: Sequence[Submission]) -> int:
     return sum(1 for sub in subs for keys in store.requests_of(sub.key).values() if not all(k in done for k in keys))
 
 
-def _give_up(run: _Run, retry: Sequence[tuple[str, str, str]], plan: dict[CallKey, PlannedCall],
-             outcome: BatchOutcome) -> list[PlannedCall]:
+def _give_up(run: _Run[C], retry: Sequence[tuple[str, str, str]], plan: dict[CallKey, C],
+             outcome: BatchOutcome) -> list[C]:
     """The calls of the failed requests to ask again; those that came back failed from MAX_TRIES batches (over
     every run of the command) are stored as failed with the engine's reason instead, and said so."""
     if not retry:
@@ -420,10 +524,10 @@ def _give_up(run: _Run, retry: Sequence[tuple[str, str, str]], plan: dict[CallKe
     done = store.done_keys(run_id)
     tries = store.failure_counts(run_id)
     by_sub: dict[str, dict[str, list[CallKey]]] = {}
-    again: list[PlannedCall] = []
+    again: list[C] = []
     failed: list[CallRecord] = []
     reasons: Counter[str] = Counter()
-    sync = run.loaded.config.judge.batch_fallback == "sync"
+    sync = run.setup.judge.batch_fallback == "sync"
     for key, cid, why in retry:
         reqs = by_sub.setdefault(key, store.requests_of(key))
         calls = [plan[k] for k in reqs.get(cid, []) if k in plan and k not in done]
@@ -434,8 +538,7 @@ def _give_up(run: _Run, retry: Sequence[tuple[str, str, str]], plan: dict[CallKe
             again += calls
             continue
         reasons[why] += 1
-        failed += [stored_call(c, verdict=None, source="api", error=redact(f"{why} (failed in {n} batches)"),
-                           attempts=n) for c in calls]
+        failed += [run.fmt.failed(c, redact(f"{why} (failed in {n} batches)"), n) for c in calls]
     if failed:
         store.record_calls(run_id, failed)
         run.stats.failed += len(failed)
