@@ -25,8 +25,10 @@ from swapjudge.store.analysis import analyze_run
 
 ROOT = Path(__file__).resolve().parents[2]
 NATURAL = ROOT.parent / "shared" / "data" / "llmbar" / "dataset__LLMBar__Natural.json"
-# The six shortest of the first 40 pairs (task and both answers under 260 characters): a quick test.
-SHORT = (20, 33, 34, 35, 31, 39)
+# The four shortest of the first 40 pairs (task and both answers under 160 characters): a quick test. Every figure
+# below is recomputed from the stored rows, so the count of pairs only has to leave the adaptive run both swapped
+# and unswapped pairs (asserted).
+SHORT = (20, 33, 34, 35)
 N_PAIRS = len(SHORT)
 RUBRIC_1 = "Prefer the answer that follows the instruction and is correct.\nIgnore length."
 RUBRIC_2 = "Prefer the answer that follows the instruction and is correct.\nPenalise padding.\nIgnore length."

@@ -36,7 +36,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("llama") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model(TEST_MODEL)),
            "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-           "--n_threads", "1", "--verbose", "False"]
+           # one thread for the prompt too: the server's default is one per core, and two spinning threads on a
+           # busy 2-core machine took 12 s for a 242-token prompt that one thread evaluates in 4 s
+           "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False"]
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"

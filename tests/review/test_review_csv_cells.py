@@ -7,6 +7,7 @@ Python's csv default (131,072 characters: a long answer) is read, not refused.""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -16,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from judge_server import JudgeServer
 from runner_helpers import write_config
+from swapjudge.cli import app
 from swapjudge.reading.textfiles import FORMULA_STARTS, allow_long_cells, from_spreadsheet, spreadsheet_cell
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -35,10 +38,19 @@ HOSTILE = [
 LOOKALIKES = ["'=already quoted", "''@twice", "'plain quote", "it's fine", "-"]
 
 
-def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _process(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a fresh process: csv's cell limit is process-wide, so the long-cell test needs one whose limit
+    nothing but the command itself has raised."""
     env = {**os.environ, "PYTHONPATH": SRC, "OPENAI_API_KEY": "test-key"}
     return subprocess.run([sys.executable, "-m", "swapjudge", *args], cwd=cwd, capture_output=True, text=True,
                           env=env, timeout=180)
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process (CliRunner; an exception its error handling lets through fails the test)."""
+    with contextlib.chdir(cwd):
+        done = CliRunner().invoke(app, list(args), env={"OPENAI_API_KEY": "test-key"}, catch_exceptions=False)
+    return subprocess.CompletedProcess(list(args), done.exit_code, done.stdout, done.stderr)
 
 
 def _cells(path: Path) -> list[dict[str, str]]:
@@ -172,14 +184,14 @@ def test_import_csv_writes_escaped_cells_and_reads_them_back(tmp_path: Path) -> 
 
 def test_a_150000_character_answer_goes_through_sheet_and_tally(tmp_path: Path) -> None:
     _pairs(tmp_path, answer_length=150_000)
-    made = _cli(tmp_path, "review", "sheet", "pairs.jsonl", "-o", "sheet.csv", "--key", "key.csv", "--seed", "1")
+    made = _process(tmp_path, "review", "sheet", "pairs.jsonl", "-o", "sheet.csv", "--key", "key.csv", "--seed", "1")
     assert made.returncode == 0, made.stderr
     assert (tmp_path / "sheet.csv").stat().st_size > 24 * 2 * 150_000  # each presentation: both long answers
     allow_long_cells()  # this test's own reader
     rows = _cells(tmp_path / "sheet.csv")
     assert max(len(row["answer_left"]) for row in rows) > 150_000
     _fill(tmp_path / "filled.csv", rows, "right")
-    done = _cli(tmp_path, "review", "tally", "filled.csv", "--key", "key.csv", "-o", "tally.jsonl")
+    done = _process(tmp_path, "review", "tally", "filled.csv", "--key", "key.csv", "-o", "tally.jsonl")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert len((tmp_path / "tally.jsonl").read_text(encoding="utf-8").splitlines()) == 24
     # the same long cells through the other CSV readers: a pairs file and a table of calls
@@ -188,5 +200,5 @@ def test_a_150000_character_answer_goes_through_sheet_and_tally(tmp_path: Path) 
         writer = csv.writer(handle)
         writer.writerow(["item", "prompt", "answer.a", "answer.b"])
         writer.writerow(["q1", "task", "y" * 150_000, "short"])
-    dry = _cli(tmp_path, "review", "sheet", "pairs.csv", "-o", "s2.csv", "--key", "k2.csv")
+    dry = _process(tmp_path, "review", "sheet", "pairs.csv", "-o", "s2.csv", "--key", "k2.csv")
     assert dry.returncode == 0, dry.stderr

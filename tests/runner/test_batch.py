@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from batch_server import BatchServer
 from judge_server import JudgeServer
 from runner_helpers import stored_calls, write_config, write_pairs
+from swapjudge.cli import app
 from swapjudge.config import Price, load_config
 from swapjudge.runner.batch.common import custom_id
 from swapjudge.runner.pricing import batch_price, call_cost
@@ -179,6 +181,11 @@ def _cli(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subprocess
                           env={**os.environ, "PYTHONPATH": src, **(env or {})}, timeout=120)
 
 
+def _in_process(*args: str) -> Any:
+    """The CLI in this process, for commands whose claim is their output, not a process of their own."""
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
 def test_no_wait_submits_and_exits_then_the_same_command_collects(tmp_path: Path) -> None:
     with BatchServer(polls_to_end=3) as server:
         cfg = _config(tmp_path, server.openai_url)
@@ -289,8 +296,8 @@ def test_batch_is_refused_for_other_backends(tmp_path: Path) -> None:
     write_pairs(tmp_path, 2)
     (tmp_path / "r.jsonl").write_text("")
     cfg = write_config(tmp_path, backend="replay", base_url="x", judge={"batch": True, "path": "r.jsonl"})
-    out = _cli(tmp_path, "run", str(cfg))
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    out = _in_process("run", str(cfg))
+    assert out.exit_code == 2 and "Traceback" not in out.stderr
     assert "`batch` is for the openai and anthropic backends" in out.stderr
 
 
@@ -312,8 +319,8 @@ def test_dry_run_on_1000_pairs_prints_three_costs(tmp_path: Path, backend: str) 
     assert est.cost_usd == pytest.approx(list_cost - saving, rel=1e-12)
     expected_cached = list_cost / 2 - saving / 2 if backend == "anthropic" else list_cost / 2
     assert est.batch_cached_cost_usd == pytest.approx(expected_cached, rel=1e-12)
-    out = _cli(tmp_path, "run", str(cfg), "--dry-run")
-    assert out.returncode == 0, out.stderr
+    out = _in_process("run", str(cfg), "--dry-run")
+    assert out.exit_code == 0, out.stderr
     lines = out.stdout.splitlines()
     i = next(n for n, x in enumerate(lines) if "three ways" in x)
     assert lines[i + 1].split() == ["synchronous,", "with", "prompt", "caching:", f"${est.cost_usd:,.4f}"]

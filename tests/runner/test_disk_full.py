@@ -14,9 +14,14 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from judge_server import JudgeServer
 from mounts import copy_out, fill, in_namespace, script, swapjudge, tmpfs
 from runner_helpers import stored_calls, write_config, write_pairs
+from swapjudge.cli import app
+from swapjudge.config import load_config
+from swapjudge.runner.session import run_session
 
 PAIRS = 60
 FULL = re.compile(r"disk full \((\d+) (?:reply|replies) not stored\)")
@@ -69,9 +74,9 @@ def test_a_run_that_fills_the_disk_keeps_every_committed_reply_and_counts_the_re
 def _store_with_a_run(tmp_path: Path) -> Path:
     write_pairs(tmp_path, 12)
     with JudgeServer(policy="better") as server:
-        write_config(tmp_path, base_url=server.openai_url)
-        done = in_namespace(swapjudge("run", "run.yaml", "--no-progress"), cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
+        # the store the commands below read: made in this process (only those commands meet the full disk)
+        outcome = run_session(load_config(write_config(tmp_path, base_url=server.openai_url)), progress=False)
+        assert outcome.stats.made == 2 * 12
     return tmp_path / "swapjudge.db"
 
 
@@ -102,9 +107,10 @@ def test_the_review_sheet_and_its_key_are_written_both_or_neither(tmp_path: Path
     pairs.write_text(pairs.read_text().replace("CORRECT answer to question", f"{long} CORRECT answer to question"))
     sizes = tmp_path / "sizes"
     sizes.mkdir()
-    roomy = in_namespace(swapjudge("review", "sheet", pairs, "-o", sizes / "s.csv", "--key", sizes / "k.csv",
-                                   "--seed", "7"), cwd=tmp_path)
-    assert roomy.returncode == 0, roomy.stderr
+    # the sizes on a roomy disk: the same command in this process
+    roomy = CliRunner().invoke(app, ["review", "sheet", str(pairs), "-o", str(sizes / "s.csv"), "--key",
+                                     str(sizes / "k.csv"), "--seed", "7"], catch_exceptions=False)
+    assert roomy.exit_code == 0, roomy.output
     sheet_bytes, key_bytes = (sizes / "s.csv").stat().st_size, (sizes / "k.csv").stat().st_size
     assert sheet_bytes > 4 * key_bytes > 0
     disk, out = tmp_path / "disk", tmp_path / "out"
