@@ -222,6 +222,8 @@ def run_command(
                 "and any preference for a slot goes straight into the figures."
             )
         text.print_analyses(wide_console(), result.analyses.judges)
+    if output is not OutputFormat.json and result.attack_gate is not None:
+        _print_attacks(result, output)
     stderr.print(f"analysis written to {shown_path(runs.analysis_path(result.store_path, result.run_id))}",
                  highlight=False)
     if result.stats["failed"]:
@@ -240,6 +242,22 @@ def run_command(
             highlight=False,
         )
     conclude(result)
+
+
+def _print_attacks(result: RunResult, output: OutputFormat) -> None:
+    """The attack table of the configured attacks and the gate's line."""
+    from swapjudge.report import probe_tables
+    from swapjudge.report.attack_tables import attack_table
+
+    gate = result.attack_gate
+    tables = [] if result.attacks is None else [attack_table(result.attacks.to_dict())]
+    line = (f"attack gate: passed: every attack's both-order win rate's upper bound is at most max_attack_win "
+            f"{100 * gate.ceiling:g}%" if gate.passed else f"attack gate: {gate.reason}")
+    if output is OutputFormat.markdown:
+        print(probe_tables.to_markdown(tables) + f"\n> {line}\n", end="")
+        return
+    probe_tables.print_tables(stdout, tables)
+    stdout.print(line, highlight=False, markup=False)
 
 
 def _run_listwise(config: Path, output: OutputFormat) -> None:

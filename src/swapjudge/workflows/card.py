@@ -290,7 +290,9 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
          attack_pairs: int = 32) -> CardRun:
     """Judge the suite in both orders with the configured judge and make its card (`swapjudge card CONFIG`). Running
     it again resumes the run and reuses every stored reply; the probes' calls are made again. `attacks`: also run
-    the attack probe (`swapjudge probe attack`) on `attack_pairs` pairs of the suite; the card carries its table."""
+    the attack probe (`swapjudge probe attack`) on `attack_pairs` pairs of the suite, through the run's store (its
+    placebo's prompts are the run's own, served from the cache; the attacks' replies are cached); the card carries
+    its table."""
     from rich.console import Console
 
     from swapjudge.core import arguments
@@ -356,7 +358,7 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
         from swapjudge.runner.attack_probe import run_attack
 
         made = replace(made, attacks=run_attack(loaded, attacks=list(attacks), sample=attack_pairs,
-                                                seed=cfg.seed))
+                                                seed=cfg.seed, store_path=result.store_path))
     return CardRun(result, made)
 
 
