@@ -281,6 +281,7 @@ def top_fragility(data: Comparisons, model: Model | str = Model.rao_kupper, *,
 
     drop = change("drop")
     flip = change("flip")
+    notes: tuple[str, ...]
     if single:
         notes = ("approximate: each item's effect measured alone and effects added (influence); every set reported "
                  "is confirmed by refitting without it; the consistency gate is not reapplied to the reduced data",)

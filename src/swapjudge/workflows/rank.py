@@ -99,8 +99,9 @@ def rank(source: str | Path | Any, *, judge: str | None = None, model: Model | s
     "streaming" always does (it refuses graded verdicts and the single-call fits, which need the rows), "memory"
     reads the records whole. `fragility`: also find the fewest items whose removal (or whose comparisons of the
     top system, turned into its losses) put another system on top (`JudgeRanking.fragility`; the records are
-    then read whole); with `top_k` K > 1, the fewest that change the order of the top K systems. Listwise (best-of-N) records are ranked by the Plackett-Luce fit with slot effects
-    (`workflows.listwise.rank_listwise`, a `ListwiseRanking`)."""
+    then read whole); with `top_k` K > 1, the fewest that change the order of the top K systems. Listwise
+    (best-of-N) records are ranked by the Plackett-Luce fit with slot effects (`workflows.listwise.rank_listwise`, a
+    `ListwiseRanking`)."""
     from swapjudge.ranking.battles import choose_judge, comparisons_from_records
     from swapjudge.ranking.bradley_terry import fit_ranking
     from swapjudge.ranking.gate import rank_gate
