@@ -327,7 +327,7 @@ def probe_attack(
     orders; per attack its win rate in each order, the order-cancelled win rate, and the share of pairs it wins in
     both orders (Wilson interval over pairs), tested against a placebo: the unaltered answer judged again."""
     from swapjudge.report.attack_tables import attack_tables
-    from swapjudge.workflows.probe import attack
+    from swapjudge.workflows.attack import attack
 
     names = None if attacks is None else [a.strip() for a in attacks.split(",") if a.strip()]
     say = (lambda line: stderr.print(line, highlight=False, markup=False)) if progress else None
