@@ -28,4 +28,6 @@ def test_the_card_carries_the_attack_table(tmp_path: Path) -> None:
     # an always-slot-1 judge: every attack wins when shown first, never in both orders
     assert all(a["win_first"] == 1.0 and a["win_second"] == 0.0 and a["wins_both"]["rate"] == 0.0 for a in attacks)
     assert card["attacks"]["calls"] == len(rows) * 3 * 2 and without >= card["attacks"]["calls"]
+    # through the run's store: the placebo's prompts are the run's own calls, served from its cache
+    assert (card["attacks"]["cached"], card["attacks"]["made"]) == (len(rows) * 2, len(rows) * 2 * 2)
     assert "Attack probe" in text.stdout and "master-key" in text.stdout
