@@ -252,7 +252,7 @@ def _print_attacks(result: RunResult, output: OutputFormat) -> None:
     gate = result.attack_gate
     tables = [] if result.attacks is None else [attack_table(result.attacks.to_dict())]
     line = (f"attack gate: passed: every attack's both-order win rate's upper bound is at most max_attack_win "
-            f"{100 * gate.ceiling:g}%" if gate.passed else f"attack gate: {gate.reason}")
+            f"{100 * gate.ceiling:g}%" if gate.passed else str(gate.reason))
     if output is OutputFormat.markdown:
         print(probe_tables.to_markdown(tables) + f"\n> {line}\n", end="")
         return

@@ -287,10 +287,10 @@ def top_fragility(data: Comparisons, model: Model | str = Model.rao_kupper, *,
                  "is confirmed by refitting without it; the consistency gate is not reapplied to the reduced data",)
         return RankFragility(data.systems[top], n_items, drop, flip, notes)
     notes = (f"approximate: the order of the top {k} is searched through the gap of each of them over the next and "
-             f"of the {k}-th over the {challengers} systems nearest below it; each item's effect on a gap measured "
-             "alone and effects added (influence); every set reported is confirmed by refitting without (or with "
-             "flipped) it; the consistency gate is not reapplied to the reduced data",
-             "flip, for the top k: the comparisons of the upper system of the gap searched (named in `turned`) "
+             f"of the last of them over the {challengers} systems nearest below it; each item's effect on a gap "
+             "measured alone and effects added (influence); every set reported is confirmed by refitting without (or "
+             "with flipped) it; the consistency gate is not reapplied to the reduced data",
+             f"flip, for the top {k}: the comparisons of the upper system of the gap that closed (named in `turned`) "
              "turned into its losses")
     return RankFragility(data.systems[top], n_items, drop, flip, notes, order=tuple(data.systems[i] for i in order))
 
