@@ -164,12 +164,12 @@ def test_top_k_1_is_the_top_alone_and_top_k_needs_fragility(tmp_path: Path,
     assert text.exit_code == 0 and "the order of the top 2 (gpt-4 > claude-v1)" in text.output
 
 
-def simulated(seed: int, systems: int = 4, items: int = 12) -> list[dict[str, Any]]:
+def simulated(seed: int, systems: int = 4, items: int = 12, spacing: float = 0.45) -> list[dict[str, Any]]:
     """Every pair of `systems` on each item, both orders, verdicts drawn from a Bradley-Terry model (strengths
-    spaced by 0.45); one pair in six splits (slot 1 wins both calls)."""
+    `spacing` apart); one pair in six splits (slot 1 wins both calls)."""
     rng = np.random.default_rng(seed)
     names = [f"S{j}" for j in range(systems)]
-    strength = -0.45 * np.arange(systems)
+    strength = -spacing * np.arange(systems)
     rows: list[dict[str, Any]] = []
     for i in range(items):
         for a, b in itertools.combinations(range(systems), 2):
@@ -191,15 +191,19 @@ def turned_data(data: Comparisons, items: set[int], system: int) -> Comparisons:
     return Comparisons(systems=data.systems, item=data.item, left=data.left, right=data.right, outcome=outcome)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5])
-def test_the_order_of_the_top_2_matches_a_brute_force_over_item_sets(seed: int) -> None:
-    """Four systems, 12 items: the fewest items whose removal (or whose comparisons of one of the top two, turned
+@pytest.mark.parametrize(("seed", "n_items", "spacing"), [(0, 12, 0.45), (1, 12, 0.45), (2, 12, 0.45),
+                                                          (3, 12, 0.45), (4, 12, 0.45), (5, 12, 0.45),
+                                                          (6, 16, 0.9), (9, 16, 0.9), (12, 16, 1.2),
+                                                          (13, 16, 1.2)])
+def test_the_order_of_the_top_2_matches_a_brute_force_over_item_sets(seed: int, n_items: int,
+                                                                     spacing: float) -> None:
+    """Four systems, 12 or 16 items: the fewest items whose removal (or whose comparisons of one of the top two, turned
     into its losses) change the order of the top two, by a fit of every set of up to three items, against what
     the search found. The search's sets are confirmed by a refit, so it never finds fewer; where it finds more,
     the brute force's answer is the honest one (the search is not proven the fewest)."""
     from swapjudge.ranking.fragility import order_changed, top_order
 
-    rows = simulated(seed)
+    rows = simulated(seed, items=n_items, spacing=spacing)
     data = comparisons_from_records(load_records(rows))
     names = sorted({str(r["item"]) for r in rows})
     f = top_fragility(data, item_names=names, top_k=2)
