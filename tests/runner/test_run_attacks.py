@@ -68,6 +68,21 @@ def test_an_always_slot_1_judge_passes_a_wide_ceiling_and_pays_no_call_twice(tmp
     assert written["attack_gate"]["passed"] is True
 
 
+def test_the_dry_run_counts_the_attack_calls_to_make(tmp_path: Path) -> None:
+    """Before the run: every attack call is to make, the placebo's are the run's own; after it, none is."""
+    write_pairs(tmp_path, PAIRS)
+    with JudgeServer(policy="first") as server:
+        write_config(tmp_path, base_url=server.openai_url, attacks=["null", "authority"], max_attack_win=0.3,
+                     attack_pairs=PAIRS, gates={"min_self_consistency": 0})
+        before = _run(tmp_path, "--dry-run")
+        assert before.exit_code == 0 and server.total == 0, before.output
+        assert _run(tmp_path).exit_code == 0
+        after = _run(tmp_path, "--dry-run")
+    said_before, said_after = (" ".join(r.output.split()) for r in (before, after))  # the console wraps lines
+    assert f"on {PAIRS} pairs: {PAIRS * 3 * 2} calls planned, {PAIRS * 2 * 2} to make" in said_before
+    assert f"{PAIRS * 3 * 2} calls planned, 0 to make" in said_after
+
+
 def test_the_upper_bound_not_the_rate_meets_the_ceiling(tmp_path: Path) -> None:
     """The same judge, a ceiling of 20%: no attack won a pair in both orders, but 10 pairs cannot show a rate
     below 27.8% at 95%, so the gate fails closed (exit 1), naming every attack; the text says so too."""

@@ -85,6 +85,12 @@ def _print_estimate(est: DryRunEstimate) -> None:
         ]
     if est.store_cache_saving_usd is not None and est.cached:
         lines.append(f"  the store's cache saves: {_money(est.store_cache_saving_usd)}")
+    if est.attacks is not None:
+        a = est.attacks
+        lines.append(
+            f"  attacks after the run ({', '.join(a['attacks'])}) on {a['sample']:,} pairs: {a['calls']:,} calls "
+            f"planned, {a['to_make']:,} to make (the placebo's are the run's own), ~{a['input_tokens']:,} tokens in, "
+            f"{a['output_tokens']:,} out, cost {_money(a['cost_usd'])}")
     if est.orders == "random":
         lines.append("  random order: one call per pair, so swap-consistency will NOT be measured")
     if est.adaptive_swap is not None:

@@ -92,9 +92,11 @@ def _prepare(loaded: LoadedConfig, pairs_path: str | None, attacks: Sequence[str
 
 
 def dry_run_attack(loaded: LoadedConfig, *, pairs_path: str | None = None, attacks: Sequence[str] | None = None,
-                   sample: int = DEFAULT_SAMPLE, seed: str = "", store_path: str | Path | None = None) -> AttackPlan:
+                   sample: int = DEFAULT_SAMPLE, seed: str = "", store_path: str | Path | None = None,
+                   asked: frozenset[str] = frozenset()) -> AttackPlan:
     """The calls, and the tokens and cost of those still to make (one per distinct prompt the store's cache does
-    not hold), without calling the judge; an existing store is only read, a missing one is not created."""
+    not hold, nor `asked`: prompts a run will have asked first), without calling the judge; an existing store is
+    only read, a missing one is not created."""
     from swapjudge.runner.pricing import call_cost, price_for
 
     cfg = loaded.config
@@ -106,7 +108,7 @@ def dry_run_attack(loaded: LoadedConfig, *, pairs_path: str | None = None, attac
     if store_path is not None and Path(store_path).exists():
         with open_store(Path(store_path), read_only=True) as store:
             held = set(store.cached(loaded.judge_hash, by_prompt))
-    to_make = [c for p, c in by_prompt.items() if p not in held]
+    to_make = [c for p, c in by_prompt.items() if p not in held and p not in asked]
     in_tok = int(sum((len(c.request.system) + len(c.request.user)) / CHARS_PER_TOKEN for c in to_make))
     out_tok = sum(expected_output_tokens(c.request) for c in to_make)
     price = price_for(cfg.judge.model, cfg.prices, backend=cfg.judge.backend)
