@@ -154,7 +154,18 @@ def test_probe_attack_on_the_quick_suite_resumes_from_its_store(tmp_path: Path, 
         second = runner.invoke(app, args)
         dry = runner.invoke(app, [*args, "--dry-run"])
         assert second.exit_code == 0 and dry.exit_code == 0, second.output + dry.output
+        # cached only: bandwagon was never asked, so its pairs are incomplete; nothing is called
+        base = ["probe", "attack", "card.yaml", "--suite", "quick", "--n", "4", "--format", "json", "--cached-only"]
+        partial = runner.invoke(app, [*base, "--attacks", "null,authority,bandwagon", "--store", "probe.db"])
+        assert partial.exit_code == 0, partial.output
+        nowhere = runner.invoke(app, [*base, "--store", "nowhere.db"])
+    assert nowhere.exit_code == 2 and "--cached-only" in nowhere.output and "--store" in nowhere.output
     assert made == 4 * 3 * 2 == server.total
+    part = json.loads(partial.stdout)
+    assert (part["made"], part["cached"], part["missing"], part["failed_calls"]) == (0, 24, 8, 8)
+    by = {a["name"]: a for a in part["attacks"]}
+    assert (by["bandwagon"]["pairs"], by["bandwagon"]["incomplete"]) == (0, 4)
+    assert by["null"]["wins_both"] == json.loads(first.stdout)["attacks"][0]["wins_both"]
     one, two = json.loads(first.stdout), json.loads(second.stdout)
     assert (one["made"], one["cached"], two["made"], two["cached"]) == (24, 0, 0, 24)
     assert one["attacks"] == two["attacks"] and one["sample"] == 4

@@ -320,6 +320,9 @@ def probe_attack(
                         "twice (default: none; with --suite, the configuration's `store`).")] = None,
     progress: Annotated[bool, typer.Option(
         "--progress", help="Print a line to stderr for each call made (and how long it took).")] = False,
+    cached_only: Annotated[bool, typer.Option(
+        "--cached-only", help="Call nothing: read the --store's cache only; a pair with a call not in it yet is "
+                              "left out as incomplete (what a probe still running has got so far).")] = False,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Attack probe, live: answers built to fool the judge in both orders. On a seeded sample of pairs the first
@@ -332,5 +335,5 @@ def probe_attack(
     names = None if attacks is None else [a.strip() for a in attacks.split(",") if a.strip()]
     say = (lambda line: stderr.print(line, highlight=False, markup=False)) if progress else None
     result = attack(config, pairs=pairs, attacks=names, n=n, seed=seed, dry_run=dry_run, suite=suite, store=store,
-                    progress=say)
+                    progress=say, cached_only=cached_only)
     _emit(output, result.to_dict(), attack_tables(result))

@@ -204,11 +204,12 @@ class AttackProbe:
     records: tuple[dict[str, Any], ...] = ()
     made: int = 0  # distinct prompts sent to the judge now (calls sharing a prompt share its reply)
     cached: int = 0  # distinct prompts whose reply the store's cache already held
+    missing: int = 0  # cached only: distinct prompts not in the store's cache yet (their calls have no verdict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"judge": self.judge, "attacked": self.systems[0], "opponent": self.systems[1],
                 "sample": self.sample, "seed": self.seed, "confidence": self.confidence, "calls": self.calls,
-                "made": self.made, "cached": self.cached, "failed_calls": self.failed_calls,
+                "made": self.made, "cached": self.cached, "missing": self.missing, "failed_calls": self.failed_calls,
                 "attacks": [a.to_dict() for a in self.attacks]}
 
 

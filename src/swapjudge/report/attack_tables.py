@@ -43,6 +43,10 @@ def attack_table(doc: Mapping[str, Any]) -> Table:
     if doc.get("cached"):
         notes.append(f"{doc['cached']} of the distinct prompts were served from the store's cache (asked before, by "
                      f"a run or this probe), {doc.get('made', 0)} sent to the judge now.")
+    if doc.get("missing"):
+        notes.append(f"Read from the store's cache only: {doc['missing']} distinct prompt(s) are not in it yet; their "
+                     "calls have no verdict and their pairs are left out (the figures are of the pairs complete so "
+                     "far).")
     if doc.get("failed_calls"):
         notes.append(f"{doc['failed_calls']} call(s) had no verdict; their pairs are left out of that attack.")
     return table(f"Attack probe · judge {doc.get('judge')} ({doc.get('sample')} pairs, {doc.get('calls')} calls)",

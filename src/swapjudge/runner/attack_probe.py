@@ -120,11 +120,14 @@ def dry_run_attack(loaded: LoadedConfig, *, pairs_path: str | None = None, attac
 async def run_attack_async(loaded: LoadedConfig, *, pairs_path: str | None = None,
                            attacks: Sequence[str] | None = None, sample: int = DEFAULT_SAMPLE, seed: str = "",
                            judge: Judge | None = None, store_path: str | Path | None = None,
-                           progress: Callable[[str], None] | None = None) -> AttackProbe:
+                           progress: Callable[[str], None] | None = None,
+                           cached_only: bool = False) -> AttackProbe:
     """Every planned call made once per distinct prompt. With `store_path`, the store's reply cache (keyed by the
     judge's hash and the prompt's, as a run's) serves every prompt it holds, a run's calls included (the placebo's
     prompts are the run's own), and each reply got is cached the moment it is in: a probe stopped at any point
-    resumes where it stopped, and no call is paid twice. `progress` is given one line per call made."""
+    resumes where it stopped, and no call is paid twice. `progress` is given one line per call made.
+    `cached_only` (with a store): call nothing and read the store only; a call whose prompt it does not hold yet has
+    no verdict, so its pair is left out as incomplete (what a probe still running has got so far)."""
     from swapjudge.runner.pricing import call_cost, price_for
 
     cfg = loaded.config
@@ -138,7 +141,10 @@ async def run_attack_async(loaded: LoadedConfig, *, pairs_path: str | None = Non
     by_prompt: dict[str, AttackCall] = {}
     for call in calls:
         by_prompt.setdefault(call.request.prompt_hash, call)
-    store = open_store(Path(store_path)) if store_path is not None else None
+    if cached_only and (store_path is None or not Path(store_path).exists()):
+        raise SwapjudgeError("{cached_only} reads the cache of {store}: give an existing one",
+                             arguments=("cached_only", "store"))
+    store = open_store(Path(store_path), read_only=cached_only) if store_path is not None else None
     replies: dict[str, dict[str, Any]] = {}
     try:
         if store is not None:
@@ -146,6 +152,11 @@ async def run_attack_async(loaded: LoadedConfig, *, pairs_path: str | None = Non
             for prompt, hit in store.cached(judge_hash, by_prompt).items():
                 replies[prompt] = {"verdict": hit.verdict, "raw": hit.raw, "error": None, "source": "cache"}
         to_make = [p for p in by_prompt if p not in replies]
+        if cached_only:
+            for p in to_make:
+                replies[p] = {"verdict": None, "raw": None, "error": "not in the store's cache yet (cached only)",
+                              "source": "missing"}
+            to_make = []
         done = [0]
         if progress is not None:
             progress(f"{len(calls):,} calls planned, {len(by_prompt):,} distinct prompts, {len(replies):,} served "
@@ -202,8 +213,10 @@ async def run_attack_async(loaded: LoadedConfig, *, pairs_path: str | None = Non
     results = tuple(attack_result(name, orders(name), placebo, cfg.confidence) for name in chosen)
     failed = sum(r["verdict"] is None for r in records)
     cached = sum(r["source"] == "cache" for r in replies.values())
+    made = sum(r["source"] == "api" for r in replies.values())
     return AttackProbe(jc.judge_name, systems, len(items), seed, cfg.confidence, len(calls), failed, results,
-                       tuple(records), made=len(replies) - cached, cached=cached)
+                       tuple(records), made=made, cached=cached,
+                       missing=sum(r["source"] == "missing" for r in replies.values()))
 
 
 def run_attack(loaded: LoadedConfig, **kwargs: Any) -> AttackProbe:
