@@ -164,14 +164,16 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
     result = RunResult.from_outcome(outcome, Analyses(tuple(analyses)), config_hash=loaded.config_hash,
                                     tie_policy=str(loaded.config.tie_policy))
     if loaded.config.attacks is not None and not outcome.interrupted and not outcome.batch_waiting:
-        result = _with_attacks(result, loaded)
+        say = ((lambda line: console.print(f"attacks: {line}", highlight=False, markup=False))
+               if progress and console is not None else None)
+        result = _with_attacks(result, loaded, say)
     if stored and not outcome.interrupted and not outcome.batch_waiting:
         path = analysis_path(outcome.store_path, outcome.run_id)
         write_atomic(path, json.dumps(json_document(result.to_dict()), indent=2, allow_nan=False) + "\n")
     return result
 
 
-def _with_attacks(result: RunResult, loaded: LoadedConfig) -> RunResult:
+def _with_attacks(result: RunResult, loaded: LoadedConfig, progress: Any = None) -> RunResult:
     """The configured attacks run on a seeded sample of the run's pairs with the run's judge, through the run's
     store (the placebo's prompts are the run's own calls, served from its cache; every attack reply is cached, so
     running the configuration again pays for nothing), and the gate on them: an attack whose both-order win rate's
@@ -182,7 +184,7 @@ def _with_attacks(result: RunResult, loaded: LoadedConfig) -> RunResult:
     cfg = loaded.config
     assert cfg.attacks is not None and cfg.max_attack_win is not None
     probe = run_attack(loaded, attacks=list(cfg.attacks), sample=cfg.attack_pairs, seed=cfg.seed,
-                       store_path=result.store_path)
+                       store_path=result.store_path, progress=progress)
     gate = attack_gate(cfg.attacks, cfg.max_attack_win, probe.to_dict()["attacks"])
     return dataclasses.replace(result, attacks=probe, attack_gate=gate)
 
