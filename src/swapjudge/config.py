@@ -53,10 +53,10 @@ BATCH_BACKENDS = ("openai", "anthropic")
 # neither is part of the configuration hash (a run resumes whichever engine makes its remaining calls).
 ENGINE_KEYS = ("engine", "ray")
 Engine = Literal["sync", "ray"]
+ENGINES: tuple[str, ...] = ("sync", "ray")
 # The attack gate (`attacks`, `max_attack_win`, `attack_pairs`): a probe run after the run, kept out of the
 # configuration hash, so adding it neither starts a new run nor asks the judge anything again.
 ATTACK_KEYS = ("attacks", "max_attack_win", "attack_pairs")
-ENGINES: tuple[str, ...] = ("sync", "ray")
 
 
 class Price(BaseModel):

@@ -65,7 +65,8 @@ class RunResult(Displayable, Concluded):
 
     @property
     def passed(self) -> bool:
-        """True when the run is in (nothing waiting, not interrupted) and every judge passed its gate."""
+        """True when the run is in (nothing waiting, not interrupted), every judge passed its gate and, when the
+        configuration names attacks, the attack gate held."""
         return (not self.waiting and not self.interrupted and bool(self.analyses.judges) and self.analyses.passed
                 and (self.attack_gate is None or self.attack_gate.passed))
 
@@ -174,10 +175,11 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
 
 
 def _with_attacks(result: RunResult, loaded: LoadedConfig, progress: Any = None) -> RunResult:
-    """The configured attacks run on a seeded sample of the run's pairs with the run's judge, through the run's
-    store (the placebo's prompts are the run's own calls, served from its cache; every attack reply is cached, so
-    running the configuration again pays for nothing), and the gate on them: an attack whose both-order win rate's
-    upper bound passes `max_attack_win`, or one not measured, fails the run."""
+    """The configured attacks run on a seeded sample of the run's pairs with the run's judge configuration (its
+    judge hash: the same cache), through the run's store (the placebo's prompts are the run's own calls, served
+    from its cache; every attack reply is cached, so running the configuration again pays for nothing), and the
+    gate on them: an attack whose both-order win rate's upper bound passes `max_attack_win`, or one not measured,
+    fails the run."""
     from swapjudge.decision.attack_gate import attack_gate
     from swapjudge.runner.attack_probe import run_attack
 
