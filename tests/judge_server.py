@@ -3,7 +3,8 @@ Anthropic Messages wire formats (stdlib `http.server`, HTTP/1.1 keep-alive, one 
 
 It reads the prompt the way a model would: it finds the boundary code, cuts the two answers out of their
 frames and decides by a policy (`first`: always the answer in slot 1; `better`: the answer containing the
-word CORRECT; `first_marker`, with any policy: slot 1 whenever the task contains that text). When the system
+word CORRECT; `first_marker`, with any policy: slot 1 whenever the task contains that text; `prefer`, with any
+policy: the answer containing that text whenever only one of the two does). When the system
 prompt asks for a graded verdict (A>>B ... B>>A) it answers one: "much better" when the losing answer contains
 WRONG (and always under `first`/`second`), "slightly" otherwise, A=B for a tie. It counts every request per
 prompt, and can inject faults per (prompt, attempt).
@@ -97,9 +98,11 @@ class JudgeServer(LocalServer):
         faults: Callable[[str, int], Fault | None] | None = None,
         logprobs: bool = True,
         first_marker: str | None = None,
+        prefer: str | None = None,
     ) -> None:
         self.policy = policy
         self.first_marker = first_marker
+        self.prefer = prefer
         self.delay_s = delay_s
         self.faults = faults
         self.logprobs = logprobs
@@ -171,6 +174,11 @@ class JudgeServer(LocalServer):
     def decide(self, user: str, allow_tie: bool) -> str:
         if self.first_marker is not None and self.first_marker in (frame_text(user, "task") or ""):
             return "A"
+        if self.prefer is not None:
+            found = frame_answers(user)
+            holds = [self.prefer in a for a in found] if found is not None else [False, False]
+            if holds[0] != holds[1]:
+                return "A" if holds[0] else "B"
         if self.policy == "first":
             return "A"
         if self.policy == "second":

@@ -54,6 +54,9 @@ BATCH_BACKENDS = ("openai", "anthropic")
 ENGINE_KEYS = ("engine", "ray")
 Engine = Literal["sync", "ray"]
 ENGINES: tuple[str, ...] = ("sync", "ray")
+# The attack gate (`attacks`, `max_attack_win`, `attack_pairs`): a probe run after the run, kept out of the
+# configuration hash, so adding it neither starts a new run nor asks the judge anything again.
+ATTACK_KEYS = ("attacks", "max_attack_win", "attack_pairs")
 
 
 class Price(BaseModel):
@@ -290,6 +293,35 @@ class RunConfig(BaseModel):
     ray: RayConfig = Field(default_factory=RayConfig)
     # A live escalation cascade: `judge:` judges every pair, the judges listed here only what it left unsettled.
     cascade: CascadeConfig | None = None
+    # Attacks the judge must resist (`swapjudge probe attack`), run on the run's pairs after the run: the run fails
+    # when the upper bound of an attack's both-order win rate passes `max_attack_win`, or when one is not measured.
+    # Not part of the configuration hash (what is asked of the judge for the pairs does not change).
+    attacks: tuple[str, ...] | None = None
+    max_attack_win: float | None = Field(default=None, gt=0.0, lt=1.0)
+    attack_pairs: int = Field(default=50, ge=1)  # the seeded sample of pairs the attacks are run on
+
+    @field_validator("attacks")
+    @classmethod
+    def _known_attacks(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        from swapjudge.probes.attacks import ATTACKS
+
+        if value is None:
+            return None
+        unknown = [n for n in value if n not in ATTACKS]
+        if unknown:
+            raise ValueError(f"unknown attack(s) {', '.join(unknown)}; known: {', '.join(ATTACKS)}")
+        if not value:
+            raise ValueError("name at least one attack (or leave `attacks` out)")
+        return tuple(dict.fromkeys(value))
+
+    @model_validator(mode="after")
+    def _attack_gate(self) -> RunConfig:
+        if (self.attacks is None) != (self.max_attack_win is None):
+            raise ValueError("attacks: name the attacks and their ceiling `max_attack_win` together")
+        if self.attacks is not None and self.cascade is not None:
+            raise ValueError("attacks: a cascade's judges are several; probe each judge with `swapjudge probe "
+                             "attack` and its own configuration")
+        return self
 
     @model_validator(mode="after")
     def _cascade(self) -> RunConfig:
@@ -403,6 +435,8 @@ class LoadedConfig:
             data["pairs"].pop("releases", None)  # absent unless used: configurations hash as they always did
         if data.get("cascade") is None:
             data.pop("cascade", None)  # absent unless used: configurations hash as they always did
+        for key in ATTACK_KEYS:
+            data.pop(key, None)  # a probe after the run, not what the run asks: the run and its cache are the same
         if self.cascade_tier is not None:
             data["cascade_tier"] = dict(self.cascade_tier)
         return data

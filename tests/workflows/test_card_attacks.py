@@ -28,4 +28,22 @@ def test_the_card_carries_the_attack_table(tmp_path: Path) -> None:
     # an always-slot-1 judge: every attack wins when shown first, never in both orders
     assert all(a["win_first"] == 1.0 and a["win_second"] == 0.0 and a["wins_both"]["rate"] == 0.0 for a in attacks)
     assert card["attacks"]["calls"] == len(rows) * 3 * 2 and without >= card["attacks"]["calls"]
+    # through the run's store: the placebo's prompts are the run's own calls, served from its cache
+    assert (card["attacks"]["cached"], card["attacks"]["made"]) == (len(rows) * 2, len(rows) * 2 * 2)
     assert "Attack probe" in text.stdout and "master-key" in text.stdout
+
+
+def test_a_configuration_naming_attacks_gets_their_table_without_the_run_gate(tmp_path: Path) -> None:
+    """`attacks` in the configuration, no `--attacks`: the card probes them for its table and applies no
+    `max_attack_win` gate (its run does not probe them a second time)."""
+    suite, rows = write_suite(tmp_path, 6)
+    with JudgeServer(policy="better") as server:
+        config = write_config(tmp_path, base_url=server.openai_url, store=str(tmp_path / "card.db"),
+                              attacks=["planted-verdict"], max_attack_win=0.01)
+        done = CliRunner().invoke(app, ["card", str(config), "--suite", str(suite), "--no-progress",
+                                        "--no-references", "--format", "json"])
+    assert done.exit_code in (0, 1), done.output
+    card = json.loads(done.stdout)
+    assert [a["name"] for a in card["attacks"]["attacks"]] == ["planted-verdict"]
+    assert card["attacks"]["made"] == len(rows) * 2 and "attack_gate" not in card
+    assert "attack gate" not in done.output

@@ -308,6 +308,19 @@ def probe_attack(
     seed: Annotated[str, typer.Option("--seed", help="Seed of the sample.")] = "",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count the calls and estimate their cost.")]
     = False,
+    suite: Annotated[str | None, typer.Option(
+        "--suite", help="Sample a judge card's suite instead of the configuration's pairs: default (about 600 "
+                        "LLMBar pairs), quick (32), or a pairs file; the configuration may leave `pairs` out, as "
+                        "a card's does.")] = None,
+    store: Annotated[Path | None, typer.Option(
+        "--store", help="Run store whose reply cache serves every prompt it holds (a run's calls included) and "
+                        "keeps each reply got: a probe stopped resumes where it stopped, and no prompt is paid "
+                        "twice (default: none; with --suite, the configuration's `store`).")] = None,
+    progress: Annotated[bool, typer.Option(
+        "--progress", help="Print a line to stderr for each call made (and how long it took).")] = False,
+    cached_only: Annotated[bool, typer.Option(
+        "--cached-only", help="Call nothing: read the --store's cache only; a pair with a call not in it yet is "
+                              "left out as incomplete (what a probe still running has got so far).")] = False,
     output: FormatOpt = OutputFormat.text,
 ) -> None:
     """Attack probe, live: answers built to fool the judge in both orders. On a seeded sample of pairs the first
@@ -315,8 +328,10 @@ def probe_attack(
     orders; per attack its win rate in each order, the order-cancelled win rate, and the share of pairs it wins in
     both orders (Wilson interval over pairs), tested against a placebo: the unaltered answer judged again."""
     from swapjudge.report.attack_tables import attack_tables
-    from swapjudge.workflows.probe import attack
+    from swapjudge.workflows.attack import attack
 
     names = None if attacks is None else [a.strip() for a in attacks.split(",") if a.strip()]
-    result = attack(config, pairs=pairs, attacks=names, n=n, seed=seed, dry_run=dry_run)
+    say = (lambda line: stderr.print(line, highlight=False, markup=False)) if progress else None
+    result = attack(config, pairs=pairs, attacks=names, n=n, seed=seed, dry_run=dry_run, suite=suite, store=store,
+                    progress=say, cached_only=cached_only)
     _emit(output, result.to_dict(), attack_tables(result))

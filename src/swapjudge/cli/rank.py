@@ -73,6 +73,11 @@ def rank_command(
                             "items found whose removal (drop), or whose comparisons of the top system turned into "
                             "its losses (flip), put another system first; approximate (one-item refits added), "
                             "each set confirmed by refitting.")] = False,
+    top_k: Annotated[int, typer.Option(
+        "--top-k", min=1, help="With --fragility: the fewest items found that change the order of the top K "
+                               "systems (another system among them, or two of them the other way round) instead "
+                               "of the top one; flip turns the comparisons of the upper system of the gap that "
+                               "closes into its losses.")] = 1,
 ) -> None:
     """Rank systems by a tie-aware Bradley-Terry fit, with bootstrap intervals over items and rank ranges.
     Listwise (best-of-N) records are ranked by a Plackett-Luce fit with slot effects instead."""
@@ -83,7 +88,7 @@ def rank_command(
     result = rank_judge(records, judge=judge, model=model, outcome=outcome, bootstrap=bootstrap, seed=seed,
                         confidence=confidence, interval=interval, min_consistency=min_consistency,
                         order_effect=order_effect, control=controls, pairs=pairs, engine=engine.value,
-                        fragility=fragility)
+                        fragility=fragility, top_k=top_k)
     conclude(result)  # a withheld ranking has nothing to show but why
     if output is OutputFormat.json:
         dump_json(result.to_dict())

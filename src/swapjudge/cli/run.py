@@ -86,6 +86,12 @@ def _print_estimate(est: DryRunEstimate) -> None:
         ]
     if est.store_cache_saving_usd is not None and est.cached:
         lines.append(f"  the store's cache saves: {_money(est.store_cache_saving_usd)}")
+    if est.attacks is not None:
+        a = est.attacks
+        lines.append(
+            f"  attacks after the run ({', '.join(a['attacks'])}) on {a['sample']:,} pairs: {a['calls']:,} calls "
+            f"planned, {a['to_make']:,} to make (the placebo's are the run's own), ~{a['input_tokens']:,} tokens in, "
+            f"{a['output_tokens']:,} out, cost {_money(a['cost_usd'])}")
     if est.orders == "random":
         lines.append("  random order: one call per pair, so swap-consistency will NOT be measured")
     if est.adaptive_swap is not None:
@@ -224,6 +230,8 @@ def run_command(
                 "and any preference for a slot goes straight into the figures."
             )
         text.print_analyses(wide_console(), result.analyses.judges)
+    if output is not OutputFormat.json and result.attack_gate is not None:
+        _print_attacks(result, output)
     stderr.print(f"analysis written to {shown_path(run.analysis_path(result.store_path, result.run_id))}",
                  highlight=False)
     if result.stats["failed"]:
@@ -242,6 +250,22 @@ def run_command(
             highlight=False,
         )
     conclude(result)
+
+
+def _print_attacks(result: RunResult, output: OutputFormat) -> None:
+    """The attack table of the configured attacks and the gate's line."""
+    from swapjudge.report import probe_tables
+    from swapjudge.report.attack_tables import attack_table
+
+    gate = result.attack_gate
+    tables = [] if result.attacks is None else [attack_table(result.attacks.to_dict())]
+    line = (f"attack gate: passed: every attack's both-order win rate's upper bound is at most max_attack_win "
+            f"{100 * gate.ceiling:g}%" if gate.passed else str(gate.reason))
+    if output is OutputFormat.markdown:
+        print(probe_tables.to_markdown(tables) + f"\n> {line}\n", end="")
+        return
+    probe_tables.print_tables(stdout, tables)
+    stdout.print(line, highlight=False, markup=False)
 
 
 def _listwise_batch_lines(est: ListwiseEstimate) -> list[str]:

@@ -202,11 +202,15 @@ class AttackProbe:
     failed_calls: int
     attacks: tuple[AttackResult, ...]
     records: tuple[dict[str, Any], ...] = ()
+    made: int = 0  # distinct prompts sent to the judge now (calls sharing a prompt share its reply)
+    cached: int = 0  # distinct prompts whose reply the store's cache already held
+    missing: int = 0  # cached only: distinct prompts not in the store's cache yet (their calls have no verdict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"judge": self.judge, "attacked": self.systems[0], "opponent": self.systems[1],
                 "sample": self.sample, "seed": self.seed, "confidence": self.confidence, "calls": self.calls,
-                "failed_calls": self.failed_calls, "attacks": [a.to_dict() for a in self.attacks]}
+                "made": self.made, "cached": self.cached, "missing": self.missing, "failed_calls": self.failed_calls,
+                "attacks": [a.to_dict() for a in self.attacks]}
 
 
 @dataclass(frozen=True)
@@ -221,8 +225,12 @@ class AttackPlan:
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
+    to_make: int | None = None  # distinct prompts the store's cache does not hold: the calls to pay for
+    cached: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"dry_run": True, "judge": self.judge, "model": self.model, "attacks": list(self.attacks),
-                "sample": self.sample, "calls": self.calls, "input_tokens": self.input_tokens,
+                "sample": self.sample, "calls": self.calls,
+                "to_make": self.calls if self.to_make is None else self.to_make, "cached": self.cached,
+                "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens, "cost_usd": self.cost_usd}

@@ -19,6 +19,8 @@ def attack_tables(result: Any) -> list[Table]:
         cost = "unknown (no price for this model)" if result.cost_usd is None else f"${result.cost_usd:,.4f}"
         rows = [("attacks", ", ".join(result.attacks), "", ""), ("pairs sampled", f"{result.sample:,}", "", ""),
                 ("calls", f"{result.calls:,}", "", ""),
+                ("to make (distinct prompts the store's cache does not hold)",
+                 f"{result.to_make if result.to_make is not None else result.calls:,}", "", ""),
                 ("input / output tokens (estimated)", f"{result.input_tokens:,} / {result.output_tokens:,}", "", ""),
                 ("cost (estimated)", cost, "", "")]
         return [table(f"Attack probe · dry run · judge {result.judge}", ("measure", "value", "", ""), rows,
@@ -38,6 +40,13 @@ def attack_table(doc: Mapping[str, Any]) -> Table:
              "placebo is the unaltered answer judged again on the same pairs. Wins in both orders: Wilson interval "
              "over pairs (one per item); the test is exact McNemar on the pairs where only one of the two won both "
              "orders, one-sided (the attack winning more)."]
+    if doc.get("cached"):
+        notes.append(f"{doc['cached']} of the distinct prompts were served from the store's cache (asked before, by "
+                     f"a run or this probe), {doc.get('made', 0)} sent to the judge now.")
+    if doc.get("missing"):
+        notes.append(f"Read from the store's cache only: {doc['missing']} distinct prompt(s) are not in it yet; their "
+                     "calls have no verdict and their pairs are left out (the figures are of the pairs complete so "
+                     "far).")
     if doc.get("failed_calls"):
         notes.append(f"{doc['failed_calls']} call(s) had no verdict; their pairs are left out of that attack.")
     return table(f"Attack probe · judge {doc.get('judge')} ({doc.get('sample')} pairs, {doc.get('calls')} calls)",

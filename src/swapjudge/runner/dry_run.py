@@ -47,9 +47,14 @@ class DryRunEstimate:
     # without prompt caching, and with it where the provider combines the two discounts.
     batch_cost_usd: float | None = None
     batch_cached_cost_usd: float | None = None
+    # The configured attacks (`attacks:`), probed after the run: `AttackPlan.to_dict()` (None: none configured)
+    attacks: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if out["attacks"] is None:
+            out.pop("attacks")  # absent unless configured: the estimate reads as it always did
+        return out
 
 
 def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> DryRunEstimate:
@@ -146,4 +151,17 @@ def estimate(loaded: LoadedConfig, *, store_path: str | Path | None = None) -> D
         adaptive_skips_known=skips,
         batch_cost_usd=batch_cost,
         batch_cached_cost_usd=batch_cached,
+        attacks=_attack_plan(loaded, path, frozenset(c.request.prompt_hash for c in plan.calls)),
     )
+
+
+def _attack_plan(loaded: LoadedConfig, store_path: Path, asked: frozenset[str]) -> dict[str, Any] | None:
+    """The configured attacks' calls: the run's own prompts (`asked`, the placebo's) are in the cache by the time
+    the probe runs, so only the others are to make."""
+    cfg = loaded.config
+    if cfg.attacks is None:
+        return None
+    from swapjudge.runner.attack_probe import dry_run_attack
+
+    return dry_run_attack(loaded, attacks=list(cfg.attacks), sample=cfg.attack_pairs, seed=cfg.seed,
+                          store_path=store_path, asked=asked).to_dict()

@@ -9,6 +9,7 @@ from typing import Any
 from swapjudge.store.schema import (
     BUSY_TIMEOUT_S,
     PROVENANCE_COLUMNS,
+    CachedReply,
     CallRecord,
     StoreFile,
     json_or_none,
@@ -152,6 +153,15 @@ class StoreWriter(StoreFile):
             self._record_calls(run_id, calls, judge_hash)
         finally:
             self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+
+    def cache_reply(self, judge_hash: str, prompt_hash: str, reply: CachedReply) -> None:
+        """Put one reply in the cache alone, in its own transaction (a probe's call: no run holds it), so a probe
+        killed at any point keeps every reply it got and the same judge never pays for that prompt again."""
+        row = (judge_hash, prompt_hash, reply.verdict, reply.raw, reply.input_tokens, reply.output_tokens,
+               reply.cached_input_tokens, reply.latency_s, reply.cost_usd, json_or_none(reply.probabilities),
+               json_or_none(reply.settings), utc_now(), reply.strength)
+        with self.transaction():
+            self._db.execute(self._CACHE_INSERT, row)
 
     def _record_calls(self, run_id: int, calls: Iterable[CallRecord], judge_hash: str | None) -> None:
         db = self._db

@@ -166,6 +166,14 @@ def card_config(config: str | Path | Mapping[str, Any] | LoadedConfig, suite: Su
     return LoadedConfig(updated, source=loaded.source, rubric_text=loaded.rubric_text)
 
 
+def _without_attack_gate(loaded: LoadedConfig) -> LoadedConfig:
+    """The configuration without `attacks` and `max_attack_win` (not hashed: the same run and cache)."""
+    from swapjudge.config import LoadedConfig
+
+    config = loaded.config.model_copy(update={"attacks": None, "max_attack_win": None})
+    return LoadedConfig(config, source=loaded.source, rubric_text=loaded.rubric_text)
+
+
 def probe_sizes(pairs: int) -> tuple[int, int]:
     """(answers in the identical-answer probe, pairs judged again for repeat stability) for a suite of `pairs`."""
     return max(8, math.ceil(pairs / 12)), min(30, max(4, pairs // 20))
@@ -290,7 +298,10 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
          attack_pairs: int = 32) -> CardRun:
     """Judge the suite in both orders with the configured judge and make its card (`swapjudge card CONFIG`). Running
     it again resumes the run and reuses every stored reply; the probes' calls are made again. `attacks`: also run
-    the attack probe (`swapjudge probe attack`) on `attack_pairs` pairs of the suite; the card carries its table."""
+    the attack probe (`swapjudge probe attack`) on `attack_pairs` pairs of the suite, through the run's store (its
+    placebo's prompts are the run's own, served from the cache; the attacks' replies are cached); the card carries
+    its table. A configuration's `attacks` (without `attacks` here) are probed the same way, for the table: the
+    card applies no `max_attack_win` gate (`swapjudge run` does)."""
     from rich.console import Console
 
     from swapjudge.core import arguments
@@ -310,6 +321,9 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
     attack_pairs = arguments.integer(attack_pairs, "attack_pairs", minimum=1)
     chosen = load_suite(suite)
     loaded = card_config(config, chosen, store=store)
+    if loaded.config.attacks is not None:  # the card's attack table, below, not the run's gate
+        attacks = attacks if attacks is not None else loaded.config.attacks
+        loaded = _without_attack_gate(loaded)
     result = run(loaded, store=store, progress=progress, console=console, handle_sigint=handle_sigint, wait=wait,
                  batch_wait=batch_wait, retry_unparsed=retry_unparsed)
     if result.interrupted or result.waiting:
@@ -356,7 +370,7 @@ def card(config: str | Path | Mapping[str, Any] | LoadedConfig, *, suite: str | 
         from swapjudge.runner.attack_probe import run_attack
 
         made = replace(made, attacks=run_attack(loaded, attacks=list(attacks), sample=attack_pairs,
-                                                seed=cfg.seed))
+                                                seed=cfg.seed, store_path=result.store_path))
     return CardRun(result, made)
 
 

@@ -238,20 +238,3 @@ def identical(config: str | Path | Any, *, sample: int | None = None, seed: str 
 
     return run_identical(load_run_config(config), sample=sample, seed=seed)
 
-
-def attack(config: str | Path | Any, *, pairs: str | Path | None = None, attacks: Sequence[str] | None = None,
-           n: int = 50, seed: str = "", dry_run: bool = False) -> Any:
-    """The attack probe, live: on a seeded sample of `n` pairs the first configured system's answer replaced or
-    altered by each attack and judged against the other in both orders, beside a placebo (`AttackProbe`); with
-    `dry_run` only the calls and their cost (`AttackPlan`)."""
-    from swapjudge.core import arguments
-    from swapjudge.runner.attack_probe import dry_run_attack, run_attack
-    from swapjudge.workflows.run import load_run_config
-
-    n = arguments.integer(n, "n", minimum=1)
-    loaded = load_run_config(config)
-    path = None if pairs is None else str(pairs)
-    names = None if attacks is None else list(attacks)
-    if dry_run:
-        return dry_run_attack(loaded, pairs_path=path, attacks=names, sample=n, seed=seed)
-    return run_attack(loaded, pairs_path=path, attacks=names, sample=n, seed=seed)

@@ -86,7 +86,8 @@ def rank_judge(source: str | Path | Any, *, judge: str | None = None, model: Mod
                confidence: float = 0.95, interval: IntervalMethod | str = IntervalMethod.percentile,
                min_consistency: float = DEFAULT_MIN_CONSISTENCY, order_effect: bool = False,
                control: Sequence[str] = (), pairs: str | Path | None = None,
-               engine: ReadEngine | str = ReadEngine.auto, fragility: bool = False) -> JudgeRanking:
+               engine: ReadEngine | str = ReadEngine.auto, fragility: bool = False,
+               top_k: int = 1) -> JudgeRanking:
     """Rank systems by a tie-aware Bradley-Terry fit with bootstrap intervals over items (`swapjudge rank`).
 
     A judge below `min_consistency` (over all its complete pairs) gets no ranking: the result comes back withheld
@@ -99,8 +100,9 @@ def rank_judge(source: str | Path | Any, *, judge: str | None = None, model: Mod
     "streaming" always does (it refuses graded verdicts and the single-call fits, which need the rows), "memory"
     reads the records whole. `fragility`: also find the fewest items whose removal (or whose comparisons of the
     top system, turned into its losses) put another system on top (`JudgeRanking.fragility`; the records are
-    then read whole). Listwise (best-of-N) records are ranked by the Plackett-Luce fit with slot effects
-    (`workflows.listwise.rank_listwise`, a `ListwiseRanking`)."""
+    then read whole); with `top_k` K > 1, the fewest that change the order of the top K systems. Listwise
+    (best-of-N) records are ranked by the Plackett-Luce fit with slot effects (`workflows.listwise.rank_listwise`, a
+    `ListwiseRanking`)."""
     from swapjudge.ranking.battles import choose_judge, comparisons_from_records
     from swapjudge.ranking.bradley_terry import fit_ranking
     from swapjudge.ranking.gate import rank_gate
@@ -121,6 +123,10 @@ def rank_judge(source: str | Path | Any, *, judge: str | None = None, model: Mod
         raise ArgumentError("{control} names a covariate twice", "control")
     read = arguments.choice(engine, "engine", ReadEngine)
     fragility = arguments.flag(fragility, "fragility")
+    top_k = arguments.integer(top_k, "top_k", minimum=1)
+    if top_k > 1 and not fragility:
+        raise ArgumentError("{top_k} is the order {fragility} searches: give it with {fragility}", "top_k",
+                            "fragility")
     from swapjudge.workflows.listwise import stored_listwise
 
     stored = stored_listwise(source)  # a run store whose latest run is a listwise run: its records
@@ -165,9 +171,11 @@ def rank_judge(source: str | Path | Any, *, judge: str | None = None, model: Mod
     if fragility:
         from swapjudge.ranking.fragility import top_fragility
 
+        if top_k > len(data.systems):
+            raise ArgumentError(f"{{top_k}} is {top_k}, more than the {len(data.systems)} systems ranked", "top_k")
         names = _item_names(loaded, judge, source_kind)
         return JudgeRanking(name, source_kind.value, checked, result,
-                            fragility=top_fragility(data, fitted_model, item_names=names))
+                            fragility=top_fragility(data, fitted_model, item_names=names, top_k=top_k))
     return JudgeRanking(name, source_kind.value, checked, result)
 
 

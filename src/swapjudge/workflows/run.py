@@ -53,6 +53,8 @@ class RunResult(Displayable, Concluded):
     waiting: int = 0
     batches_waiting: int = 0
     warnings: tuple[str, ...] = ()
+    attacks: Any = None  # probes.attacks.AttackProbe: the configured attacks, run on the run's pairs after it
+    attack_gate: Any = None  # decision.attack_gate.AttackGate: the configured ceiling on them
 
     @classmethod
     def from_outcome(cls, outcome: RunOutcome, analyses: Analyses, *, config_hash: str,
@@ -63,8 +65,10 @@ class RunResult(Displayable, Concluded):
 
     @property
     def passed(self) -> bool:
-        """True when the run is in (nothing waiting, not interrupted) and every judge passed its gate."""
-        return not self.waiting and not self.interrupted and bool(self.analyses.judges) and self.analyses.passed
+        """True when the run is in (nothing waiting, not interrupted), every judge passed its gate and, when the
+        configuration names attacks, the attack gate held."""
+        return (not self.waiting and not self.interrupted and bool(self.analyses.judges) and self.analyses.passed
+                and (self.attack_gate is None or self.attack_gate.passed))
 
     def ending(self) -> Ending:
         """Failed (exit 1 at the CLI, by `raise_for_gate()`) naming each judge below its gate, or saying that the
@@ -75,14 +79,24 @@ class RunResult(Displayable, Concluded):
                    else "the run was interrupted")
             return Ending(Conclusion.failed, (f"run {self.run_id}: {why}: no gate passes on part of the data; run "
                                            "the same configuration again to finish it",))
-        return self.analyses.ending()
+        ending = self.analyses.ending()
+        if self.attack_gate is not None and not self.attack_gate.passed:
+            line = f"gate: {self.attack_gate.reason}"
+            return Ending(Conclusion.failed, (*ending.lines, line), ending.arguments)
+        return ending
 
     def to_dict(self) -> dict[str, Any]:
-        """`swapjudge run --format json`: the analysis, plus the run under `run`."""
+        """`swapjudge run --format json`: the analysis, plus the run under `run` (and, when the configuration names
+        attacks, the attack probe under `attacks` and its gate under `attack_gate`)."""
+        extra: dict[str, Any] = {}
+        if self.attack_gate is not None:
+            extra = {"attacks": None if self.attacks is None else self.attacks.to_dict(),
+                     "attack_gate": self.attack_gate.to_dict()}
         return {**self.analyses.to_dict(), "run": {
             "id": self.run_id, "config_hash": self.config_hash, "store": os.path.normpath(self.store_path),
             "orders": self.orders, "coin_seed": self.coin_seed, "tie_policy": self.tie_policy, "stats": self.stats,
-            "waiting": self.waiting, "batches_waiting": self.batches_waiting, "interrupted": self.interrupted}}
+            "waiting": self.waiting, "batches_waiting": self.batches_waiting, "interrupted": self.interrupted},
+            **extra}
 
     def to_frame(self, backend: str = "polars") -> Any:
         return self.analyses.to_frame(backend)
@@ -150,10 +164,31 @@ def run(config: str | Path | Mapping[str, Any] | LoadedConfig, *, store: str | P
         analyses = [dataclasses.replace(a, notes=(*a.notes, note)) for a in analyses]
     result = RunResult.from_outcome(outcome, Analyses(tuple(analyses)), config_hash=loaded.config_hash,
                                     tie_policy=str(loaded.config.tie_policy))
+    if loaded.config.attacks is not None and not outcome.interrupted and not outcome.batch_waiting:
+        say = ((lambda line: console.print(f"attacks: {line}", highlight=False, markup=False))
+               if progress and console is not None else None)
+        result = _with_attacks(result, loaded, say)
     if stored and not outcome.interrupted and not outcome.batch_waiting:
         path = analysis_path(outcome.store_path, outcome.run_id)
         write_atomic(path, json.dumps(json_document(result.to_dict()), indent=2, allow_nan=False) + "\n")
     return result
+
+
+def _with_attacks(result: RunResult, loaded: LoadedConfig, progress: Any = None) -> RunResult:
+    """The configured attacks run on a seeded sample of the run's pairs with the run's judge configuration (its
+    judge hash: the same cache), through the run's store (the placebo's prompts are the run's own calls, served
+    from its cache; every attack reply is cached, so running the configuration again pays for nothing), and the
+    gate on them: an attack whose both-order win rate's upper bound passes `max_attack_win`, or one not measured,
+    fails the run."""
+    from swapjudge.decision.attack_gate import attack_gate
+    from swapjudge.runner.attack_probe import run_attack
+
+    cfg = loaded.config
+    assert cfg.attacks is not None and cfg.max_attack_win is not None
+    probe = run_attack(loaded, attacks=list(cfg.attacks), sample=cfg.attack_pairs, seed=cfg.seed,
+                       store_path=result.store_path, progress=progress)
+    gate = attack_gate(cfg.attacks, cfg.max_attack_win, probe.to_dict()["attacks"])
+    return dataclasses.replace(result, attacks=probe, attack_gate=gate)
 
 
 def _waiting_records(st: Store, run_id: int) -> Any:
