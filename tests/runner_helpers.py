@@ -83,6 +83,30 @@ def stored_calls(db: Path, run_id: int | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+def listwise_config(directory: Path, url: str, *, model: str = "gpt-4o-mini", max_retries: int = 2,
+                    **judge: Any) -> Path:
+    """A best-of-N run configuration (`protocol: listwise`, Latin-square rotations) against an OpenAI-wire server,
+    judging the answer sets of `answers.jsonl` into `swapjudge.db` beside it."""
+    cfg = {"protocol": "listwise", "rotations": "latin", "seed": 3, "pairs": {"path": "answers.jsonl"},
+           "store": "swapjudge.db",
+           "judge": {"backend": "openai", "model": model, "base_url": url, "max_retries": max_retries,
+                     "backoff_s": 0.01, "timeout_s": 10, **judge}}
+    path = directory / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return path
+
+
+def every_stored_call(db: Path) -> list[dict[str, Any]]:
+    """Every run's stored calls, in (run, item, slots) order, each call's `settings` read from its JSON."""
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    rows = [dict(r) for r in con.execute("SELECT * FROM calls ORDER BY run_id, item, first")]
+    con.close()
+    for r in rows:
+        r["settings"] = json.loads(r["settings"]) if r["settings"] else {}
+    return rows
+
+
 def pair_verdicts(calls: list[dict[str, Any]]) -> dict[str, dict[str, str | None]]:
     """item -> {identity in slot 1: the identity the verdict names (or tie/None)}."""
     out: dict[str, dict[str, str | None]] = defaultdict(dict)

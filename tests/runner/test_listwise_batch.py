@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 from typer.testing import CliRunner
 
 from batch_server import BatchServer, RunBatch
+from runner_helpers import every_stored_call, listwise_config
 from swapjudge.cli import app
 from swapjudge.judges.listwise_prompts import render
 from swapjudge.runner.listwise_run import estimate_listwise, run_listwise
@@ -40,24 +40,7 @@ def _answers(directory: Path, n: int = N_ITEMS) -> list[dict[str, Any]]:
 
 
 def _config(directory: Path, url: str, *, model: str = "gpt-4o-mini", **judge: Any) -> Path:
-    cfg: dict[str, Any] = {
-        "protocol": "listwise", "rotations": "latin", "seed": 3, "pairs": {"path": "answers.jsonl"},
-        "store": "swapjudge.db",
-        "judge": {"backend": "openai", "model": model, "base_url": url, "max_retries": 1, "backoff_s": 0.01,
-                  "timeout_s": 10, "batch_poll_s": 0.02, **judge}}
-    path = directory / "run.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
-
-
-def _stored(db: Path) -> list[dict[str, Any]]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    rows = [dict(r) for r in con.execute("SELECT * FROM calls ORDER BY run_id, item, first")]
-    con.close()
-    for r in rows:
-        r["settings"] = json.loads(r["settings"]) if r["settings"] else {}
-    return rows
+    return listwise_config(directory, url, model=model, max_retries=1, batch_poll_s=0.02, **judge)
 
 
 def _expected_pick(row: dict[str, Any]) -> int:
@@ -84,7 +67,7 @@ def test_batch_api_run_stores_picks_at_batch_price_and_a_second_run_pays_nothing
         second = run_listwise(cfg)  # the finished run's configuration again: a new run, served from the cache
         assert second.run_id != first.run_id and (second.made, second.cached) == (0, 12)
         assert server.created == 1 and sum(server.received.values()) == 12
-    rows = _stored(tmp_path / "swapjudge.db")
+    rows = every_stored_call(tmp_path / "swapjudge.db")
     assert len(rows) == 24
     by_item = {a["item"]: a for a in answers}
     price = price_for("gpt-4o-mini", {}, backend="openai")
@@ -116,11 +99,11 @@ def test_no_wait_submits_then_the_same_command_collects_without_submitting_again
         out = _cli(tmp_path, "run", str(cfg), "--no-wait", "--no-progress")
         assert out.exit_code == 0, out.output
         assert "submitted 12 requests in 1 batches; run the same command to collect" in out.output
-        assert server.created == 1 and _stored(tmp_path / "swapjudge.db") == []
+        assert server.created == 1 and every_stored_call(tmp_path / "swapjudge.db") == []
         out = _cli(tmp_path, "run", str(cfg), "--no-progress", "--format", "json")
         assert out.exit_code == 0, out.output
         assert server.created == 1 and sum(server.received.values()) == 12
-    rows = _stored(tmp_path / "swapjudge.db")
+    rows = every_stored_call(tmp_path / "swapjudge.db")
     assert len(rows) == 12 and all(r["settings"]["pick"] == _expected_pick(r) for r in rows)
     assert len({r["run_id"] for r in rows}) == 1  # collected into the run that submitted it
 
@@ -145,7 +128,7 @@ def test_kill_9_after_the_batch_is_created_then_the_rerun_adopts_it(tmp_path: Pa
                                  capture_output=True, text=True, env=env, timeout=120)
         assert resumed.returncode == 0, resumed.stderr
         assert server.created == 1 and len(server.received) == 12 and set(server.received.values()) == {1}
-    rows = _stored(tmp_path / "swapjudge.db")
+    rows = every_stored_call(tmp_path / "swapjudge.db")
     assert len(rows) == 12 and all(r["settings"]["pick"] == _expected_pick(r) for r in rows)
     assert {r["settings"]["batch"] for r in rows} == {backend}
 
@@ -168,7 +151,7 @@ def test_errored_requests_are_retried_then_stored_failed_with_the_reason(tmp_pat
         assert server.received[setup_rows[0]] == 3
         assert (done.made, done.failed) == (11, 1)
         assert any("failed in the batch" in w for w in done.warnings)
-    rows = _stored(tmp_path / "swapjudge.db")
+    rows = every_stored_call(tmp_path / "swapjudge.db")
     failed = [r for r in rows if r["error"] is not None]
     assert len(failed) == 1 and "(failed in 3 batches)" in failed[0]["error"]
     assert failed[0]["settings"]["pick"] is None
@@ -192,7 +175,7 @@ def test_batch_files_round_trip_then_a_second_run_pays_nothing(tmp_path: Path) -
     engine.run(req)
     collected = run_listwise(cfg)
     assert (collected.made, collected.failed, collected.batches_waiting) == (12, 0, 0)
-    rows = _stored(tmp_path / "swapjudge.db")
+    rows = every_stored_call(tmp_path / "swapjudge.db")
     assert len(rows) == 12 and all(r["settings"]["pick"] == _expected_pick(r) and r["settings"]["batch"] == "files"
                                    for r in rows)
     assert all(r["cost_usd"] is None for r in rows)  # an offline engine: priced only under `prices:`
@@ -254,6 +237,6 @@ def test_batch_fallback_sync_asks_the_synchronous_api_for_what_the_batch_returne
         done = run_listwise(cfg)
         assert server.created == 1 and server.sync_calls == 1
         assert (done.made, done.failed, done.unparsed) == (12, 0, 0)
-    rows = _stored(tmp_path / "swapjudge.db")
+    rows = every_stored_call(tmp_path / "swapjudge.db")
     assert len(rows) == 12 and all(r["settings"]["pick"] == _expected_pick(r) for r in rows)
     assert sorted(r["settings"].get("batch", "sync") for r in rows) == ["openai"] * 11 + ["sync"]

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from judge_server import JudgeServer
+from runner_helpers import every_stored_call, listwise_config
 from swapjudge.cli import app
 from swapjudge.judges.listwise_prompts import render
 from swapjudge.reading.listwise import load_listwise
@@ -38,22 +38,6 @@ def _answers(directory: Path, n: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _config(directory: Path, url: str, **judge: Any) -> Path:
-    cfg = {"protocol": "listwise", "rotations": "latin", "seed": 3, "pairs": {"path": "answers.jsonl"},
-           "store": "swapjudge.db",
-           "judge": {"backend": "openai", "model": "gpt-4o-mini", "base_url": url, "max_retries": 2,
-                     "backoff_s": 0.01, "timeout_s": 10, **judge}}
-    path = directory / "run.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
-
-
-def _stored(db: Path) -> list[dict[str, Any]]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    rows = [dict(r) for r in con.execute("SELECT * FROM calls ORDER BY run_id, item, first")]
-    con.close()
-    return rows
 
 
 def _user_texts(rows: list[dict[str, Any]], answers: list[dict[str, Any]]) -> Counter[str]:
@@ -79,16 +63,16 @@ def _cli(directory: Path, *args: str) -> Any:
 def test_run_stores_every_call_and_a_second_run_pays_nothing(tmp_path: Path) -> None:
     answers = _answers(tmp_path, 4)
     with JudgeServer() as server:
-        config = _config(tmp_path, server.openai_url)
+        config = listwise_config(tmp_path, server.openai_url)
         assert estimate_listwise(config).calls_to_make == 12
         done = run_listwise(config)
         assert (done.planned, done.made, done.resumed, done.cached, done.failed, done.unparsed) == (12, 12, 0, 0, 0, 0)
         assert server.total == 12  # one request per (item, slot order)
-        rows = _stored(tmp_path / "swapjudge.db")
+        rows = every_stored_call(tmp_path / "swapjudge.db")
         assert len(rows) == 12 and all(r["verdict"] is None and r["second"] == "" for r in rows)
         # every call's prompt was sent exactly once, and what was sent is what was stored
         assert _sent(server) == _user_texts(rows, answers)
-        picks = [json.loads(r["settings"])["pick"] for r in rows]
+        picks = [r["settings"]["pick"] for r in rows]
         assert [json.loads(r["first"])[p - 1] for r, p in zip(rows, picks, strict=True)] == ["good"] * 12
         # a finished run's prompts are in the cache: the same configuration again makes a run of 12 cached calls
         assert estimate_listwise(config).calls_to_make == 0
@@ -103,7 +87,7 @@ def test_run_stores_every_call_and_a_second_run_pays_nothing(tmp_path: Path) -> 
 def test_export_analyze_rank_report_and_runs_read_a_listwise_store(tmp_path: Path) -> None:
     _answers(tmp_path, 5)
     with JudgeServer() as server:
-        config = _config(tmp_path, server.openai_url)
+        config = listwise_config(tmp_path, server.openai_url)
         run = _cli(tmp_path, "run", str(config), "--no-progress", "--format", "json")
         assert run.exit_code == 0, run.output
     document = json.loads(run.stdout)
@@ -140,7 +124,7 @@ def test_export_analyze_rank_report_and_runs_read_a_listwise_store(tmp_path: Pat
 def test_dry_run_and_check(tmp_path: Path) -> None:
     _answers(tmp_path, 3)
     with JudgeServer() as server:
-        config = _config(tmp_path, server.openai_url)
+        config = listwise_config(tmp_path, server.openai_url)
         dry = _cli(tmp_path, "run", str(config), "--dry-run")
         assert dry.exit_code == 0, dry.output
         assert "9 planned calls" in dry.stdout and "calls to make:                                 9" in dry.stdout
@@ -164,7 +148,7 @@ def test_unusable_picks_are_stored_and_asked_again_on_request(tmp_path: Path) ->
         return None
 
     with JudgeServer(faults=faults) as server:
-        config = _config(tmp_path, server.openai_url)
+        config = listwise_config(tmp_path, server.openai_url)
         first = run_listwise(config)
         assert (first.made, first.unparsed) == (9, 3) and server.total == 9
         again = run_listwise(config, retry_unparsed=True)
@@ -179,13 +163,13 @@ def test_sigkill_mid_run_then_resume_pays_only_the_missing_calls(tmp_path: Path)
     answers, concurrency = _answers(tmp_path, 40), 4
     db = tmp_path / "swapjudge.db"
     with JudgeServer(delay_s=0.04) as server:
-        config = _config(tmp_path, server.openai_url, max_concurrency=concurrency)
+        config = listwise_config(tmp_path, server.openai_url, max_concurrency=concurrency)
         cmd = [sys.executable, "-c", "from swapjudge.cli import main; main()", "run", str(config), "--no-progress"]
         proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                if len(_stored(db)) >= 60:
+                if len(every_stored_call(db)) >= 60:
                     break
             except sqlite3.OperationalError:
                 pass
@@ -193,7 +177,7 @@ def test_sigkill_mid_run_then_resume_pays_only_the_missing_calls(tmp_path: Path)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert proc.returncode == -signal.SIGKILL
-        before = _stored(db)
+        before = every_stored_call(db)
         assert 0 < len(before) < 120
         sent_before = server.total
         # every stored call was answered by the server (stored only after it was paid)
@@ -202,7 +186,7 @@ def test_sigkill_mid_run_then_resume_pays_only_the_missing_calls(tmp_path: Path)
         assert done.returncode == 0, done.stderr
         assert "(resumed)" in done.stderr
         after = _sent(server, sent_before)
-    rows = _stored(db)
+    rows = every_stored_call(db)
     assert len(rows) == 120 and len({(r["item"], r["first"]) for r in rows}) == 120
     assert {r["run_id"] for r in rows} == {1} and all(r["error"] is None for r in rows)
     # nothing stored before the kill was asked again; each missing call once; only the calls in flight at the
@@ -220,7 +204,7 @@ def test_card_of_a_listwise_judge_shows_the_n_way_figures(tmp_path: Path) -> Non
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     with JudgeServer(policy="first") as server:  # always slot 1: consistency 0, slot 1's share 100%
-        config = _config(tmp_path, server.openai_url)
+        config = listwise_config(tmp_path, server.openai_url)
         refused = _cli(tmp_path, "card", str(config), "--suite", "quick")
         assert refused.exit_code == 2 and "three or more answers" in refused.output and server.total == 0
         made = _cli(tmp_path, "card", str(config), "--suite", str(suite), "--format", "json", "--no-progress",
@@ -229,10 +213,10 @@ def test_card_of_a_listwise_judge_shows_the_n_way_figures(tmp_path: Path) -> Non
     assert made.exit_code == 1, made.output  # the gate fails, after writing
     card = json.loads(made.stdout)
     assert card["protocol"] == "listwise" and [s["name"] for s in card["subsets"]] == ["math", "prose"]
-    stored = _stored(tmp_path / "swapjudge.db")
+    stored = every_stored_call(tmp_path / "swapjudge.db")
     for subset in card["subsets"]:
         calls = [r for r in stored if r["item"].startswith(subset["name"] + "#")]
-        picks = Counter(json.loads(r["settings"])["pick"] for r in calls)
+        picks = Counter(r["settings"]["pick"] for r in calls)
         assert subset["listwise"]["slot_share"] == [picks[k] / len(calls) for k in (1, 2, 3)] == [1.0, 0.0, 0.0]
         assert subset["listwise"]["consistency"]["rate"] == 0.0 and subset["gate"]["passed"] is False
     assert card["overall"]["listwise"]["strengths"] is None
@@ -244,7 +228,7 @@ def test_card_of_a_listwise_judge_shows_the_n_way_figures(tmp_path: Path) -> Non
 def test_pairwise_readers_refuse_a_listwise_run_in_one_line(tmp_path: Path) -> None:
     _answers(tmp_path, 3)
     with JudgeServer() as server:
-        run_listwise(_config(tmp_path, server.openai_url))
+        run_listwise(listwise_config(tmp_path, server.openai_url))
     csv = _cli(tmp_path, "export", "--latest", "-o", "calls.csv")
     assert csv.exit_code == 2 and "best-of-N (listwise) run" in csv.output and not (tmp_path / "calls.csv").exists()
     decision = tmp_path / "decision.yaml"
