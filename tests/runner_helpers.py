@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
@@ -94,6 +95,20 @@ def listwise_config(directory: Path, url: str, *, model: str = "gpt-4o-mini", ma
     path = directory / "run.yaml"
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     return path
+
+
+def cli_in(directory: Path, *args: str) -> Any:
+    """A swapjudge command run in this process from `directory` (a configuration's relative paths resolve there)."""
+    from typer.testing import CliRunner
+
+    from swapjudge.cli import app
+
+    old = os.getcwd()
+    os.chdir(directory)
+    try:
+        return CliRunner().invoke(app, list(args))
+    finally:
+        os.chdir(old)
 
 
 def every_stored_call(db: Path) -> list[dict[str, Any]]:

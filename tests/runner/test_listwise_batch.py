@@ -17,11 +17,9 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from batch_server import BatchServer, RunBatch
-from runner_helpers import every_stored_call, listwise_config
-from swapjudge.cli import app
+from runner_helpers import cli_in, every_stored_call, listwise_config
 from swapjudge.judges.listwise_prompts import render
 from swapjudge.runner.listwise_run import estimate_listwise, run_listwise
 from swapjudge.runner.pricing import call_cost, price_for
@@ -45,15 +43,6 @@ def _config(directory: Path, url: str, *, model: str = "gpt-4o-mini", **judge: A
 
 def _expected_pick(row: dict[str, Any]) -> int:
     return json.loads(row["first"]).index("good") + 1
-
-
-def _cli(directory: Path, *args: str) -> Any:
-    old = os.getcwd()
-    os.chdir(directory)
-    try:
-        return CliRunner().invoke(app, list(args))
-    finally:
-        os.chdir(old)
 
 
 def test_batch_api_run_stores_picks_at_batch_price_and_a_second_run_pays_nothing(tmp_path: Path) -> None:
@@ -96,11 +85,11 @@ def test_no_wait_submits_then_the_same_command_collects_without_submitting_again
     _answers(tmp_path)
     with BatchServer(polls_to_end=3) as server:
         cfg = _config(tmp_path, server.openai_url, batch=True)
-        out = _cli(tmp_path, "run", str(cfg), "--no-wait", "--no-progress")
+        out = cli_in(tmp_path, "run", str(cfg), "--no-wait", "--no-progress")
         assert out.exit_code == 0, out.output
         assert "submitted 12 requests in 1 batches; run the same command to collect" in out.output
         assert server.created == 1 and every_stored_call(tmp_path / "swapjudge.db") == []
-        out = _cli(tmp_path, "run", str(cfg), "--no-progress", "--format", "json")
+        out = cli_in(tmp_path, "run", str(cfg), "--no-progress", "--format", "json")
         assert out.exit_code == 0, out.output
         assert server.created == 1 and sum(server.received.values()) == 12
     rows = every_stored_call(tmp_path / "swapjudge.db")
@@ -161,14 +150,14 @@ def test_errored_requests_are_retried_then_stored_failed_with_the_reason(tmp_pat
 def test_batch_files_round_trip_then_a_second_run_pays_nothing(tmp_path: Path) -> None:
     _answers(tmp_path)
     cfg = _config(tmp_path, "http://127.0.0.1:9/v1", model="judge-model", batch="files", batch_dir="batches")
-    out = _cli(tmp_path, "run", str(cfg), "--no-progress")
+    out = cli_in(tmp_path, "run", str(cfg), "--no-progress")
     assert out.exit_code == 0, out.output
     assert "waiting for 12 requests in 1 batches; run the same command to collect" in out.output
     (req,) = sorted((tmp_path / "batches").glob("swapjudge-*.requests.jsonl"))
     lines = [json.loads(x) for x in req.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 12 and {x["url"] for x in lines} == {"/v1/chat/completions"}
     assert all(x["body"]["max_tokens"] == 16 and len(x["body"]["messages"]) == 2 for x in lines)
-    again = _cli(tmp_path, "run", str(cfg), "--no-progress")  # no output file yet: still waiting, nothing new
+    again = cli_in(tmp_path, "run", str(cfg), "--no-progress")  # no output file yet: still waiting, nothing new
     assert "waiting for 12 requests" in again.output
     assert len(list((tmp_path / "batches").glob("*.requests.jsonl"))) == 1
     engine = RunBatch("judge-model")
@@ -192,7 +181,7 @@ def test_dry_run_shows_the_batch_price(tmp_path: Path) -> None:
     sync = call_cost(price, input_tokens=est.input_tokens, output_tokens=est.output_tokens)
     assert est.cost_usd is not None and sync is not None and abs(est.cost_usd - sync) < 1e-12
     assert est.batch_cost_usd is not None and abs(est.batch_cost_usd - sync / 2) < 1e-12
-    out = _cli(tmp_path, "run", str(cfg), "--dry-run")
+    out = cli_in(tmp_path, "run", str(cfg), "--dry-run")
     assert out.exit_code == 0, out.output
     assert f"batch cost (judge.batch true, within 24 h): ${est.batch_cost_usd:,.4f}" in " ".join(out.output.split())
     files = _config(tmp_path, "http://127.0.0.1:9/v1", model="judge-model", batch="files", batch_dir="b")
@@ -202,20 +191,20 @@ def test_dry_run_shows_the_batch_price(tmp_path: Path) -> None:
     est = estimate_listwise(files)
     want = (est.input_tokens * 0.02 + est.output_tokens * 0.04) / 1e6
     assert est.batch_cost_usd is not None and abs(est.batch_cost_usd - want) < 1e-12
-    out = _cli(tmp_path, "run", str(files), "--dry-run")
+    out = cli_in(tmp_path, "run", str(files), "--dry-run")
     assert f"batch cost (judge.batch: files, at the configured price): ${want:,.4f}" in " ".join(out.output.split())
 
 
 def test_a_best_of_n_card_waits_for_its_batch_files_then_is_made_from_every_call(tmp_path: Path) -> None:
     _answers(tmp_path)
     cfg = _config(tmp_path, "http://127.0.0.1:9/v1", model="judge-model", batch="files", batch_dir="batches")
-    out = _cli(tmp_path, "card", str(cfg), "--suite", "answers.jsonl", "--no-progress")
+    out = cli_in(tmp_path, "card", str(cfg), "--suite", "answers.jsonl", "--no-progress")
     assert out.exit_code == 0, out.output
     assert "waiting for 12 requests in 1 batches; run the same command to collect them and make the card" in (
         " ".join(out.output.split()))
     (req,) = sorted((tmp_path / "batches").glob("swapjudge-*.requests.jsonl"))
     RunBatch("judge-model").run(req)
-    out = _cli(tmp_path, "card", str(cfg), "--suite", "answers.jsonl", "--no-progress", "--format", "json")
+    out = cli_in(tmp_path, "card", str(cfg), "--suite", "answers.jsonl", "--no-progress", "--format", "json")
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     assert doc["suite"]["calls"] == 12 and doc["suite"]["items"] == N_ITEMS

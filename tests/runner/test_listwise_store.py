@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judge_server import JudgeServer
-from runner_helpers import every_stored_call, listwise_config
+from runner_helpers import cli_in, every_stored_call, listwise_config
 from swapjudge.cli import app
 from swapjudge.judges.listwise_prompts import render
 from swapjudge.reading.listwise import load_listwise
@@ -51,15 +51,6 @@ def _sent(server: JudgeServer, start: int = 0) -> Counter[str]:
     return Counter(b["messages"][1]["content"] for b in server.bodies[start:])
 
 
-def _cli(directory: Path, *args: str) -> Any:
-    old = os.getcwd()
-    os.chdir(directory)
-    try:
-        return CliRunner().invoke(app, list(args))
-    finally:
-        os.chdir(old)
-
-
 def test_run_stores_every_call_and_a_second_run_pays_nothing(tmp_path: Path) -> None:
     answers = _answers(tmp_path, 4)
     with JudgeServer() as server:
@@ -88,11 +79,11 @@ def test_export_analyze_rank_report_and_runs_read_a_listwise_store(tmp_path: Pat
     _answers(tmp_path, 5)
     with JudgeServer() as server:
         config = listwise_config(tmp_path, server.openai_url)
-        run = _cli(tmp_path, "run", str(config), "--no-progress", "--format", "json")
+        run = cli_in(tmp_path, "run", str(config), "--no-progress", "--format", "json")
         assert run.exit_code == 0, run.output
     document = json.loads(run.stdout)
     assert document["listwise"]["consistency"]["rate"] == 1.0 and document["run"]["made"] == 15
-    exported = _cli(tmp_path, "export", "--latest", "-o", "calls.jsonl")
+    exported = cli_in(tmp_path, "export", "--latest", "-o", "calls.jsonl")
     assert exported.exit_code == 0, exported.output
     records = load_listwise(tmp_path / "calls.jsonl")
     assert len(records) == 15 and {c.slots[c.pick - 1] for c in records.calls if c.pick} == {"good"}
@@ -100,12 +91,12 @@ def test_export_analyze_rank_report_and_runs_read_a_listwise_store(tmp_path: Pat
     for item in {c.item for c in records.calls}:
         seen = Counter((s, k) for c in records.calls if c.item == item for k, s in enumerate(c.slots))
         assert set(seen.values()) == {1} and len(seen) == 9
-    analysed = _cli(tmp_path, "analyze", "calls.jsonl", "--format", "json")
+    analysed = cli_in(tmp_path, "analyze", "calls.jsonl", "--format", "json")
     assert json.loads(analysed.stdout)["listwise"] == document["listwise"]
     # the store itself: its latest run is listwise, so analyze and rank read its calls
-    from_store = _cli(tmp_path, "analyze", "swapjudge.db", "--format", "json")
+    from_store = cli_in(tmp_path, "analyze", "swapjudge.db", "--format", "json")
     assert from_store.exit_code == 0 and json.loads(from_store.stdout)["listwise"] == document["listwise"]
-    ranked = _cli(tmp_path, "rank", "swapjudge.db", "--format", "json", "--bootstrap", "0")
+    ranked = cli_in(tmp_path, "rank", "swapjudge.db", "--format", "json", "--bootstrap", "0")
     assert ranked.exit_code == 0, ranked.output
     assert max(json.loads(ranked.stdout)["strengths"].items(), key=lambda kv: kv[1]["value"])[0] == "good"
     # the same records through stdin are detected as listwise too
@@ -113,10 +104,10 @@ def test_export_analyze_rank_report_and_runs_read_a_listwise_store(tmp_path: Pat
                                input=(tmp_path / "calls.jsonl").read_text(encoding="utf-8"))
     assert piped.exit_code == 0, piped.output
     assert json.loads(piped.stdout)["listwise"] == document["listwise"]
-    report = _cli(tmp_path, "report", "swapjudge.db", "--markdown", "r.md")
+    report = cli_in(tmp_path, "report", "swapjudge.db", "--markdown", "r.md")
     assert report.exit_code == 0, report.output
     assert "slot" in (tmp_path / "r.md").read_text(encoding="utf-8").lower()
-    listing = _cli(tmp_path, "runs", "--format", "json")
+    listing = cli_in(tmp_path, "runs", "--format", "json")
     assert [(r["stored_calls"], r["total_calls"], r["status"]) for r in json.loads(listing.stdout)] == [
         (15, 15, "done")]
 
@@ -125,13 +116,13 @@ def test_dry_run_and_check(tmp_path: Path) -> None:
     _answers(tmp_path, 3)
     with JudgeServer() as server:
         config = listwise_config(tmp_path, server.openai_url)
-        dry = _cli(tmp_path, "run", str(config), "--dry-run")
+        dry = cli_in(tmp_path, "run", str(config), "--dry-run")
         assert dry.exit_code == 0, dry.output
         assert "9 planned calls" in dry.stdout and "calls to make:                                 9" in dry.stdout
         # gpt-4o-mini's built-in price: the estimate is a dollar figure, not unknown
         assert "estimated cost (gpt-4o-mini): $" in dry.stdout
         assert server.total == 0 and not (tmp_path / "swapjudge.db").exists()
-        checked = _cli(tmp_path, "run", str(config), "--check")
+        checked = cli_in(tmp_path, "run", str(config), "--check")
         assert checked.exit_code == 0, checked.output
         assert "(pick " in checked.stdout and "nothing stored" in checked.stdout
         assert server.total == 1 and not (tmp_path / "swapjudge.db").exists()
@@ -205,9 +196,9 @@ def test_card_of_a_listwise_judge_shows_the_n_way_figures(tmp_path: Path) -> Non
     suite.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     with JudgeServer(policy="first") as server:  # always slot 1: consistency 0, slot 1's share 100%
         config = listwise_config(tmp_path, server.openai_url)
-        refused = _cli(tmp_path, "card", str(config), "--suite", "quick")
+        refused = cli_in(tmp_path, "card", str(config), "--suite", "quick")
         assert refused.exit_code == 2 and "three or more answers" in refused.output and server.total == 0
-        made = _cli(tmp_path, "card", str(config), "--suite", str(suite), "--format", "json", "--no-progress",
+        made = cli_in(tmp_path, "card", str(config), "--suite", str(suite), "--format", "json", "--no-progress",
                     "-o", "card.html", "-o", "card.md")
         assert server.total == 18
     assert made.exit_code == 1, made.output  # the gate fails, after writing
@@ -229,11 +220,11 @@ def test_pairwise_readers_refuse_a_listwise_run_in_one_line(tmp_path: Path) -> N
     _answers(tmp_path, 3)
     with JudgeServer() as server:
         run_listwise(listwise_config(tmp_path, server.openai_url))
-    csv = _cli(tmp_path, "export", "--latest", "-o", "calls.csv")
+    csv = cli_in(tmp_path, "export", "--latest", "-o", "calls.csv")
     assert csv.exit_code == 2 and "best-of-N (listwise) run" in csv.output and not (tmp_path / "calls.csv").exists()
     decision = tmp_path / "decision.yaml"
     decision.write_text("candidate: good\nincumbent: bad\n", encoding="utf-8")
-    decided = _cli(tmp_path, "decide", str(decision), "swapjudge.db")
+    decided = cli_in(tmp_path, "decide", str(decision), "swapjudge.db")
     assert decided.exit_code == 2, decided.output
     lines = [line for line in decided.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "best-of-N (listwise) run" in lines[0]
