@@ -194,6 +194,13 @@ def test_no_wait_submits_and_exits_then_the_same_command_collects(tmp_path: Path
         assert first.stdout.strip() == "submitted 22 requests in 1 batches; run the same command to collect"
         runs = _cli(tmp_path, "runs")
         assert "waiting" in runs.stdout and "batch_000001" in runs.stdout and "22 requests" in runs.stdout
+        # batches off while the run's batches are out: refused in one line, nothing asked, the batches kept
+        unbatched = _config(tmp_path, server.openai_url, batch=False)
+        refused = _in_process("run", str(unbatched), "--no-progress")
+        assert refused.exit_code == 2
+        assert "run 1 has 22 requests in 1 provider batch(es) not yet collected" in refused.output
+        assert server.created == 1 and server.sync_calls == 0
+        cfg = _config(tmp_path, server.openai_url)
         again = _cli(tmp_path, "run", str(cfg), "--no-progress", "--format", "json")
         assert again.returncode == 0, again.stderr
         assert server.created == 1 and server.paid_twice() == 0

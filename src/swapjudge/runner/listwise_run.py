@@ -492,10 +492,10 @@ def run_listwise(path: str | Path, *, store: str | Path | None = None, wait: boo
     configured, the run's records are exported there after it. With `judge.batch` the calls go through the batch
     engine (runner.batch) as a pairwise run's do; `batch_wait` False (and always with `batch: files`) submits or
     writes the batches and returns with them waiting (the same call later collects them)."""
+    from swapjudge.runner.batch.engine import refuse_uncollected_batches
     from swapjudge.runner.lock import RunLock, lock_path
     from swapjudge.runner.provenance import open_store
     from swapjudge.runner.session import own_run
-    from swapjudge.store.batches import OPEN_STATUSES
     from swapjudge.store.connection import StoreError
 
     setup = prepare_listwise(path, store=store, answers=answers)
@@ -534,11 +534,7 @@ def run_listwise(path: str | Path, *, store: str | Path | None = None, wait: boo
                                      for c, p in hits])
         pending = [(c, p) for c, p in pending if p.prompt_hash not in cache]
         batched = cfg.judge.batch is not False
-        in_flight = st.submissions(run_id, OPEN_STATUSES)
-        if in_flight and not batched:
-            raise SwapjudgeError(
-                f"run {run_id} has {sum(s.requests for s in in_flight):,} requests in {len(in_flight)} batch(es) "
-                "not yet collected; set judge.batch as when they were submitted to collect them")
+        refuse_uncollected_batches(st, run_id, batched)
         waiting = None
         try:
             if pending and batched:

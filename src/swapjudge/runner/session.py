@@ -20,7 +20,7 @@ from swapjudge.errors import SwapjudgeError
 from swapjudge.judges.base import Judge
 from swapjudge.reading.pairs_file import PairsFile, load_pairs
 from swapjudge.runner.backend import check_judge_options, open_judge, structured_output
-from swapjudge.runner.batch.engine import BatchOutcome, execute_batches
+from swapjudge.runner.batch.engine import BatchOutcome, execute_batches, refuse_uncollected_batches
 from swapjudge.runner.execute import AfterCall, cached_record, execute_groups, identical_record
 from swapjudge.runner.lock import Owner, RunLock, lock_path
 from swapjudge.runner.outcome import RunOutcome, RunStats
@@ -31,7 +31,6 @@ from swapjudge.runner.plan import (
 )
 from swapjudge.runner.provenance import open_store, run_provenance
 from swapjudge.runner.skip_swaps import second_calls_to_make
-from swapjudge.store.batches import OPEN_STATUSES
 from swapjudge.store.connection import StoreError
 
 
@@ -123,11 +122,7 @@ async def run_async(
             [c for c in pending if c.order_index == 0], [c for c in pending if c.order_index != 0]]
         interrupted = False
         batched = cfg.judge.batch is not False
-        in_flight = store.submissions(run_id, OPEN_STATUSES)
-        if in_flight and not batched:
-            raise SwapjudgeError(
-                f"run {run_id} has {sum(s.requests for s in in_flight):,} requests in {len(in_flight)} provider "
-                "batch(es) not yet collected; set judge.batch as when they were submitted to collect them")
+        refuse_uncollected_batches(store, run_id, batched)
         waiting: BatchOutcome | None = None
         warnings: list[str] = []
         on_ray = cfg.engine == "ray"

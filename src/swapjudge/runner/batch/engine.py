@@ -413,6 +413,16 @@ class _Run(Generic[C]):
             f"{elapsed // 3600:d}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} elapsed", highlight=False)
 
 
+def refuse_uncollected_batches(store: Store, run_id: int, batched: bool) -> None:
+    """A run with provider batches still out is collected only with batches on (as they were submitted): refused in
+    one line otherwise, before anything is asked."""
+    in_flight = store.submissions(run_id, OPEN_STATUSES)
+    if in_flight and not batched:
+        raise SwapjudgeError(
+            f"run {run_id} has {sum(s.requests for s in in_flight):,} requests in {len(in_flight)} provider "
+            "batch(es) not yet collected; set judge.batch as when they were submitted to collect them")
+
+
 async def execute_batches(
     loaded: LoadedConfig,
     store: Store,
