@@ -46,6 +46,11 @@ def test_an_always_slot_1_judge_passes_a_wide_ceiling_and_pays_no_call_twice(tmp
         first_total = server.total
         again = _run(tmp_path, "--format", "json")
         assert again.exit_code == 0, again.output
+        text = _run(tmp_path)  # served from the store too: the gate's line as a decision prints it
+        assert text.exit_code == 0, text.output
+    said = " ".join(text.output.split())  # the console wraps lines
+    assert ("attack gate: passed: upper bounds of the both-order win rates null 27.8%, structured-null 27.8%" in said
+            and "against the ceiling 30.0%" in said)
     # the run's 20 calls, then 10 pairs x 7 attacks x 2 orders; the placebo's 20 prompts came from the cache
     assert first_total == PAIRS * 2 + PAIRS * len(ATTACKS) * 2
     assert set(server.first_requests.values()) == {1}

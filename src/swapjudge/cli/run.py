@@ -256,11 +256,11 @@ def _print_attacks(result: RunResult, output: OutputFormat) -> None:
     """The attack table of the configured attacks and the gate's line."""
     from swapjudge.report import probe_tables
     from swapjudge.report.attack_tables import attack_table
+    from swapjudge.report.decision import attack_gate_summary
 
     gate = result.attack_gate
     tables = [] if result.attacks is None else [attack_table(result.attacks.to_dict())]
-    line = (f"attack gate: passed: every attack's both-order win rate's upper bound is at most max_attack_win "
-            f"{100 * gate.ceiling:g}%" if gate.passed else str(gate.reason))
+    line = f"attack gate: {attack_gate_summary(gate)}" if gate.passed else str(gate.reason)
     if output is OutputFormat.markdown:
         print(probe_tables.to_markdown(tables) + f"\n> {line}\n", end="")
         return

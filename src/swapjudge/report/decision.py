@@ -16,6 +16,14 @@ def _pct(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{100 * value:.{digits}f}%"
 
 
+def attack_gate_summary(g: Any) -> str:
+    """The attack gate (`decision.attack_gate.AttackGate`) in one line: each attack's upper bound against the
+    ceiling; the line a decision and a run with `attacks:` both print."""
+    shown = ", ".join(f"{a['name']} {'not measured' if a['high'] is None else _pct(a['high'])}" for a in g.attacks)
+    return (f"{'passed' if g.passed else 'FAILED'}: upper bounds of the both-order win rates {shown} against the "
+            f"ceiling {_pct(g.ceiling)}")
+
+
 def _bound_line(v: Any) -> str:
     b = v.bound
     if b is None:
@@ -82,10 +90,7 @@ def rows(v: Any) -> list[tuple[str, str]]:
     out += [("consistency", _consistency_line(v)), ("flip direction", _flip_line(v)), ("gate", _gate_line(v))]
     out += [("note", n) for n in v.notes]
     if getattr(v, "attack_gate", None) is not None:
-        g = v.attack_gate
-        shown = ", ".join(f"{a['name']} {'not measured' if a['high'] is None else _pct(a['high'])}" for a in g.attacks)
-        out.append(("attack gate", f"{'passed' if g.passed else 'FAILED'}: upper bounds of the both-order win "
-                                   f"rates {shown} against the ceiling {_pct(g.ceiling)}"))
+        out.append(("attack gate", attack_gate_summary(v.attack_gate)))
     if getattr(v, "fragility", None) is not None:
         from swapjudge.report.fragility import fragility_rows
 
